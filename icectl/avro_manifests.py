@@ -1,0 +1,640 @@
+"""Read manifest lists and manifests from Avro (the only module that talks to fastavro).
+
+Takes binary streams or bytes, never paths: callers open files through their own storage layer.
+Fields are matched by the spec's field ids (``field-id`` in the Avro schema) and by name only
+when ids are absent, because writers differ in names (old Java: ``added_data_files_count``).
+
+fastavro applies Avro logical types from the *writer* schema, so date, time, timestamp and
+decimal partition values arrive as ``datetime``/``Decimal`` objects; they are converted back to
+the integer forms of :mod:`icectl.spec.values`.
+"""
+
+from __future__ import annotations
+
+import copy
+import io
+import json
+import struct
+import uuid
+import zlib
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from dataclasses import fields as dataclass_fields
+from datetime import date, datetime, time, timedelta, timezone
+from typing import Any, BinaryIO
+
+import fastavro
+from fastavro.read import SchemaResolutionError
+from fastavro.schema import SchemaParseException, UnknownType
+
+from icectl.errors import CorruptInputError, UnsupportedError
+from icectl.spec.manifest import (
+    DataFile,
+    DataFileContent,
+    ManifestContent,
+    ManifestEntry,
+    ManifestEntryStatus,
+    ManifestFile,
+    PartitionFieldSummary,
+)
+from icectl.spec.schema import DecimalType, IcebergType, PrimitiveType, StructType
+from icectl.spec.values import decimal_from_unscaled, decimal_unscaled, from_bytes
+
+AvroSource = BinaryIO | bytes | bytearray | memoryview
+
+_AVRO_MAGIC = b"Obj\x01"
+SUPPORTED_FORMAT_VERSIONS = (1, 2, 3, 4)  # v4 tables are still written with v3-shaped Avro by Java
+
+# Spec field ids (spec "Manifest Lists", "Manifest Entry Fields", "Data File Fields").
+MANIFEST_FILE_FIELD_IDS: dict[str, int] = {
+    "manifest_path": 500, "manifest_length": 501, "partition_spec_id": 502, "content": 517,
+    "sequence_number": 515, "min_sequence_number": 516, "added_snapshot_id": 503,
+    "added_files_count": 504, "existing_files_count": 505, "deleted_files_count": 506,
+    "added_rows_count": 512, "existing_rows_count": 513, "deleted_rows_count": 514,
+    "partitions": 507, "key_metadata": 519, "first_row_id": 520,
+}
+FIELD_SUMMARY_FIELD_IDS: dict[str, int] = {
+    "contains_null": 509, "contains_nan": 518, "lower_bound": 510, "upper_bound": 511,
+}
+MANIFEST_ENTRY_FIELD_IDS: dict[str, int] = {
+    "status": 0, "snapshot_id": 1, "sequence_number": 3, "file_sequence_number": 4, "data_file": 2,
+}
+DATA_FILE_FIELD_IDS: dict[str, int] = {
+    "content": 134, "file_path": 100, "file_format": 101, "partition": 102, "record_count": 103,
+    "file_size_in_bytes": 104, "column_sizes": 108, "value_counts": 109, "null_value_counts": 110,
+    "nan_value_counts": 137, "lower_bounds": 125, "upper_bounds": 128, "key_metadata": 131,
+    "split_offsets": 132, "equality_ids": 135, "sort_order_id": 140, "first_row_id": 142,
+    "referenced_data_file": 143, "content_offset": 144, "content_size_in_bytes": 145,
+}
+# Older writers' names for the same ids (used only when the schema has no field ids).
+_ALIASES = {
+    "added_files_count": "added_data_files_count",
+    "existing_files_count": "existing_data_files_count",
+    "deleted_files_count": "deleted_data_files_count",
+}
+# Always read: cheap, required by the spec, and needed for first_row_id inheritance.
+ALWAYS_READ_DATA_FILE_FIELDS = frozenset(
+    {"content", "file_path", "file_format", "record_count", "file_size_in_bytes", "first_row_id"})
+_MAP_FIELDS = ("column_sizes", "value_counts", "null_value_counts", "nan_value_counts",
+               "lower_bounds", "upper_bounds")
+_LIST_FIELDS = ("split_offsets", "equality_ids")
+_SCALAR_OPTIONAL_FIELDS = ("key_metadata", "sort_order_id", "referenced_data_file",
+                           "content_offset", "content_size_in_bytes")
+assert set(DATA_FILE_FIELD_IDS) == {f.name for f in dataclass_fields(DataFile)}
+
+
+# --------------------------------------------------------------------------- Avro plumbing
+
+
+def _as_stream(source: AvroSource) -> BinaryIO:
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        return io.BytesIO(bytes(source))
+    return source
+
+
+@contextmanager
+def _avro_errors() -> Iterator[None]:
+    """Turn fastavro's and the codecs' exceptions into CorruptInputError / UnsupportedError."""
+    try:
+        yield
+    except (CorruptInputError, UnsupportedError):
+        raise
+    except EOFError:
+        raise CorruptInputError("truncated Avro file") from None
+    except UnicodeDecodeError as e:  # before ValueError: it is one, and its text says "codec"
+        raise CorruptInputError(f"corrupt Avro data: a string is not valid UTF-8 ({e.reason})") from None
+    except json.JSONDecodeError as e:
+        raise CorruptInputError(f"corrupt Avro header: the schema is not valid JSON ({e.msg})") from None
+    except (SchemaParseException, UnknownType, SchemaResolutionError) as e:
+        raise CorruptInputError(f"corrupt Avro header: invalid schema ({type(e).__name__}: {e})") from None
+    except ValueError as e:
+        text = str(e)
+        if "codec" in text:
+            raise UnsupportedError(f"Avro compression codec not supported: {text}") from None
+        if "cannot read header" in text:
+            raise CorruptInputError("not an Avro file (bad magic or truncated header)") from None
+        if "sync marker" in text:
+            raise CorruptInputError("corrupt Avro file: sync marker not found "
+                                    "(truncated or damaged block)") from None
+        raise CorruptInputError(f"corrupt Avro data: {text}") from None
+    except (zlib.error, struct.error, IndexError, KeyError, TypeError, OverflowError, MemoryError) as e:
+        raise CorruptInputError(f"corrupt Avro data: {type(e).__name__}: {e}") from None
+
+
+def _open_reader(stream: BinaryIO, reader_schema: dict[str, Any] | None = None) -> Any:
+    start = stream.tell() if stream.seekable() else None
+    try:
+        with _avro_errors():
+            return fastavro.reader(stream, reader_schema=reader_schema)
+    except CorruptInputError as e:
+        # Tell a cut-off header from a file that is not Avro at all, when the stream allows it.
+        if start is not None and "not an Avro file" in e.message:
+            stream.seek(start)
+            if stream.read(4) == _AVRO_MAGIC:
+                raise CorruptInputError("truncated Avro file (incomplete header)") from None
+        raise
+
+
+def _writer_schema(reader: Any) -> dict[str, Any]:
+    # The raw JSON keeps the field-id attributes exactly as written.
+    try:
+        schema = json.loads(reader.metadata["avro.schema"])
+    except (KeyError, ValueError):
+        raise CorruptInputError("Avro file has no readable schema") from None
+    if not isinstance(schema, dict) or schema.get("type") != "record":
+        raise CorruptInputError("Avro file schema is not a record")
+    return schema
+
+
+def _records(reader: Any) -> Iterator[dict[str, Any]]:
+    it = iter(reader)
+    while True:
+        with _avro_errors():
+            try:
+                rec = next(it)
+            except StopIteration:
+                return
+        yield rec
+
+
+def read_manifest_metadata(stream: AvroSource) -> dict[str, str]:
+    """The Avro key-value metadata of a manifest or manifest list (reads only the header).
+
+    Includes the Iceberg keys (``schema``, ``partition-spec``, ``partition-spec-id``,
+    ``format-version``, ``content``; manifest lists: ``snapshot-id``, ...) and Avro's own
+    ``avro.schema`` / ``avro.codec``.
+    """
+    return dict(_open_reader(_as_stream(stream)).metadata)
+
+
+def _named_types(schema: Any, out: dict[str, Any]) -> dict[str, Any]:
+    """Every named type (record, enum, fixed) defined in ``schema``, by name and full name."""
+    if isinstance(schema, list):
+        for branch in schema:
+            _named_types(branch, out)
+    elif isinstance(schema, dict):
+        kind = schema.get("type")
+        if kind in ("record", "error", "enum", "fixed") and "name" in schema:
+            out[schema["name"]] = schema
+            if schema.get("namespace"):
+                out[f"{schema['namespace']}.{schema['name']}"] = schema
+        for f in schema.get("fields", ()) if kind in ("record", "error") else ():
+            _named_types(f["type"], out)
+        if kind == "array":
+            _named_types(schema["items"], out)
+        elif kind == "map":
+            _named_types(schema["values"], out)
+        elif isinstance(kind, (dict, list)):
+            _named_types(kind, out)
+    return out
+
+
+def _resolve(schema: Any, named: dict[str, Any]) -> Any:
+    """The schema behind a name reference or an optional union (["null", T])."""
+    if isinstance(schema, list):
+        branches = [b for b in schema if b != "null"]
+        schema = branches[0] if len(branches) == 1 else schema
+    if isinstance(schema, str) and schema in named:
+        return named[schema]
+    if isinstance(schema, dict) and isinstance(schema.get("type"), (dict, list)):
+        return _resolve(schema["type"], named)
+    return schema
+
+
+def _field_names(record: dict[str, Any], ids: dict[str, int]) -> dict[str, str]:
+    """Spec field name -> Avro field name, by field id first and name second."""
+    by_id: dict[int, str] = {}
+    names = set()
+    for f in record.get("fields", ()):
+        names.add(f["name"])
+        if "field-id" in f:
+            try:
+                by_id[int(f["field-id"])] = f["name"]
+            except (TypeError, ValueError):
+                raise CorruptInputError(f"Avro field {f['name']!r} has a non-integer field-id") from None
+    out: dict[str, str] = {}
+    for spec_name, field_id in ids.items():
+        if field_id in by_id:
+            out[spec_name] = by_id[field_id]
+        elif not by_id and spec_name in names:
+            out[spec_name] = spec_name
+        elif not by_id and _ALIASES.get(spec_name) in names:
+            out[spec_name] = _ALIASES[spec_name]
+    return out
+
+
+def _field(record: dict[str, Any], name: str) -> dict[str, Any]:
+    return next(f for f in record["fields"] if f["name"] == name)
+
+
+# --------------------------------------------------------------------------- manifest lists
+
+
+@dataclass(frozen=True, slots=True)
+class ManifestList:
+    """A manifest list's entries plus its Avro key-value metadata (snapshot-id, format-version...)."""
+
+    manifests: list[ManifestFile]
+    metadata: dict[str, str]
+
+    def __iter__(self) -> Iterator[ManifestFile]:
+        return iter(self.manifests)
+
+    def __len__(self) -> int:
+        return len(self.manifests)
+
+    def __getitem__(self, index: int) -> ManifestFile:
+        return self.manifests[index]
+
+
+def read_manifest_list(stream: AvroSource, *, format_version: int) -> ManifestList:
+    """Read every ``manifest_file`` of a manifest list.
+
+    Applies the spec's v1 defaults whatever ``format_version`` says, because upgraded tables keep
+    v1-written lists: missing ``content`` -> DATA, missing sequence numbers -> 0; missing counts
+    stay ``None``.
+    """
+    _check_format_version(format_version)
+    reader = _open_reader(_as_stream(stream))
+    schema = _writer_schema(reader)
+    named = _named_types(schema, {})
+    names = _field_names(schema, MANIFEST_FILE_FIELD_IDS)
+    for required in ("manifest_path", "manifest_length", "partition_spec_id"):
+        if required not in names:
+            raise CorruptInputError(f"manifest list schema has no {required} field")
+    summary_names: dict[str, str] = {}
+    if "partitions" in names:
+        array = _resolve(_field(schema, names["partitions"])["type"], named)
+        element = _resolve(array.get("items"), named) if isinstance(array, dict) else None
+        if not isinstance(element, dict) or element.get("type") != "record":
+            raise CorruptInputError("manifest list 'partitions' is not a list of field_summary records")
+        summary_names = _field_names(element, FIELD_SUMMARY_FIELD_IDS)
+    manifests = [_manifest_file(rec, names, summary_names) for rec in _records(reader)]
+    return ManifestList(manifests, dict(reader.metadata))
+
+
+def _manifest_file(rec: dict[str, Any], names: dict[str, str],
+                   summary_names: dict[str, str]) -> ManifestFile:
+    def get(spec_name: str) -> Any:
+        avro_name = names.get(spec_name)
+        return None if avro_name is None else rec.get(avro_name)
+
+    path = get("manifest_path")
+    if path is None or get("manifest_length") is None or get("partition_spec_id") is None:
+        raise CorruptInputError("manifest list entry lacks manifest_path, manifest_length "
+                                "or partition_spec_id")
+    summaries = get("partitions")
+    content = get("content")
+    try:
+        manifest_content = ManifestContent(0 if content is None else content)
+    except ValueError:
+        raise CorruptInputError(f"manifest {path}: unknown manifest content {content}") from None
+    seq = get("sequence_number")
+    min_seq = get("min_sequence_number")
+    return ManifestFile(
+        manifest_path=path,
+        manifest_length=get("manifest_length"),
+        partition_spec_id=get("partition_spec_id"),
+        content=manifest_content,
+        sequence_number=0 if seq is None else seq,
+        min_sequence_number=0 if min_seq is None else min_seq,
+        added_snapshot_id=get("added_snapshot_id"),
+        added_files_count=get("added_files_count"),
+        existing_files_count=get("existing_files_count"),
+        deleted_files_count=get("deleted_files_count"),
+        added_rows_count=get("added_rows_count"),
+        existing_rows_count=get("existing_rows_count"),
+        deleted_rows_count=get("deleted_rows_count"),
+        partitions=None if summaries is None else tuple(
+            _field_summary(s, summary_names) for s in summaries),
+        key_metadata=get("key_metadata"),
+        first_row_id=get("first_row_id"),
+    )
+
+
+def _field_summary(rec: dict[str, Any], names: dict[str, str]) -> PartitionFieldSummary:
+    def get(spec_name: str) -> Any:
+        avro_name = names.get(spec_name)
+        return None if avro_name is None else rec.get(avro_name)
+
+    return PartitionFieldSummary(
+        contains_null=bool(get("contains_null")),
+        contains_nan=get("contains_nan"),
+        lower_bound=get("lower_bound"),
+        upper_bound=get("upper_bound"),
+    )
+
+
+def _check_format_version(format_version: int) -> None:
+    if format_version not in SUPPORTED_FORMAT_VERSIONS:
+        raise UnsupportedError(f"format version {format_version} is not supported "
+                               f"(supported: {', '.join(map(str, SUPPORTED_FORMAT_VERSIONS))})")
+
+
+# --------------------------------------------------------------------------- manifests
+
+
+def read_manifest(
+    stream: AvroSource,
+    *,
+    manifest: ManifestFile,
+    partition_type: StructType,
+    format_version: int,
+    fields: set[str] | frozenset[str] | None = None,
+) -> Iterator[ManifestEntry]:
+    """Stream the entries of one manifest, with inheritance applied (see :func:`inherit`).
+
+    ``partition_type`` is the partition spec's result type; partition tuples follow its field
+    order. ``fields`` names the ``data_file`` fields to read (``None``: all). The fields in
+    :data:`ALWAYS_READ_DATA_FILE_FIELDS` are always read; the others, e.g. the column-stat maps,
+    are skipped by the Avro decoder (reader-schema projection) and left ``None``.
+    """
+    _check_format_version(format_version)
+    if fields is not None:
+        unknown = set(fields) - set(DATA_FILE_FIELD_IDS)
+        if unknown:
+            raise ValueError(f"unknown data_file fields: {', '.join(sorted(unknown))}")
+    stream = _as_stream(stream)
+    if fields is not None and not stream.seekable():
+        stream = io.BytesIO(stream.read())  # projection opens the file twice
+    start = stream.tell() if fields is not None else 0
+    header = _open_reader(stream)
+    schema = _writer_schema(header)
+    named = _named_types(schema, {})
+    entry_names = _field_names(schema, MANIFEST_ENTRY_FIELD_IDS)
+    if "status" not in entry_names or "data_file" not in entry_names:
+        raise CorruptInputError("manifest schema is not a manifest_entry (no status or data_file)")
+    file_schema = _resolve(_field(schema, entry_names["data_file"])["type"], named)
+    if not isinstance(file_schema, dict) or file_schema.get("type") != "record":
+        raise CorruptInputError("manifest_entry.data_file is not a record")
+    file_names = _field_names(file_schema, DATA_FILE_FIELD_IDS)
+    for required in ("file_path", "file_format", "record_count", "file_size_in_bytes"):
+        if required not in file_names:
+            raise CorruptInputError(f"manifest data_file has no {required} field")
+
+    wanted = set(DATA_FILE_FIELD_IDS) if fields is None else set(fields) | ALWAYS_READ_DATA_FILE_FIELDS
+    if fields is None:
+        reader = header
+    else:
+        # Re-open with a projected reader schema: fastavro skips the dropped fields' bytes.
+        keep = {file_names[n] for n in wanted if n in file_names}
+        projected = project_schema(schema, entry_names["data_file"], keep)
+        stream.seek(start)
+        reader = _open_reader(stream, projected)
+
+    partition = None
+    if "partition" in wanted and "partition" in file_names:
+        partition_schema = _resolve(_field(file_schema, file_names["partition"])["type"], named)
+        partition = _partition_decoder(partition_schema, partition_type)
+    elif "partition" in wanted:
+        raise CorruptInputError("manifest data_file has no partition field")
+    return _entries(reader, manifest, format_version, entry_names, file_names, wanted, partition)
+
+
+def _entries(reader: Any, manifest: ManifestFile, format_version: int, entry_names: dict[str, str],
+             file_names: dict[str, str], wanted: set[str],
+             partition: Callable[[Any], tuple[Any, ...]] | None) -> Iterator[ManifestEntry]:
+    decoder = _EntryDecoder(manifest, entry_names, file_names, wanted, partition)
+    # The running first_row_id exists only for v3+ data manifests that have one.
+    next_row_id = (manifest.first_row_id if format_version >= 3 and manifest.content == ManifestContent.DATA
+                   else None)
+    for index, rec in enumerate(_records(reader)):
+        try:
+            entry, next_row_id = decoder.decode(rec, next_row_id)
+        except CorruptInputError:
+            raise
+        except (ValueError, TypeError, KeyError, AttributeError) as e:
+            raise CorruptInputError(f"malformed manifest entry #{index}: {type(e).__name__}: {e}") from None
+        yield entry
+
+
+class _EntryDecoder:
+    """Turns one fastavro ``manifest_entry`` record into a :class:`ManifestEntry`."""
+
+    def __init__(self, manifest: ManifestFile, entry_names: dict[str, str], file_names: dict[str, str],
+                 wanted: set[str], partition: Callable[[Any], tuple[Any, ...]] | None) -> None:
+        # Names resolved once: decode() runs once per file in the table.
+        self.manifest = manifest
+        self.status = entry_names["status"]
+        self.snapshot_id = entry_names.get("snapshot_id")
+        self.sequence_number = entry_names.get("sequence_number")
+        self.file_sequence_number = entry_names.get("file_sequence_number")
+        self.data_file = entry_names["data_file"]
+        self.names = file_names
+        self.maps = [(n, file_names[n]) for n in _MAP_FIELDS if n in wanted and n in file_names]
+        self.lists = [(n, file_names[n]) for n in _LIST_FIELDS if n in wanted and n in file_names]
+        self.scalars = [(n, file_names[n]) for n in _SCALAR_OPTIONAL_FIELDS
+                        if n in wanted and n in file_names]
+        self.partition = partition
+
+    def decode(self, rec: dict[str, Any], next_row_id: int | None) -> tuple[ManifestEntry, int | None]:
+        names = self.names
+        raw = rec[self.data_file]
+        try:
+            status = ManifestEntryStatus(rec[self.status])
+            content = DataFileContent(raw[names["content"]] if "content" in names else 0)
+        except ValueError as e:
+            raise CorruptInputError(f"manifest entry has an invalid status or content: {e}") from None
+        extra: dict[str, Any] = {n: raw.get(avro) for n, avro in self.scalars}
+        for n, avro in self.maps:
+            extra[n] = _avro_map(raw.get(avro))
+        for n, avro in self.lists:
+            value = raw.get(avro)
+            extra[n] = None if value is None else tuple(value)
+        record_count = raw[names["record_count"]]
+        inherited = inherit(
+            self.manifest, status=status, content=content,
+            snapshot_id=rec.get(self.snapshot_id) if self.snapshot_id else None,
+            sequence_number=rec.get(self.sequence_number) if self.sequence_number else None,
+            file_sequence_number=rec.get(self.file_sequence_number) if self.file_sequence_number else None,
+            first_row_id=raw.get(names["first_row_id"]) if "first_row_id" in names else None,
+            record_count=record_count, next_row_id=next_row_id,
+        )
+        data_file = DataFile(
+            content=content,
+            file_path=raw[names["file_path"]],
+            file_format=raw[names["file_format"]],
+            partition=None if self.partition is None else self.partition(raw[names["partition"]]),
+            record_count=record_count,
+            file_size_in_bytes=raw[names["file_size_in_bytes"]],
+            first_row_id=inherited.first_row_id,
+            **extra,
+        )
+        entry = ManifestEntry(status, inherited.snapshot_id, inherited.sequence_number,
+                              inherited.file_sequence_number, data_file)
+        return entry, inherited.next_row_id
+
+
+@dataclass(frozen=True, slots=True)
+class InheritedMetadata:
+    snapshot_id: int | None
+    sequence_number: int | None
+    file_sequence_number: int | None
+    first_row_id: int | None
+    next_row_id: int | None  # the running first_row_id counter for the next entry
+
+
+def inherit(manifest: ManifestFile, *, status: ManifestEntryStatus, content: DataFileContent,
+            snapshot_id: int | None, sequence_number: int | None, file_sequence_number: int | None,
+            first_row_id: int | None, record_count: int, next_row_id: int | None) -> InheritedMetadata:
+    """Apply the spec's inheritance rules to one entry, in manifest order.
+
+    * ``snapshot_id``: null -> the manifest's ``added_snapshot_id`` (any status).
+    * ``sequence_number`` / ``file_sequence_number`` (spec "Sequence Number Inheritance"): null ->
+      the manifest's ``sequence_number`` only for ADDED entries, or for any entry when that is 0
+      (v1 manifests, where every sequence number defaults to 0). A null on an EXISTING/DELETED
+      entry of a v2+ manifest violates the spec and is left ``None`` for validators to report.
+    * ``first_row_id`` (spec "First Row ID Inheritance"; v3 data manifests only, ``next_row_id``
+      is ``None`` otherwise): a null value on an ADDED or EXISTING data file becomes the running
+      ``next_row_id``, which starts at the manifest's ``first_row_id`` and grows by the
+      ``record_count`` of each file so assigned. Existing entries count ("even if the data file is
+      existing"). DELETED entries neither receive an id nor advance the counter: their rows are
+      outside the range the manifest list reserved (added + existing rows), and Iceberg Java
+      1.10 (ManifestReader.idAssigner) skips them too. Explicit values are kept as written; with
+      a null manifest ``first_row_id`` nothing is assigned.
+    """
+    if snapshot_id is None:
+        snapshot_id = manifest.added_snapshot_id
+    inherit_seq = status == ManifestEntryStatus.ADDED or manifest.sequence_number == 0
+    if sequence_number is None and inherit_seq:
+        sequence_number = manifest.sequence_number
+    if file_sequence_number is None and inherit_seq:
+        file_sequence_number = manifest.sequence_number
+    if (next_row_id is not None and first_row_id is None and content == DataFileContent.DATA
+            and status != ManifestEntryStatus.DELETED):
+        first_row_id = next_row_id
+        next_row_id += record_count
+    return InheritedMetadata(snapshot_id, sequence_number, file_sequence_number, first_row_id,
+                             next_row_id)
+
+
+def _avro_map(value: Any) -> dict[Any, Any] | None:
+    # Int-keyed maps are arrays of 2-field key/value records (logicalType "map").
+    if value is None:
+        return None
+    if isinstance(value, dict):
+        return value
+    out = {}
+    for item in value:
+        k, v = item.values()
+        out[k] = v
+    return out
+
+
+# --------------------------------------------------------------------------- projection
+
+
+def project_schema(schema: dict[str, Any], data_file_field: str, keep: set[str]) -> dict[str, Any]:
+    """A reader schema for a manifest: the writer schema with ``data_file`` fields not in
+    ``keep`` (Avro names) dropped. Named types defined only inside dropped fields are inlined
+    where still referenced, so the result stays a valid Avro schema.
+    """
+    named = _named_types(schema, {})
+    projected = copy.deepcopy(schema)
+    entry_field = _field(projected, data_file_field)
+    file_schema = _resolve(entry_field["type"], _named_types(projected, {}))
+    file_schema["fields"] = [f for f in file_schema["fields"] if f["name"] in keep]
+    return _inline_missing_names(projected, named, set())
+
+
+def _inline_missing_names(schema: Any, named: dict[str, Any], defined: set[str]) -> Any:
+    if isinstance(schema, str):
+        if schema in named and schema not in defined:
+            return _inline_missing_names(copy.deepcopy(named[schema]), named, defined)
+        return schema
+    if isinstance(schema, list):
+        return [_inline_missing_names(b, named, defined) for b in schema]
+    if not isinstance(schema, dict):
+        return schema
+    kind = schema.get("type")
+    if kind in ("record", "error", "enum", "fixed") and "name" in schema:
+        defined.add(schema["name"])
+        if schema.get("namespace"):
+            defined.add(f"{schema['namespace']}.{schema['name']}")
+    if kind in ("record", "error"):
+        for f in schema["fields"]:
+            f["type"] = _inline_missing_names(f["type"], named, defined)
+    elif kind == "array":
+        schema["items"] = _inline_missing_names(schema["items"], named, defined)
+    elif kind == "map":
+        schema["values"] = _inline_missing_names(schema["values"], named, defined)
+    elif isinstance(kind, (dict, list, str)) and kind not in _PRIMITIVE_AVRO:
+        schema["type"] = _inline_missing_names(kind, named, defined)
+    return schema
+
+
+_PRIMITIVE_AVRO = frozenset({"null", "boolean", "int", "long", "float", "double", "bytes", "string",
+                             "record", "error", "enum", "fixed", "array", "map"})
+
+
+# --------------------------------------------------------------------------- partition values
+
+_EPOCH_DATE = date(1970, 1, 1)
+_EPOCH_UTC = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_EPOCH_NAIVE = datetime(1970, 1, 1)
+_MICRO = timedelta(microseconds=1)
+
+
+def _partition_decoder(avro_schema: Any,
+                       partition_type: StructType) -> Callable[[Any], tuple[Any, ...]]:
+    """A function turning an Avro partition record into a tuple in ``partition_type`` order."""
+    if not partition_type.fields:
+        return lambda _record: ()
+    if not isinstance(avro_schema, dict) or avro_schema.get("type") != "record":
+        raise CorruptInputError("manifest partition is not a record but the partition spec has fields")
+    avro_fields = avro_schema["fields"]
+    ids = {int(f["field-id"]): f["name"] for f in avro_fields if "field-id" in f}
+    by_name = {f["name"] for f in avro_fields}
+    plan: list[tuple[str, Callable[[Any], Any]]] = []
+    for pos, pf in enumerate(partition_type.fields):
+        if ids:
+            name = ids.get(pf.field_id)
+        elif pf.name in by_name:
+            name = pf.name
+        else:  # neither ids nor names: Iceberg writes fields in spec order
+            name = avro_fields[pos]["name"] if len(avro_fields) == len(partition_type.fields) else None
+        if name is None:
+            raise CorruptInputError(f"manifest partition has no field for partition field "
+                                    f"{pf.name!r} (id {pf.field_id})")
+        plan.append((name, _avro_value_converter(pf.field_type)))
+
+    def decode(record: Any) -> tuple[Any, ...]:
+        if record is None:
+            raise CorruptInputError("manifest entry has a null partition")
+        return tuple(convert(record.get(name)) for name, convert in plan)
+
+    return decode
+
+
+def _avro_value_converter(t: IcebergType) -> Callable[[Any], Any]:
+    """Avro (as fastavro returns it) -> the icectl value of an Iceberg primitive type."""
+    name = t.name if isinstance(t, PrimitiveType) else ""
+
+    def convert(v: Any) -> Any:
+        if v is None:
+            return None
+        try:
+            if name == "date" and isinstance(v, date):
+                return (v - _EPOCH_DATE).days
+            if name == "time" and isinstance(v, time):
+                return ((v.hour * 60 + v.minute) * 60 + v.second) * 1_000_000 + v.microsecond
+            if isinstance(v, datetime):  # timestamp-micros / local-timestamp-micros
+                return (v - (_EPOCH_UTC if v.tzinfo else _EPOCH_NAIVE)) // _MICRO
+            if isinstance(t, DecimalType):
+                if isinstance(v, (bytes, bytearray)):  # no decimal logical type in the schema
+                    return from_bytes(t, bytes(v))
+                return decimal_from_unscaled(decimal_unscaled(v, t.scale), t.scale)
+            if name == "uuid" and isinstance(v, (bytes, bytearray)):
+                return uuid.UUID(bytes=bytes(v))
+            if name == "uuid" and isinstance(v, str):
+                return uuid.UUID(v)
+            if name in ("float", "double"):
+                return float(v)
+            if name == "unknown":
+                return None
+        except (ValueError, TypeError, OverflowError) as e:
+            raise CorruptInputError(f"invalid {t} partition value {v!r}: {e}") from None
+        return v
+
+    return convert

@@ -1,0 +1,106 @@
+"""Catalogs and table addressing: the one way every command turns an argument into a table.
+
+An address is one of:
+- a path or URL of a ``*.metadata.json`` file (also ``.gz.metadata.json``);
+- a table directory (``metadata/version-hint.text`` and ``vN.metadata.json``), local or ``s3://``;
+- ``[catalog.]namespace.table`` in a configured catalog (the default catalog when the first
+  part does not name one).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Protocol
+
+from icectl.catalog.hadoop import HadoopCatalog, current_version
+from icectl.catalog.sql import SqlCatalog
+from icectl.config import Config
+from icectl.errors import NotFoundError, UsageError
+from icectl.storage import FileIO, scheme_of
+
+
+class Catalog(Protocol):
+    name: str
+    warehouse: str
+
+    def load_metadata_location(self, namespace: tuple[str, ...], table: str) -> str: ...
+    def list_namespaces(self, parent: tuple[str, ...] = ()) -> list[tuple[str, ...]]: ...
+    def list_tables(self, namespace: tuple[str, ...]) -> list[tuple[str, ...]]: ...
+    def table_dir(self, namespace: tuple[str, ...], table: str) -> str: ...
+
+
+def open_catalog(config: Config, io: FileIO, name: str | None = None) -> Catalog:
+    cc = config.catalog(name)
+    if cc.type == "sql":
+        assert cc.uri is not None  # checked when the config was parsed
+        return SqlCatalog(cc.name, cc.uri, cc.warehouse, io)
+    return HadoopCatalog(cc.name, cc.warehouse, io)
+
+
+@dataclass(frozen=True)
+class TableAddress:
+    """Where a table was found: its current metadata file, and its catalog name if any."""
+
+    metadata_location: str
+    identifier: str  # how to show it: namespace.table or the path given
+    catalog: str | None = None
+    namespace: tuple[str, ...] = ()
+    name: str | None = None
+    table_dir: str | None = None  # for file-system tables: where vN.metadata.json live
+
+
+def is_metadata_file(text: str) -> bool:
+    return text.endswith((".metadata.json", ".metadata.json.gz"))
+
+
+def looks_like_path(text: str) -> bool:
+    return ("://" in text or text.startswith(("/", "./", "../", "~", "file:"))
+            or os.sep in text or "/" in text or os.path.exists(text))
+
+
+def split_identifier(text: str, config: Config) -> tuple[str | None, tuple[str, ...], str]:
+    parts = text.split(".")
+    if len(parts) < 2 or any(not p for p in parts):
+        raise UsageError(f"'{text}' is not a table address",
+                         hint="use namespace.table, catalog.namespace.table, a table directory "
+                              "or a *.metadata.json path")
+    if len(parts) >= 3 and parts[0] in config.catalogs:
+        return parts[0], tuple(parts[1:-1]), parts[-1]
+    return None, tuple(parts[:-1]), parts[-1]
+
+
+def resolve(address: str, config: Config, io: FileIO) -> TableAddress:
+    """Turn any accepted address into the table's current metadata location."""
+    address = address.strip()
+    if not address:
+        raise UsageError("empty table address")
+    if is_metadata_file(address):
+        path = os.path.expanduser(address) if scheme_of(address) == "file" else address
+        if not io.exists(path):
+            raise NotFoundError(f"metadata file not found: {address}", path=address)
+        return TableAddress(metadata_location=path, identifier=address)
+    if looks_like_path(address):
+        path = os.path.expanduser(address) if scheme_of(address) == "file" else address
+        if scheme_of(path) == "file" and not os.path.exists(path):
+            raise NotFoundError(f"table directory not found: {address}", path=address)
+        _, location = current_version(io, path.rstrip("/"))
+        return TableAddress(metadata_location=location, identifier=address, table_dir=path.rstrip("/"))
+    catalog_name, namespace, table = split_identifier(address, config)
+    catalog = open_catalog(config, io, catalog_name)
+    location = catalog.load_metadata_location(namespace, table)
+    ident = ".".join((*namespace, table))
+    return TableAddress(metadata_location=location, identifier=ident, catalog=catalog.name,
+                        namespace=namespace, name=table,
+                        table_dir=catalog.table_dir(namespace, table)
+                        if isinstance(catalog, HadoopCatalog) else None)
+
+
+def walk_tables(catalog: Catalog, namespace: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    """Every table below ``namespace`` (the whole warehouse for ``()``), depth first."""
+    found: list[tuple[str, ...]] = []
+    if namespace:
+        found.extend(catalog.list_tables(namespace))
+    for child in catalog.list_namespaces(namespace):
+        found.extend(walk_tables(catalog, child))
+    return found

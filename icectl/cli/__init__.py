@@ -1,0 +1,1 @@
+"""The command-line layer: parses arguments, calls icectl's core, renders the result."""

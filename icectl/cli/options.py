@@ -1,0 +1,20 @@
+"""Options shared by every command, declared once so they read and behave the same everywhere."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+TableArg = Annotated[str, typer.Argument(
+    metavar="TABLE",
+    help="A *.metadata.json path or URL, a table directory, or [catalog.]namespace.table.",
+    show_default=False)]
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout instead of a table.")]
+
+SnapshotOpt = Annotated[int | None, typer.Option(
+    "--snapshot", "-s", help="Snapshot id to read (default: the current snapshot).", show_default=False)]
+
+RefOpt = Annotated[str | None, typer.Option(
+    "--ref", "-r", help="Branch or tag to read (default: main).", show_default=False)]

@@ -1,0 +1,134 @@
+"""The one place results are printed: rich tables on a terminal, one JSON document with --json."""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+import json
+import sys
+import uuid
+from typing import Any, TextIO
+
+from rich.console import Console
+from rich.table import Table
+from rich.tree import Tree
+
+from icectl.results import RecordResult, Result, RowsResult
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, bytes | bytearray | memoryview):
+        return bytes(value).hex()
+    if isinstance(value, datetime.datetime | datetime.date | datetime.time):
+        return value.isoformat()
+    if isinstance(value, decimal.Decimal | uuid.UUID):
+        return str(value)
+    if isinstance(value, set | frozenset | tuple):
+        return list(value)
+    if hasattr(value, "to_json"):
+        return value.to_json()
+    raise TypeError(f"cannot encode {type(value).__name__} as JSON")
+
+
+def to_json(value: Any) -> str:
+    return json.dumps(value, default=_json_default, ensure_ascii=False)
+
+
+def stdout_console() -> Console:
+    # markup off: paths and properties come from metadata and may contain [brackets].
+    # Not a terminal: don't squeeze columns to 80 characters.
+    return Console(file=sys.stdout, markup=False, highlight=False, emoji=False,
+                   width=None if sys.stdout.isatty() else 400, soft_wrap=False)
+
+
+def stderr_console() -> Console:
+    return Console(file=sys.stderr, markup=False, highlight=False, emoji=False)
+
+
+def render(result: Result, *, as_json: bool, out: TextIO | None = None) -> None:
+    out = out or sys.stdout
+    if as_json:
+        _render_json(result, out)
+        return
+    console = stdout_console() if out is sys.stdout else Console(file=out, markup=False, width=400)
+    if isinstance(result, RowsResult):
+        console.print(rows_table(result))
+    elif isinstance(result, RecordResult):
+        console.print(record_tree(result.title, result.data))
+    else:
+        console.print(result.message)
+
+
+def _render_json(result: Result, out: TextIO) -> None:
+    if isinstance(result, RowsResult):
+        # Stream the rows array so a view of a million files never sits in memory as text.
+        head = {"view": result.view, **result.meta}
+        out.write(to_json(head)[:-1] + (", " if head else "") + '"rows": [')
+        first = True
+        for row in result.rows:
+            out.write(("" if first else ",\n") + to_json(row))
+            first = False
+        out.write("]}\n")
+    elif isinstance(result, RecordResult):
+        out.write(to_json({"view": result.view, **result.data}) + "\n")
+    else:
+        out.write(to_json({"message": result.message, **result.data}) + "\n")
+    out.flush()
+
+
+def cell(value: Any) -> str:
+    """Terminal text of one value: compact, no Python reprs."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, bytes | bytearray):
+        return bytes(value).hex() if len(value) <= 16 else bytes(value[:16]).hex() + "…"
+    if isinstance(value, dict):
+        return ", ".join(f"{k}={cell(v)}" for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(cell(v) for v in value) + "]"
+    return str(value)
+
+
+def rows_table(result: RowsResult) -> Table:
+    caption = " ".join(f"{k}={cell(v)}" for k, v in result.meta.items() if v is not None)
+    table = Table(title=result.title, caption=caption or None, show_lines=False)
+    for c in result.columns:
+        table.add_column(c, overflow="fold")
+    for row in result.rows:
+        table.add_row(*(cell(row.get(c)) for c in result.columns))
+    return table
+
+
+def record_tree(title: str, data: dict[str, Any]) -> Tree:
+    tree = Tree(title)
+    _add(tree, data)
+    return tree
+
+
+def _add(node: Tree, value: Any) -> None:
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if isinstance(v, dict | list) and v and not _flat_list(v):
+                _add(node.add(str(k)), v)
+            else:
+                node.add(f"{k}: {cell(v)}")
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            if isinstance(v, dict | list):
+                _add(node.add(f"[{i}]"), v)
+            else:
+                node.add(cell(v))
+
+
+def _flat_list(v: Any) -> bool:
+    # Short lists of scalars read best on one line; long ones one item per line.
+    return (isinstance(v, list) and all(not isinstance(x, dict | list) for x in v)
+            and len(cell(v)) <= 80)
+
+
+def print_error(line: str) -> None:
+    sys.stderr.write(line.rstrip("\n") + "\n")
+    sys.stderr.flush()
+

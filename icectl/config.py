@@ -1,0 +1,107 @@
+"""Where icectl finds catalogs and storage settings.
+
+Looked up in this order: the file named by ``$ICECTL_CONFIG``, ``./icectl.toml``,
+``~/.config/icectl/config.toml``. With no file at all, icectl uses the embedded default:
+one file-system catalog named ``local`` over ``./warehouse`` (``$ICECTL_WAREHOUSE`` overrides it).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import tomllib
+
+from icectl.errors import CorruptInputError, NotFoundError
+from icectl.storage import S3Settings
+
+DEFAULT_CATALOG = "local"
+DEFAULT_WAREHOUSE = "./warehouse"
+CATALOG_TYPES = ("hadoop", "sql")
+
+
+@dataclass
+class CatalogConfig:
+    name: str
+    type: str = "hadoop"
+    warehouse: str = DEFAULT_WAREHOUSE
+    uri: str | None = None  # sql: the SQLite file
+    properties: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Config:
+    catalogs: dict[str, CatalogConfig]
+    default_catalog: str = DEFAULT_CATALOG
+    s3: S3Settings = field(default_factory=S3Settings)
+    source: str | None = None  # the file it came from, for messages
+
+    def catalog(self, name: str | None = None) -> CatalogConfig:
+        name = name or self.default_catalog
+        if name not in self.catalogs:
+            known = ", ".join(sorted(self.catalogs)) or "none"
+            raise NotFoundError(f"no catalog named '{name}' is configured (known: {known})",
+                                path=self.source, hint="add it under [catalog.NAME] in the config file")
+        return self.catalogs[name]
+
+
+def config_path() -> Path | None:
+    env = os.environ.get("ICECTL_CONFIG")
+    if env:
+        p = Path(env)
+        if not p.is_file():
+            raise NotFoundError(f"config file not found: {env}", path=env,
+                                hint="fix or unset ICECTL_CONFIG")
+        return p
+    for p in (Path("icectl.toml"), Path.home() / ".config" / "icectl" / "config.toml"):
+        if p.is_file():
+            return p
+    return None
+
+
+def load_config(path: str | Path | None = None) -> Config:
+    """Read the config file (or the embedded default) and apply environment overrides."""
+    p = Path(path) if path else config_path()
+    raw: dict[str, Any] = {}
+    if p is not None:
+        try:
+            raw = tomllib.loads(p.read_text())
+        except FileNotFoundError:
+            raise NotFoundError(f"config file not found: {p}", path=str(p)) from None
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+            raise CorruptInputError(f"invalid config file {p}: {e}", path=str(p),
+                                    hint="fix the TOML syntax") from None
+    return parse_config(raw, source=str(p) if p else None)
+
+
+def parse_config(raw: dict[str, Any], source: str | None = None) -> Config:
+    catalogs: dict[str, CatalogConfig] = {}
+    for name, body in (raw.get("catalog") or {}).items():
+        if not isinstance(body, dict):
+            raise CorruptInputError(f"[catalog.{name}] must be a table", path=source)
+        ctype = str(body.get("type", "hadoop"))
+        if ctype not in CATALOG_TYPES:
+            raise CorruptInputError(f"catalog '{name}' has unknown type '{ctype}'", path=source,
+                                    hint=f"use one of: {', '.join(CATALOG_TYPES)}")
+        if ctype == "sql" and not body.get("uri"):
+            raise CorruptInputError(f"sql catalog '{name}' needs uri (the SQLite file)", path=source)
+        catalogs[name] = CatalogConfig(
+            name=name, type=ctype, warehouse=str(body.get("warehouse", DEFAULT_WAREHOUSE)),
+            uri=body.get("uri"),
+            properties={k: v for k, v in body.items() if k not in {"type", "warehouse", "uri"}})
+    default = str(raw.get("default-catalog", DEFAULT_CATALOG))
+    if default not in catalogs:
+        if catalogs and "default-catalog" in raw:
+            raise CorruptInputError(f"default-catalog '{default}' is not configured", path=source)
+        catalogs.setdefault(default, CatalogConfig(name=default))
+    env_wh = os.environ.get("ICECTL_WAREHOUSE")
+    if env_wh:
+        catalogs[default].warehouse = env_wh
+    s3raw = raw.get("s3") or {}
+    s3 = S3Settings(endpoint=s3raw.get("endpoint"), region=s3raw.get("region"),
+                    access_key_id=s3raw.get("access-key-id"),
+                    secret_access_key=s3raw.get("secret-access-key"),
+                    session_token=s3raw.get("session-token"))
+    return Config(catalogs=catalogs, default_catalog=default, s3=s3, source=source)

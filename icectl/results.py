@@ -1,0 +1,45 @@
+"""Results that core functions return and the CLI renders: the JSON contract of icectl.
+
+Core code never prints. A command returns one of these; ``icectl.cli.render`` prints it as a
+rich table on a terminal or as exactly one JSON document with ``--json``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class RowsResult:
+    """A table of rows. ``rows`` may be a generator, so large views stream."""
+
+    view: str  # machine name, e.g. "files"
+    title: str  # human caption
+    columns: list[str]
+    rows: Iterable[dict[str, Any]]
+    meta: dict[str, Any] = field(default_factory=dict)  # table, snapshot id, ...: goes into the JSON too
+    exit_code: int = 0
+
+
+@dataclass
+class RecordResult:
+    """A nested key/value document (an overview)."""
+
+    view: str
+    title: str
+    data: dict[str, Any]
+    exit_code: int = 0
+
+
+@dataclass
+class MessageResult:
+    """A short confirmation (what a command did)."""
+
+    message: str
+    data: dict[str, Any] = field(default_factory=dict)
+    exit_code: int = 0
+
+
+Result = RowsResult | RecordResult | MessageResult

@@ -1,0 +1,1 @@
+"""Pure Iceberg spec model: no storage, no Avro, no CLI."""

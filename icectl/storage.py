@@ -1,0 +1,208 @@
+"""File access for local paths and object storage, through fsspec.
+
+Everything icectl reads or writes goes through a :class:`FileIO`, so spec code never
+sees fsspec and every storage failure becomes one of icectl's errors with the path in it.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import IO, Any
+from urllib.parse import urlparse
+
+from icectl.errors import IcectlError, NotFoundError, StorageError
+
+# Hadoop's S3 connectors use these schemes for the same buckets (Spark tables often say s3a://).
+_S3_SCHEMES = {"s3", "s3a", "s3n"}
+
+
+def scheme_of(path: str) -> str:
+    p = urlparse(path)
+    # A Windows drive letter or a bare path has no real scheme.
+    return p.scheme.lower() if len(p.scheme) > 1 else "file"
+
+
+def local_path(path: str) -> str:
+    """``file:/x``, ``file:///x`` and ``/x`` all name the same local file."""
+    if path.startswith("file:"):
+        p = urlparse(path)
+        return p.path or "/"
+    return path
+
+
+def join(base: str, *parts: str) -> str:
+    out = base.rstrip("/")
+    for part in parts:
+        out = f"{out}/{part.strip('/')}"
+    return out
+
+
+def parent(path: str) -> str:
+    if "://" in path:
+        scheme, rest = path.split("://", 1)
+        return f"{scheme}://{posixpath.dirname(rest.rstrip('/'))}"
+    return posixpath.dirname(path.rstrip("/"))
+
+
+def basename(path: str) -> str:
+    return posixpath.basename(path.rstrip("/"))
+
+
+def is_within(path: str, location: str) -> bool:
+    """True when ``path`` lies under the directory ``location`` (scheme and s3a/s3 aliases folded)."""
+    return _normalise(path).startswith(_normalise(location).rstrip("/") + "/")
+
+
+def _normalise(path: str) -> str:
+    s = scheme_of(path)
+    if s == "file":
+        return "file://" + posixpath.normpath(local_path(path))
+    if s in _S3_SCHEMES:
+        return "s3://" + path.split("://", 1)[1]
+    return path
+
+
+@dataclass
+class S3Settings:
+    """Object-storage settings; unset values fall back to the usual AWS variables."""
+
+    endpoint: str | None = None
+    region: str | None = None
+    access_key_id: str | None = None
+    secret_access_key: str | None = None
+    session_token: str | None = None
+
+    def fsspec_options(self) -> dict[str, Any]:
+        endpoint = self.endpoint or os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
+        opts: dict[str, Any] = {}
+        client: dict[str, Any] = {}
+        if endpoint:
+            client["endpoint_url"] = endpoint
+        if self.region:
+            client["region_name"] = self.region
+        if client:
+            opts["client_kwargs"] = client
+        if self.access_key_id:
+            opts["key"] = self.access_key_id
+        if self.secret_access_key:
+            opts["secret"] = self.secret_access_key
+        if self.session_token:
+            opts["token"] = self.session_token
+        # Fail fast on an unreachable endpoint instead of retrying for minutes.
+        opts["config_kwargs"] = {"connect_timeout": 5, "read_timeout": 30,
+                                 "retries": {"max_attempts": 2, "mode": "standard"}}
+        return opts
+
+
+@dataclass
+class FileIO:
+    """Reads and writes files by path or URL (local, ``file:``, ``s3://``/``s3a://``)."""
+
+    s3: S3Settings = field(default_factory=S3Settings)
+    _filesystems: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    def filesystem(self, path: str) -> tuple[Any, str]:
+        """The fsspec filesystem for ``path`` and the path as that filesystem names it."""
+        scheme = scheme_of(path)
+        if scheme == "file":
+            fs = self._get("file", {})
+            return fs, local_path(path)
+        if scheme in _S3_SCHEMES:
+            fs = self._get("s3", self.s3.fsspec_options())
+            return fs, path.split("://", 1)[1]
+        return self._get(scheme, {}), path
+
+    def _get(self, protocol: str, options: dict[str, Any]) -> Any:
+        if protocol not in self._filesystems:
+            import fsspec  # imported lazily: s3fs pulls in aiobotocore, slow to import
+
+            try:
+                self._filesystems[protocol] = fsspec.filesystem(protocol, **options)
+            except (ImportError, ValueError) as e:
+                raise StorageError(f"no storage support for '{protocol}://' paths: {e}") from e
+        return self._filesystems[protocol]
+
+    @contextmanager
+    def _errors(self, path: str, action: str) -> Iterator[None]:
+        try:
+            yield
+        except IcectlError:
+            raise
+        except FileNotFoundError:
+            raise NotFoundError(f"file not found: {path}", path=path) from None
+        except IsADirectoryError:
+            raise NotFoundError(f"expected a file but found a directory: {path}", path=path) from None
+        except PermissionError as e:
+            raise StorageError(f"permission denied {action} {path}: {e}", path=path) from e
+        except OSError as e:
+            raise StorageError(f"storage error {action} {path}: {e}", path=path) from e
+        except Exception as e:  # botocore/aiohttp errors have no common base we can import cheaply
+            name = type(e).__name__
+            if name in {"NoCredentialsError", "ClientError", "EndpointConnectionError",
+                        "ConnectTimeoutError", "ReadTimeoutError", "ClientConnectorError",
+                        "PartialCredentialsError", "ServerDisconnectedError"}:
+                raise StorageError(f"storage unreachable {action} {path}: {name}: {e}",
+                                   path=path) from e
+            raise
+
+    def read(self, path: str) -> bytes:
+        fs, p = self.filesystem(path)
+        with self._errors(path, "reading"):
+            return fs.cat_file(p)
+
+    def read_range(self, path: str, offset: int, length: int) -> bytes:
+        fs, p = self.filesystem(path)
+        with self._errors(path, "reading"):
+            return fs.cat_file(p, start=offset, end=offset + length)
+
+    @contextmanager
+    def open(self, path: str) -> Iterator[IO[bytes]]:
+        fs, p = self.filesystem(path)
+        with self._errors(path, "opening"), fs.open(p, "rb") as f:
+            yield f
+
+    def exists(self, path: str) -> bool:
+        fs, p = self.filesystem(path)
+        with self._errors(path, "checking"):
+            return bool(fs.exists(p))
+
+    def is_dir(self, path: str) -> bool:
+        fs, p = self.filesystem(path)
+        with self._errors(path, "checking"):
+            return bool(fs.isdir(p))
+
+    def size(self, path: str) -> int:
+        fs, p = self.filesystem(path)
+        with self._errors(path, "checking"):
+            return int(fs.size(p))
+
+    def list_names(self, directory: str) -> list[str]:
+        """Base names of the entries directly inside ``directory`` ([] when it does not exist)."""
+        fs, p = self.filesystem(directory)
+        with self._errors(directory, "listing"):
+            try:
+                entries = fs.ls(p, detail=False)
+            except FileNotFoundError:
+                return []
+        return [basename(str(e)) for e in entries]
+
+    def write(self, path: str, data: bytes) -> None:
+        fs, p = self.filesystem(path)
+        with self._errors(path, "writing"):
+            if scheme_of(path) == "file":
+                os.makedirs(os.path.dirname(p) or ".", exist_ok=True)
+            fs.pipe_file(p, data)
+
+    def delete(self, path: str) -> bool:
+        """Delete a file; False when it was already gone (not an error for cleanup)."""
+        fs, p = self.filesystem(path)
+        with self._errors(path, "deleting"):
+            try:
+                fs.rm_file(p)
+            except FileNotFoundError:
+                return False
+        return True

@@ -1,0 +1,31 @@
+#!/usr/bin/env python3
+"""Regenerate completions/ and man/ from the icectl app. tests/test_docs.py fails when they are stale."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from icectl.cli.app import app  # noqa: E402
+from icectl.cli.docgen import generated_files  # noqa: E402
+
+
+def main() -> int:
+    files = generated_files(app)
+    for d in ("completions", "man"):
+        for old in (ROOT / d).glob("*"):
+            if f"{d}/{old.name}" not in files:
+                old.unlink()
+    for rel, text in files.items():
+        p = ROOT / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+    print(f"wrote {len(files)} files")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
