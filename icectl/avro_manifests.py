@@ -37,6 +37,7 @@ from icectl.spec.manifest import (
     ManifestEntryStatus,
     ManifestFile,
     PartitionFieldSummary,
+    inherit_from_manifest,
 )
 from icectl.spec.schema import DecimalType, IcebergType, PrimitiveType, StructType
 from icectl.spec.values import decimal_from_unscaled, decimal_unscaled, from_bytes
@@ -148,13 +149,13 @@ def _writer_schema(reader: Any) -> dict[str, Any]:
 
 
 def _records(reader: Any) -> Iterator[dict[str, Any]]:
+    # Decoding happens in next(): translate its errors, but not those of the consumer.
     it = iter(reader)
     while True:
         with _avro_errors():
-            try:
-                rec = next(it)
-            except StopIteration:
-                return
+            rec = next(it, None)
+        if rec is None:
+            return
         yield rec
 
 
@@ -274,12 +275,14 @@ def read_manifest_list(stream: AvroSource, *, format_version: int) -> ManifestLi
     return ManifestList(manifests, dict(reader.metadata))
 
 
+def _getter(rec: dict[str, Any], names: dict[str, str]) -> Callable[[str], Any]:
+    """Look a record's field up by spec name (``None`` when the file does not have it)."""
+    return lambda spec_name: rec.get(names[spec_name]) if spec_name in names else None
+
+
 def _manifest_file(rec: dict[str, Any], names: dict[str, str],
                    summary_names: dict[str, str]) -> ManifestFile:
-    def get(spec_name: str) -> Any:
-        avro_name = names.get(spec_name)
-        return None if avro_name is None else rec.get(avro_name)
-
+    get = _getter(rec, names)
     path = get("manifest_path")
     if path is None or get("manifest_length") is None or get("partition_spec_id") is None:
         raise CorruptInputError("manifest list entry lacks manifest_path, manifest_length "
@@ -314,16 +317,9 @@ def _manifest_file(rec: dict[str, Any], names: dict[str, str],
 
 
 def _field_summary(rec: dict[str, Any], names: dict[str, str]) -> PartitionFieldSummary:
-    def get(spec_name: str) -> Any:
-        avro_name = names.get(spec_name)
-        return None if avro_name is None else rec.get(avro_name)
-
-    return PartitionFieldSummary(
-        contains_null=bool(get("contains_null")),
-        contains_nan=get("contains_nan"),
-        lower_bound=get("lower_bound"),
-        upper_bound=get("upper_bound"),
-    )
+    get = _getter(rec, names)
+    return PartitionFieldSummary(bool(get("contains_null")), get("contains_nan"), get("lower_bound"),
+                                 get("upper_bound"))
 
 
 def _check_format_version(format_version: int) -> None:
@@ -343,7 +339,8 @@ def read_manifest(
     format_version: int,
     fields: set[str] | frozenset[str] | None = None,
 ) -> Iterator[ManifestEntry]:
-    """Stream the entries of one manifest, with inheritance applied (see :func:`inherit`).
+    """Stream the entries of one manifest, with inheritance applied
+    (:func:`icectl.spec.manifest.inherit_from_manifest`).
 
     ``partition_type`` is the partition spec's result type; partition tuples follow its field
     order. ``fields`` names the ``data_file`` fields to read (``None``: all). The fields in
@@ -443,7 +440,7 @@ class _EntryDecoder:
             value = raw.get(avro)
             extra[n] = None if value is None else tuple(value)
         record_count = raw[names["record_count"]]
-        inherited = inherit(
+        inherited = inherit_from_manifest(
             self.manifest, status=status, content=content,
             snapshot_id=rec.get(self.snapshot_id) if self.snapshot_id else None,
             sequence_number=rec.get(self.sequence_number) if self.sequence_number else None,
@@ -466,60 +463,13 @@ class _EntryDecoder:
         return entry, inherited.next_row_id
 
 
-@dataclass(frozen=True, slots=True)
-class InheritedMetadata:
-    snapshot_id: int | None
-    sequence_number: int | None
-    file_sequence_number: int | None
-    first_row_id: int | None
-    next_row_id: int | None  # the running first_row_id counter for the next entry
-
-
-def inherit(manifest: ManifestFile, *, status: ManifestEntryStatus, content: DataFileContent,
-            snapshot_id: int | None, sequence_number: int | None, file_sequence_number: int | None,
-            first_row_id: int | None, record_count: int, next_row_id: int | None) -> InheritedMetadata:
-    """Apply the spec's inheritance rules to one entry, in manifest order.
-
-    * ``snapshot_id``: null -> the manifest's ``added_snapshot_id`` (any status).
-    * ``sequence_number`` / ``file_sequence_number`` (spec "Sequence Number Inheritance"): null ->
-      the manifest's ``sequence_number`` only for ADDED entries, or for any entry when that is 0
-      (v1 manifests, where every sequence number defaults to 0). A null on an EXISTING/DELETED
-      entry of a v2+ manifest violates the spec and is left ``None`` for validators to report.
-    * ``first_row_id`` (spec "First Row ID Inheritance"; v3 data manifests only, ``next_row_id``
-      is ``None`` otherwise): a null value on an ADDED or EXISTING data file becomes the running
-      ``next_row_id``, which starts at the manifest's ``first_row_id`` and grows by the
-      ``record_count`` of each file so assigned. Existing entries count ("even if the data file is
-      existing"). DELETED entries neither receive an id nor advance the counter: their rows are
-      outside the range the manifest list reserved (added + existing rows), and Iceberg Java
-      1.10 (ManifestReader.idAssigner) skips them too. Explicit values are kept as written; with
-      a null manifest ``first_row_id`` nothing is assigned.
-    """
-    if snapshot_id is None:
-        snapshot_id = manifest.added_snapshot_id
-    inherit_seq = status == ManifestEntryStatus.ADDED or manifest.sequence_number == 0
-    if sequence_number is None and inherit_seq:
-        sequence_number = manifest.sequence_number
-    if file_sequence_number is None and inherit_seq:
-        file_sequence_number = manifest.sequence_number
-    if (next_row_id is not None and first_row_id is None and content == DataFileContent.DATA
-            and status != ManifestEntryStatus.DELETED):
-        first_row_id = next_row_id
-        next_row_id += record_count
-    return InheritedMetadata(snapshot_id, sequence_number, file_sequence_number, first_row_id,
-                             next_row_id)
-
-
 def _avro_map(value: Any) -> dict[Any, Any] | None:
     # Int-keyed maps are arrays of 2-field key/value records (logicalType "map").
     if value is None:
         return None
     if isinstance(value, dict):
         return value
-    out = {}
-    for item in value:
-        k, v = item.values()
-        out[k] = v
-    return out
+    return dict(map(tuple, map(dict.values, value)))  # type: ignore[arg-type]
 
 
 # --------------------------------------------------------------------------- projection
@@ -559,13 +509,9 @@ def _inline_missing_names(schema: Any, named: dict[str, Any], defined: set[str])
         schema["items"] = _inline_missing_names(schema["items"], named, defined)
     elif kind == "map":
         schema["values"] = _inline_missing_names(schema["values"], named, defined)
-    elif isinstance(kind, (dict, list, str)) and kind not in _PRIMITIVE_AVRO:
+    elif isinstance(kind, (dict, list)) or kind in named:  # {"type": <schema or name>}
         schema["type"] = _inline_missing_names(kind, named, defined)
     return schema
-
-
-_PRIMITIVE_AVRO = frozenset({"null", "boolean", "int", "long", "float", "double", "bytes", "string",
-                             "record", "error", "enum", "fixed", "array", "map"})
 
 
 # --------------------------------------------------------------------------- partition values

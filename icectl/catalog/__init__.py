@@ -17,7 +17,7 @@ from icectl.catalog.hadoop import HadoopCatalog, current_version
 from icectl.catalog.sql import SqlCatalog
 from icectl.config import Config
 from icectl.errors import NotFoundError, UsageError
-from icectl.storage import FileIO, scheme_of
+from icectl.storage import FileIO, local_path, scheme_of
 
 
 class Catalog(Protocol):
@@ -81,7 +81,7 @@ def resolve(address: str, config: Config, io: FileIO) -> TableAddress:
             raise NotFoundError(f"metadata file not found: {address}", path=address)
         return TableAddress(metadata_location=path, identifier=address)
     if looks_like_path(address):
-        path = os.path.expanduser(address) if scheme_of(address) == "file" else address
+        path = os.path.expanduser(local_path(address)) if scheme_of(address) == "file" else address
         if scheme_of(path) == "file" and not os.path.exists(path):
             raise NotFoundError(f"table directory not found: {address}", path=address)
         _, location = current_version(io, path.rstrip("/"))

@@ -167,3 +167,54 @@ class ManifestEntry:
     @property
     def is_dv(self) -> bool:
         return self.data_file.is_dv
+
+
+@dataclass(frozen=True, slots=True)
+class InheritedMetadata:
+    """An entry's tracking fields after inheritance, plus the first_row_id counter to carry on."""
+
+    snapshot_id: int | None
+    sequence_number: int | None
+    file_sequence_number: int | None
+    first_row_id: int | None
+    next_row_id: int | None  # the running first_row_id counter for the next entry
+
+
+def inherit_from_manifest(
+    manifest: ManifestFile, *, status: ManifestEntryStatus, content: DataFileContent,
+    snapshot_id: int | None, sequence_number: int | None, file_sequence_number: int | None,
+    first_row_id: int | None, record_count: int, next_row_id: int | None,
+) -> InheritedMetadata:
+    """Apply the spec's inheritance rules to one entry; call it on the entries in manifest order.
+
+    Values are as written in the manifest; ``next_row_id`` starts as the manifest's
+    ``first_row_id`` for a v3 data manifest (``None`` otherwise) and is then threaded through
+    from each result's ``next_row_id``.
+
+    * ``snapshot_id``: null -> the manifest's ``added_snapshot_id`` (any status).
+    * ``sequence_number`` / ``file_sequence_number`` (spec "Sequence Number Inheritance"): null ->
+      the manifest's ``sequence_number`` only for ADDED entries, or for any entry when that is 0
+      (v1 manifests, where every sequence number defaults to 0). A null on an EXISTING/DELETED
+      entry of a v2+ manifest violates the spec and is left ``None`` for validators to report.
+    * ``first_row_id`` (spec "First Row ID Inheritance"; v3 data manifests only, ``next_row_id``
+      is ``None`` otherwise): a null value on an ADDED or EXISTING data file becomes the running
+      ``next_row_id``, which starts at the manifest's ``first_row_id`` and grows by the
+      ``record_count`` of each file so assigned. Existing entries count ("even if the data file is
+      existing"). DELETED entries neither receive an id nor advance the counter: their rows are
+      outside the range the manifest list reserved (added + existing rows), and Iceberg Java
+      1.10 (ManifestReader.idAssigner) skips them too. Explicit values are kept as written; with
+      a null manifest ``first_row_id`` nothing is assigned.
+    """
+    if snapshot_id is None:
+        snapshot_id = manifest.added_snapshot_id
+    inherit_seq = status == ManifestEntryStatus.ADDED or manifest.sequence_number == 0
+    if sequence_number is None and inherit_seq:
+        sequence_number = manifest.sequence_number
+    if file_sequence_number is None and inherit_seq:
+        file_sequence_number = manifest.sequence_number
+    if (next_row_id is not None and first_row_id is None and content == DataFileContent.DATA
+            and status != ManifestEntryStatus.DELETED):
+        first_row_id = next_row_id
+        next_row_id += record_count
+    return InheritedMetadata(snapshot_id, sequence_number, file_sequence_number, first_row_id,
+                             next_row_id)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote_plus
 
-from icectl.errors import CorruptInputError
+from icectl.errors import CorruptInputError, UnsupportedError
 from icectl.spec.schema import UNKNOWN, IcebergType, NestedField, Schema, StructType
 from icectl.spec.transforms import Transform, parse_transform
 
@@ -206,3 +206,34 @@ class PartitionSpec:
 
 
 UNPARTITIONED = PartitionSpec(0, ())
+
+
+def unified_partition_type(specs: Iterable[PartitionSpec], schema: Schema | None,
+                           fallback_schemas: Iterable[Schema] = ()) -> StructType:
+    """Every partition field of every spec, by field id ascending (Java ``Partitioning.partitionType``).
+
+    Names come from the newest spec; a void field takes its type from a non-void field with the
+    same id. Used for partition statistics and the v4 content entry's ``partition``.
+    """
+    specs = sorted(specs, key=lambda s: s.spec_id, reverse=True)
+    unknown = [str(f.transform) for s in specs for f in s.fields if f.transform.is_unknown]
+    if unknown:  # as Java: the result type of an unknown transform cannot be known
+        raise UnsupportedError(f"cannot build the unified partition type: unknown transforms {unknown}")
+    fallbacks = list(fallback_schemas)
+    chosen: dict[int, tuple[PartitionField, NestedField]] = {}
+    for spec in specs:
+        struct = spec.partition_type(schema, fallbacks)
+        for f in spec.fields:
+            struct_field = struct.field(f.field_id)
+            assert struct_field is not None
+            seen = chosen.get(f.field_id)
+            if seen is None:
+                chosen[f.field_id] = (f, struct_field)
+                continue
+            old, old_struct = seen
+            if old.source_ids != f.source_ids or not (
+                    old.transform == f.transform or old.transform.is_void or f.transform.is_void):
+                raise CorruptInputError(f"conflicting partition fields with id {f.field_id}: {old} and {f}")
+            if old.transform.is_void and not f.transform.is_void:  # v1 dropped field: real type
+                chosen[f.field_id] = (f, NestedField(f.field_id, old_struct.name, struct_field.field_type))
+    return StructType(tuple(chosen[i][1] for i in sorted(chosen)))

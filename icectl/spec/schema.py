@@ -268,10 +268,13 @@ class Schema:
     identifier_field_ids: tuple[int, ...] = ()
     extra: tuple[tuple[str, Any], ...] = ()
     has_identifier_field_ids: bool = False  # Java writes an empty list; keep its presence
-    _index: dict[int, NestedField] = field(default_factory=dict, compare=False, repr=False)
-    _names: dict[int, str] = field(default_factory=dict, compare=False, repr=False)
+    # Derived indexes, rebuilt for every instance (also after dataclasses.replace).
+    _index: dict[int, NestedField] = field(init=False, compare=False, repr=False)
+    _names: dict[int, str] = field(init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "_index", {})
+        object.__setattr__(self, "_names", {})
         for name, f in _walk(self.fields, ""):
             self._index[f.field_id] = f
             self._names[f.field_id] = name

@@ -475,7 +475,7 @@ class DayTransform(_TimeTransform):
         return days
 
     def to_human_string(self, value: Any, result_type: IcebergType | None = None) -> str:
-        return "null" if value is None else human_day(value)
+        return "null" if value is None else human_day(_to_internal(value, DATE))  # int or date
 
 
 @dataclass(frozen=True)

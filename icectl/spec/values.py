@@ -141,6 +141,8 @@ def to_bytes(iceberg_type: IcebergType, value: Any) -> bytes:
     if name == "string":
         return str(value).encode("utf-8")
     if name == "uuid":
+        if isinstance(value, (bytes, bytearray)) and len(value) == 16:
+            return bytes(value)
         return (value if isinstance(value, uuid.UUID) else uuid.UUID(str(value))).bytes
     if name in ("fixed", "binary"):
         return bytes(value)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import json
+import random
 import uuid
 from datetime import date, datetime, time, timezone
 from decimal import Decimal
@@ -24,7 +25,7 @@ from icectl.avro_manifests import (
     read_manifest_list,
     read_manifest_metadata,
 )
-from icectl.errors import CorruptInputError
+from icectl.errors import CorruptInputError, UnsupportedError
 from icectl.spec.manifest import (
     DataFileContent,
     ManifestContent,
@@ -70,15 +71,15 @@ def manifest_list_schema(version: int) -> dict[str, Any]:
     head = [req("manifest_path", "string", 500), req("manifest_length", "long", 501),
             req("partition_spec_id", "int", 502)]
     if version == 1:  # old Java names for 504-506: must be matched by field id
-        fields = head + [
-            req("added_snapshot_id", "long", 503), opt("added_data_files_count", "int", 504),
+        fields = [
+            *head, req("added_snapshot_id", "long", 503), opt("added_data_files_count", "int", 504),
             opt("existing_data_files_count", "int", 505), opt("deleted_data_files_count", "int", 506),
             opt("partitions", FIELD_SUMMARY, 507), opt("added_rows_count", "long", 512),
             opt("existing_rows_count", "long", 513), opt("deleted_rows_count", "long", 514),
             opt("key_metadata", "bytes", 519)]
     else:
-        fields = head + [
-            req("content", "int", 517), req("sequence_number", "long", 515),
+        fields = [
+            *head, req("content", "int", 517), req("sequence_number", "long", 515),
             req("min_sequence_number", "long", 516), req("added_snapshot_id", "long", 503),
             req("added_files_count", "int", 504), req("existing_files_count", "int", 505),
             req("deleted_files_count", "int", 506), req("added_rows_count", "long", 512),
@@ -209,7 +210,7 @@ def test_truncated_and_foreign_files_raise_corrupt_input():
          "added_files_count": 1, "existing_files_count": 0, "deleted_files_count": 0,
          "added_rows_count": 1, "existing_rows_count": 0, "deleted_rows_count": 0,
          "partitions": None, "key_metadata": None} for i in range(200)])
-    with pytest.raises(CorruptInputError, match="truncated Avro file|sync marker"):
+    with pytest.raises(CorruptInputError, match=r"truncated Avro file|sync marker"):
         read_manifest_list(data[: len(data) - 40], format_version=2)
     with pytest.raises(CorruptInputError, match="truncated Avro file"):
         read_manifest_list(data[: len(data) // 2], format_version=2)
@@ -421,7 +422,7 @@ def test_truncated_manifest_raises_while_streaming():
     data = avro_bytes(manifest_schema(2), [entry(1, stats_file(i, 20)) for i in range(300)])
     it = read_manifest(data[: len(data) * 2 // 3], manifest=manifest(), partition_type=UNPARTITIONED,
                        format_version=2)
-    with pytest.raises(CorruptInputError, match="truncated Avro file|sync marker"):
+    with pytest.raises(CorruptInputError, match=r"truncated Avro file|sync marker"):
         list(it)
 
 
@@ -432,3 +433,58 @@ def test_manifest_metadata_keys():
     got = read_manifest_metadata(io.BytesIO(data))
     assert {k: got[k] for k in meta} == meta
     assert read_all(data, manifest(), 2) == []
+
+
+def test_v1_manifest_projection_drops_required_v1_fields():
+    rec = {"status": 1, "snapshot_id": 6, "data_file": data_file(1, "b", 20)}
+    data = avro_bytes(manifest_schema(1), [rec])
+    (e,) = read_all(data, manifest(version=1, seq=0, snapshot=6), 1, fields={"file_path"})
+    assert (e.data_file.file_path, e.data_file.record_count, e.sequence_number) == ("b", 20, 0)
+
+
+def test_projection_works_on_non_seekable_streams():
+    class OneWay(io.RawIOBase):
+        def __init__(self, data: bytes) -> None:
+            self._inner = io.BytesIO(data)
+
+        def readable(self) -> bool:
+            return True
+
+        def readinto(self, b: Any) -> int:
+            chunk = self._inner.read(len(b))
+            b[: len(chunk)] = chunk
+            return len(chunk)
+
+    data = avro_bytes(manifest_schema(2), [entry(1, stats_file(i, 3)) for i in range(3)])
+    entries = list(read_manifest(io.BufferedReader(OneWay(data)), manifest=manifest(),
+                                 partition_type=UNPARTITIONED, format_version=2, fields={"file_path"}))
+    assert [e.data_file.record_count for e in entries] == [100, 101, 102]
+
+
+def test_unknown_codec_is_unsupported():
+    buf = io.BytesIO()
+    fastavro.writer(buf, fastavro.parse_schema(manifest_schema(2)), [entry(1, stats_file(0, 1))],
+                    codec="null")
+    data = buf.getvalue().replace(b"\x08null", b"\x08nope", 1)
+    with pytest.raises(UnsupportedError, match="codec"):
+        read_all(data, manifest(), 2)
+
+
+def test_damaged_manifests_only_ever_raise_corrupt_input():
+    # Deterministic byte flips and cuts: each read must succeed or raise CorruptInputError,
+    # never a raw fastavro, zlib or EOF exception.
+    data = avro_bytes(manifest_schema(2, PARTITION_AVRO),
+                      [entry(1, data_file(2, f"f{i}", i, partition=PARTITION_VALUES,
+                                          lower_bounds=[{"key": 1, "value": b"ab"}])) for i in range(40)])
+    rnd = random.Random(20)
+    for _ in range(150):
+        damaged = bytearray(data)
+        for _ in range(rnd.randint(1, 3)):
+            damaged[rnd.randrange(len(damaged))] = rnd.randrange(256)
+        if rnd.random() < 0.3:
+            damaged = damaged[: rnd.randrange(len(damaged))]
+        for fields in (None, {"file_path"}):
+            try:
+                read_all(bytes(damaged), manifest(), 2, PARTITION_TYPE, fields=fields)
+            except (CorruptInputError, UnsupportedError):
+                pass

@@ -15,11 +15,11 @@ import pytest
 
 from icectl.errors import CorruptInputError, UnsupportedError
 from icectl.spec.metadata import TableMetadata, parse_table_metadata
-from icectl.spec.partitioning import PartitionField, PartitionSpec
+from icectl.spec.partitioning import PartitionField, PartitionSpec, unified_partition_type
 from icectl.spec.schema import DATE, INT, LONG, STRING, UNKNOWN, NestedField, Schema
 from icectl.spec.snapshots import Snapshot, SnapshotRef, ancestors_of, is_ancestor_of
 from icectl.spec.sorting import SortOrder
-from icectl.spec.transforms import DAY, IDENTITY, BucketTransform, UnknownTransform
+from icectl.spec.transforms import DAY, IDENTITY, VOID, BucketTransform, UnknownTransform
 
 SCHEMA_0 = ('{"type":"struct","schema-id":0,"fields":['
             '{"id":1,"name":"id","required":true,"type":"long"},'
@@ -428,3 +428,22 @@ def test_sort_order_json() -> None:
                                       "null-order": "nulls-last"}]}
     with pytest.raises(CorruptInputError, match="direction"):
         SortOrder.from_json(bad)
+
+
+def test_unified_partition_type_unions_specs_by_field_id() -> None:
+    schema = Schema((NestedField(1, "id", LONG, True), NestedField(3, "ts", DATE)))
+    old = PartitionSpec(0, (PartitionField((3,), 1000, "ts_day", DAY),
+                            PartitionField((1,), 1001, "id_bucket", BucketTransform(16))))
+    # v1-style drop: the field stays with a void transform and a new name
+    new = PartitionSpec(1, (PartitionField((3,), 1000, "day_of_ts", DAY),
+                            PartitionField((1,), 1001, "id_bucket_dropped", VOID),
+                            PartitionField((1,), 1002, "id", IDENTITY)))
+    struct = unified_partition_type([old, new], schema)
+    assert [(f.field_id, f.name, f.field_type) for f in struct.fields] == [
+        (1000, "day_of_ts", DATE), (1001, "id_bucket_dropped", INT), (1002, "id", LONG)]
+    clash = PartitionSpec(2, (PartitionField((3,), 1000, "x", IDENTITY),))
+    with pytest.raises(CorruptInputError, match="conflicting"):
+        unified_partition_type([old, clash], schema)
+    with pytest.raises(UnsupportedError):
+        unified_partition_type([PartitionSpec(3, (PartitionField((1,), 1003, "z", UnknownTransform("z")),))],
+                               schema)
