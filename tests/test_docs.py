@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -56,3 +57,42 @@ def test_bash_completion_is_valid_bash(tmp_path: Path) -> None:
         '\nCOMP_WORDS=(icectl inspect fi); COMP_CWORD=2; _icectl; echo "${COMPREPLY[@]}"\n')
     out = subprocess.run([bash, "-c", script], capture_output=True, text=True, check=True).stdout.split()
     assert out == ["files"]
+
+
+@pytest.mark.parametrize(("shell", "args", "path"), [("zsh", ["-n"], "completions/_icectl"),
+                                                     ("fish", ["-n"], "completions/icectl.fish")])
+def test_completion_scripts_parse(shell: str, args: list[str], path: str) -> None:
+    import shutil
+    import subprocess
+
+    exe = shutil.which(shell)
+    if exe is None:
+        pytest.skip(f"{shell} is not installed (.ci/run installs it)")
+    subprocess.run([exe, *args, str(ROOT / path)], check=True, capture_output=True)
+
+
+def test_fish_completes_choices() -> None:
+    import shutil
+    import subprocess
+
+    fish = shutil.which("fish")
+    if fish is None:
+        pytest.skip("fish is not installed (.ci/run installs it)")
+    out = subprocess.run([fish, "-c", f"source {ROOT / 'completions/icectl.fish'}; "
+                          "complete -C 'icectl inspect files --content '"],
+                         capture_output=True, text=True, check=True).stdout
+    choices = {line.split("\t")[0] for line in out.splitlines()}
+    assert {"all", "data", "deletes"} <= choices
+
+
+def test_man_pages_render() -> None:
+    import shutil
+    import subprocess
+
+    man = shutil.which("man")
+    if man is None:
+        pytest.skip("man is not installed (.ci/run installs it)")
+    out = subprocess.run([man, "-l", str(ROOT / "man/icectl-inspect-files.1")], capture_output=True,
+                         text=True, check=True,
+                         env={**os.environ, "MANPAGER": "cat", "PAGER": "cat", "COLUMNS": "100"}).stdout
+    assert "EXIT STATUS" in out and "--snapshot" in out

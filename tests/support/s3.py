@@ -340,11 +340,12 @@ def relocate_table(src_table_dir: Path, dst_location: str, fs_put: FsPut) -> str
     """Copy a local table directory to ``dst_location``, rewriting every absolute path in it.
 
     ``dst_location`` is the new table directory (``s3://bucket/wh/db/t``); ``fs_put(url, data)``
-    stores one object (it is called from several threads).  Metadata JSON (plain or gzip) gets every path under the table directory
-    rewritten; manifests and manifest lists are re-encoded with their own writer schema, codec
-    and key-value metadata, with new ``file_path``/``referenced_data_file``/``manifest_path`` and
-    ``manifest_length``.  Everything else (data, Puffin, statistics, ``version-hint.text``) is
-    copied byte for byte.  Works for format v1-v3.  Returns the new table location.
+    stores one object (it is called from several threads).  Metadata JSON (plain or gzip) gets
+    every path under the table directory rewritten; manifests and manifest lists are re-encoded
+    with their own writer schema, codec and key-value metadata, with new ``file_path``,
+    ``referenced_data_file``, ``manifest_path`` and ``manifest_length``.  Everything else (data,
+    Puffin, statistics, ``version-hint.text``) is copied byte for byte; Hadoop ``.crc`` side files
+    are skipped.  Works for format v1-v3.  Returns the new table location.
     """
     src = Path(src_table_dir)
     dst = dst_location.rstrip("/")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import struct
+import sys
 import zlib
 
 import pytest
@@ -196,8 +197,10 @@ def test_footer_size_and_flag_problems():
         read_puffin_footer(hand_built_puffin([DV1], one, flags=0x100))
 
 
-@pytest.mark.skipif(importlib.util.find_spec("lz4") is not None, reason="lz4 is installed")
-def test_compressed_footer_without_lz4_is_unsupported():
+def test_compressed_footer_without_lz4_is_unsupported(monkeypatch):
+    # None in sys.modules makes `import lz4.frame` fail as if the package were absent.
+    monkeypatch.setitem(sys.modules, "lz4", None)
+    monkeypatch.setitem(sys.modules, "lz4.frame", None)
     data = hand_built_puffin([DV1], FOOTER | {"blobs": FOOTER["blobs"][:1]}, flags=1)
     with pytest.raises(UnsupportedError, match=r"LZ4-compressed.*'lz4' package is not installed"):
         read_puffin_footer(data)
