@@ -12,6 +12,7 @@ from collections import deque
 from collections.abc import Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 
+from icectl import progress
 from icectl.avro_manifests import read_manifest, read_manifest_list, read_manifest_metadata
 from icectl.errors import CorruptInputError, IcectlError
 from icectl.spec.manifest import ManifestContent, ManifestEntry, ManifestFile
@@ -96,7 +97,8 @@ def iter_entries(
     if not todo:
         return
     ptypes = {sid: partition_type(metadata, sid) for sid in {m.partition_spec_id for m in todo}}
-    with ThreadPoolExecutor(max_workers=max(1, min(workers, len(todo)))) as pool:
+    with (progress.task("reading manifests", len(todo)) as advance,
+          ThreadPoolExecutor(max_workers=max(1, min(workers, len(todo)))) as pool):
         pending: deque[tuple[ManifestFile, Future[list[ManifestEntry]]]] = deque()
         ahead = max(2, workers * 2)  # bounded read-ahead: memory stays flat however big the table
         def submit(m: ManifestFile) -> None:
@@ -111,6 +113,7 @@ def iter_entries(
         while pending:
             m, fut = pending.popleft()
             entries = fut.result()
+            advance(1)
             nxt = next(it, None)
             if nxt is not None:
                 submit(nxt)

@@ -95,6 +95,12 @@ class S3Settings:
         # Fail fast on an unreachable endpoint instead of retrying for minutes.
         opts["config_kwargs"] = {"connect_timeout": 5, "read_timeout": 30,
                                  "retries": {"max_attempts": 2, "mode": "standard"}}
+        # fsspec shares one instance per option set process-wide, and s3fs caches listings in
+        # it: a later load in the same process would list metadata/ from the cache and miss a
+        # vN.metadata.json another writer committed since (and an old instance would keep the
+        # credentials the environment had then). Each FileIO owns its filesystem; no listings cache.
+        opts["skip_instance_cache"] = True
+        opts["use_listings_cache"] = False
         return opts
 
 

@@ -12,7 +12,8 @@ from typing import Any, TypeVar
 
 import typer
 
-from icectl.cli.render import print_error, render
+from icectl import progress
+from icectl.cli.render import print_error, render, stderr_console
 from icectl.config import Config, load_config
 from icectl.errors import ExitCode, IcectlError
 from icectl.storage import FileIO
@@ -43,12 +44,13 @@ def command(group: typer.Typer, name: str, **kwargs: Any) -> Callable[[F], F]:
         def wrapper(*args: Any, **kw: Any) -> None:
             as_json = bool(kw.get("json_output")) if as_json_param else False
             try:
-                result = fn(*args, **kw)
-                if result is not None:
-                    render(result, as_json=as_json)
-                    code = getattr(result, "exit_code", 0)
-                    if code:
-                        raise typer.Exit(code)
+                with progress.reporting(_terminal_reporter()):
+                    result = fn(*args, **kw)
+                    if result is not None:
+                        render(result, as_json=as_json)  # rows stream, so reading goes on here
+                code = getattr(result, "exit_code", 0)
+                if code:
+                    raise typer.Exit(code)
             except typer.Exit:
                 raise
             except IcectlError as e:
@@ -74,6 +76,36 @@ def command(group: typer.Typer, name: str, **kwargs: Any) -> Callable[[F], F]:
         return fn
 
     return decorator
+
+
+class _RichReporter:
+    """Progress bars on stderr (transient: they vanish when the work is done)."""
+
+    def __init__(self) -> None:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self.progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                 TimeElapsedColumn(), console=stderr_console(), transient=True)
+        self.active = 0
+
+    def start(self, description: str, total: int | None) -> object:
+        if self.active == 0:
+            self.progress.start()
+        self.active += 1
+        return self.progress.add_task(description, total=total)
+
+    def advance(self, handle: object, n: int) -> None:
+        self.progress.advance(handle, n)  # type: ignore[arg-type]
+
+    def finish(self, handle: object) -> None:
+        self.progress.remove_task(handle)  # type: ignore[arg-type]
+        self.active -= 1
+        if self.active == 0:
+            self.progress.stop()
+
+
+def _terminal_reporter() -> _RichReporter | None:
+    return _RichReporter() if sys.stderr.isatty() else None
 
 
 def load_config_and_io() -> tuple[Config, FileIO]:

@@ -18,3 +18,6 @@ SnapshotOpt = Annotated[int | None, typer.Option(
 
 RefOpt = Annotated[str | None, typer.Option(
     "--ref", "-r", help="Branch or tag to read (default: main).", show_default=False)]
+
+DryRunOpt = Annotated[bool, typer.Option(
+    "--dry-run", help="Print exactly what would be written and deleted; change nothing.")]

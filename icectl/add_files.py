@@ -1,0 +1,262 @@
+"""`icectl add-files`: register existing Parquet files in a table as one `append` snapshot.
+
+Metrics come from each file's footer (:mod:`icectl.parquet_metrics`); partition values from
+the file's rows through the table's transforms. A file whose rows fall in more than one
+partition is refused, as is a file the table already has.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import time
+import uuid
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from icectl.commit import add_snapshot, commit, new_snapshot_id
+from icectl.errors import (
+    CommitConflictError,
+    CorruptInputError,
+    IcectlError,
+    NotFoundError,
+    RefusedError,
+    UsageError,
+)
+from icectl.manifest_writer import write_manifest, write_manifest_list
+from icectl.parquet_metrics import data_file_from_footer, field_ids_of
+from icectl.results import RecordResult
+from icectl.scan import iter_entries, manifests_of
+from icectl.snapshot_summary import SummaryBuilder
+from icectl.spec.manifest import DataFile, ManifestContent, ManifestEntry, ManifestEntryStatus, ManifestFile
+from icectl.spec.metadata import TableMetadata
+from icectl.spec.partitioning import PartitionSpec
+from icectl.spec.schema import (
+    DATE,
+    TIME,
+    TIMESTAMP,
+    TIMESTAMP_NS,
+    TIMESTAMPTZ,
+    TIMESTAMPTZ_NS,
+    IcebergType,
+    Schema,
+)
+from icectl.spec.snapshots import Snapshot
+from icectl.storage import FileIO, basename, join, scheme_of
+from icectl.table import Table
+
+
+@dataclass
+class AddFilesPlan:
+    table: str
+    spec_id: int
+    files: list[DataFile]
+    partitions: list[str] = field(default_factory=list)  # partition path of each file
+
+
+def expand_paths(io: FileIO, paths: Iterable[str]) -> list[str]:
+    """Files as given, and every visible ``*.parquet`` below a directory, as absolute locations."""
+    out: list[str] = []
+    for p in paths:
+        loc = os.path.abspath(os.path.expanduser(p)) if scheme_of(p) == "file" and "://" not in p else p
+        if io.is_dir(loc):
+            fs, native = io.filesystem(loc)
+            found = sorted(str(f) for f in fs.find(native) if str(f).endswith(".parquet"))
+            # Hidden files (.crc, _SUCCESS) are engine bookkeeping, never data.
+            found = [f for f in found if not basename(f).startswith((".", "_"))]
+            prefix = loc.split("://", 1)[0] + "://" if "://" in loc else ""
+            out.extend(prefix + f if prefix and not f.startswith(prefix) else f for f in found)
+        elif io.exists(loc):
+            out.append(loc)
+        else:
+            raise NotFoundError(f"file not found: {p}", path=p)
+    if not out:
+        raise UsageError("no Parquet files to add")
+    dupes = {p for p in out if out.count(p) > 1}
+    if dupes:
+        raise UsageError(f"file given twice: {sorted(dupes)[0]}")
+    return out
+
+
+def _internal_column(arr: pa.ChunkedArray, t: IcebergType) -> list[Any]:
+    """Distinct values of a column in the spec's internal representation (ints for time types)."""
+    arr = pc.unique(arr)
+    if t in (TIMESTAMP, TIMESTAMPTZ, TIMESTAMP_NS, TIMESTAMPTZ_NS):
+        unit = "ns" if t in (TIMESTAMP_NS, TIMESTAMPTZ_NS) else "us"
+        return pc.cast(pc.cast(arr, pa.timestamp(unit)), pa.int64()).to_pylist()
+    if t == DATE:
+        return pc.cast(arr, pa.int32()).to_pylist()
+    if t == TIME:
+        return pc.cast(pc.cast(arr, pa.time64("us")), pa.int64()).to_pylist()
+    return arr.to_pylist()
+
+
+def partition_of(path: str, pfile: pq.ParquetFile, schema: Schema, spec: PartitionSpec) -> tuple[Any, ...]:
+    """The one partition tuple of all rows of a file; refuse a file spanning partitions."""
+    if spec.is_unpartitioned:
+        return ()
+    ids = field_ids_of(pfile.schema_arrow)
+    by_id = {fid: p for p, fid in ids.items()}
+    values: list[Any] = []
+    for pf in spec.fields:
+        if pf.transform.is_void:
+            values.append(None)
+            continue
+        if len(pf.source_ids) != 1:
+            raise UsageError(f"partition field {pf.name} has a multi-argument transform; not supported by add-files")
+        src = schema.find_field(pf.source_id)
+        if src is None:
+            raise CorruptInputError(f"partition source field {pf.source_id} is not in the table schema")
+        column = by_id.get(pf.source_id) or schema.column_name(pf.source_id)
+        try:
+            col = pfile.read(columns=[column]).column(0)
+        except (KeyError, pa.ArrowInvalid) as e:
+            raise UsageError(f"{path} has no column {column} needed for partition field {pf.name}",
+                             path=path) from e
+        distinct = {pf.transform.apply(v, src.field_type) if v is not None else None
+                    for v in _internal_column(col, src.field_type)}
+        if len(distinct) > 1:
+            shown = sorted(pf.transform.to_human_string(v) for v in list(distinct)[:3])
+            raise RefusedError(f"{path} spans several partitions of {pf.name} ({', '.join(shown)}, ...)",
+                               path=path, hint="split the file by partition before adding it")
+        values.append(next(iter(distinct)) if distinct else None)
+    return tuple(values)
+
+
+def read_data_file(io: FileIO, path: str, schema: Schema, spec: PartitionSpec) -> tuple[DataFile, str]:
+    size = io.size(path)
+    try:
+        with io.open(path) as f:
+            pfile = pq.ParquetFile(f)
+            partition = partition_of(path, pfile, schema, spec)
+            df = data_file_from_footer(path, size, pfile.metadata, schema, partition)
+    except IcectlError:
+        raise
+    except (pa.ArrowInvalid, OSError) as e:
+        raise CorruptInputError(f"not a readable Parquet file: {path}: {e}", path=path) from None
+    return df, spec.partition_path(partition, schema) if partition else ""
+
+
+def plan_add_files(table: Table, paths: Iterable[str]) -> AddFilesPlan:
+    md = table.metadata
+    schema, spec = md.schema(), md.spec()
+    files = expand_paths(table.io, paths)
+    with ThreadPoolExecutor(max_workers=min(16, len(files))) as pool:
+        read = list(pool.map(lambda p: read_data_file(table.io, p, schema, spec), files))
+    existing = _existing_paths(table, md, files)
+    if existing:
+        raise RefusedError(f"{existing[0]} is already in table {table.identifier}",
+                           path=existing[0], hint="adding it twice would duplicate its rows")
+    return AddFilesPlan(table.identifier, spec.spec_id, [d for d, _ in read], [p for _, p in read])
+
+
+def _existing_paths(table: Table, md: TableMetadata, paths: list[str]) -> list[str]:
+    snap = md.current_snapshot()
+    if snap is None:
+        return []
+    wanted = set(paths)
+    manifests = [m for m in manifests_of(md, snap, table.io) if m.content == ManifestContent.DATA]
+    return sorted({e.data_file.file_path for _, e in iter_entries(md, table.io, manifests, fields={"file_path"},
+                                                                 live_only=True)} & wanted)
+
+
+def add_files(table: Table, paths: Iterable[str], *, branch: str = "main", dry_run: bool = False) -> RecordResult:
+    """Register Parquet files as one ``append`` snapshot on ``branch`` (committed with retries)."""
+    plan = plan_add_files(table, paths)
+    summary = {
+        "table": table.identifier, "dry_run": dry_run, "branch": branch, "spec_id": plan.spec_id,
+        "added_data_files": len(plan.files), "added_records": sum(f.record_count for f in plan.files),
+        "added_files_size": sum(f.file_size_in_bytes for f in plan.files),
+        "files": [{"file_path": f.file_path, "partition": p, "record_count": f.record_count}
+                  for f, p in zip(plan.files, plan.partitions, strict=True)],
+    }
+    if dry_run:
+        summary["would_write"] = ["1 manifest", "1 manifest list", "1 table metadata file"]
+        return RecordResult("add_files", f"Would add {len(plan.files)} files to {table.identifier}", summary)
+    written: list[str] = []
+    md = table.metadata
+    commit_id = str(uuid.uuid4())
+    metadata_dir = join(md.location or table.address.table_dir or "", "metadata")
+    snapshot_id = new_snapshot_id(md)
+    manifest = _write_added_manifest(table, plan, snapshot_id, join(metadata_dir, f"{commit_id}-m0.avro"))
+    written.append(manifest.manifest_path)
+    attempt = 0
+
+    def build(base: TableMetadata) -> TableMetadata:
+        nonlocal attempt
+        attempt += 1
+        if base.default_spec_id != plan.spec_id or base.current_schema_id != md.current_schema_id:
+            raise CommitConflictError(f"table {table.identifier} changed its schema or partition spec meanwhile",
+                                      hint="run add-files again")
+        parent_ref = base.ref(branch)
+        parent = base.snapshot_by_id(parent_ref.snapshot_id) if parent_ref else None
+        parent_manifests = manifests_of(base, parent, table.io) if parent else []
+        seq = base.last_sequence_number + 1 if base.format_version >= 2 else 0
+        new_manifest = _with_sequence(manifest, seq, snapshot_id)
+        builder = SummaryBuilder()
+        for f, p in zip(plan.files, plan.partitions, strict=True):
+            builder.added_file(f, p)
+        first_row_id = base.next_row_id if base.format_version >= 3 else None
+        list_path = join(metadata_dir, f"snap-{snapshot_id}-{attempt}-{commit_id}.avro")
+        result = write_manifest_list([new_manifest, *parent_manifests], format_version=base.format_version,
+                                     snapshot_id=snapshot_id,
+                                     parent_snapshot_id=parent.snapshot_id if parent else None,
+                                     sequence_number=seq, first_row_id=first_row_id)
+        table.io.write(list_path, result.data)
+        written.append(list_path)
+        snapshot = Snapshot(
+            snapshot_id=snapshot_id, timestamp_ms=_now_ms(), parent_snapshot_id=parent.snapshot_id if parent else None,
+            sequence_number=seq, manifest_list=list_path,
+            summary=builder.build("append", parent.summary if parent else None),
+            schema_id=base.current_schema_id,
+            first_row_id=first_row_id,
+            added_rows=(result.next_row_id - first_row_id) if first_row_id is not None else None)
+        return add_snapshot(base, snapshot, branch=branch)
+
+    try:
+        done = commit(table, build)
+    except BaseException:
+        for p in written:  # nothing of ours is referenced by a committed snapshot
+            _quiet_delete(table.io, p)
+        raise
+    committed = done.metadata.snapshot_by_id(snapshot_id)
+    kept = {manifest.manifest_path, committed.manifest_list if committed else None}
+    for p in written:
+        if p not in kept:  # manifest lists of attempts that lost a conflict
+            _quiet_delete(table.io, p)
+    summary["snapshot_id"] = snapshot_id
+    summary["metadata_location"] = done.metadata_location
+    summary["commit_attempts"] = done.attempts
+    return RecordResult("add_files", f"Added {len(plan.files)} files to {table.identifier}", summary)
+
+
+def _write_added_manifest(table: Table, plan: AddFilesPlan, snapshot_id: int, path: str) -> ManifestFile:
+    md = table.metadata
+    spec = md.spec()
+    entries = [ManifestEntry(ManifestEntryStatus.ADDED, snapshot_id, None, None, f) for f in plan.files]
+    result = write_manifest(entries, schema=md.schema(), spec=spec,
+                            partition_type=spec.partition_type(md.schema(), md.schemas),
+                            format_version=md.format_version, content=ManifestContent.DATA, snapshot_id=snapshot_id)
+    table.io.write(path, result.data)
+    return result.to_manifest_file(path, len(result.data), spec.spec_id, snapshot_id, -1)
+
+
+def _with_sequence(m: ManifestFile, seq: int, snapshot_id: int) -> ManifestFile:
+    return dataclasses.replace(m, sequence_number=seq, min_sequence_number=seq, added_snapshot_id=snapshot_id)
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def _quiet_delete(io: FileIO, path: str) -> None:
+    try:
+        io.delete(path)
+    except IcectlError:
+        pass  # best effort: an unreferenced file is garbage, never data loss
