@@ -167,7 +167,7 @@ _REFERENCED_DATA_FILE_ID = 143
 
 # Keys of the metadata JSON that must name a file of the table (anything else is left alone
 # unless it starts with the table location, e.g. write.data.path).
-_JSON_PATH_KEYS = {"location", "manifest-list", "metadata-file", "statistics-path"}
+_JSON_PATH_KEYS = {"location", "manifest-list", "manifests", "metadata-file", "statistics-path"}
 
 _METADATA_JSON_SUFFIXES = (".metadata.json", ".metadata.json.gz")
 
