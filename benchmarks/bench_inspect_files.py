@@ -381,7 +381,10 @@ def fastavro_floor(table_dir: Path, project: bool) -> int:
 @dataclass
 class Timing:
     name: str
+    fn: Callable[[], int]
+    fixed_cost: bool = False  # reads no manifests: no rate or ratio
     seconds: list[float] = field(default_factory=list)
+    cpu: list[float] = field(default_factory=list)  # user+system, this process and its children
 
     @property
     def best(self) -> float:
@@ -392,16 +395,29 @@ class Timing:
         return statistics.median(self.seconds)
 
 
-def time_runs(name: str, fn: Callable[[], int], runs: int, warmup: bool) -> Timing:
+def _cpu_now() -> float:
+    t = os.times()  # children: the CLI subprocesses, once waited for
+    return t.user + t.system + t.children_user + t.children_system
+
+
+def time_round_robin(timings: list[Timing], runs: int, warmup: bool) -> None:
+    """Run every contender once per round, ``runs`` rounds.
+
+    Interleaving spreads load from other processes over all contenders alike; CPU time is
+    reported too because, unlike wall time, it barely moves when the machine is busy.
+    """
     if warmup:
-        fn()  # page cache, imports, PyIceberg's manifest cache: steady state for every contender
-    t = Timing(name)
-    for _ in range(runs):
-        start = time.perf_counter()
-        fn()
-        t.seconds.append(time.perf_counter() - start)
-    print(f"  {name:<44} best {t.best:7.3f}s  median {t.median:7.3f}s", flush=True)
-    return t
+        for t in timings:
+            t.fn()
+    for r in range(runs):
+        for t in timings:
+            cpu, start = _cpu_now(), time.perf_counter()
+            t.fn()
+            t.seconds.append(time.perf_counter() - start)
+            t.cpu.append(_cpu_now() - cpu)
+        print(f"  round {r + 1}/{runs} done", flush=True)
+    for t in timings:
+        print(f"  {t.name:<46} best {t.best:7.3f}s  median {t.median:7.3f}s  CPU {min(t.cpu):7.3f}s")
 
 
 # --------------------------------------------------------------------------- checks
@@ -435,11 +451,15 @@ def verify(info: TableInfo) -> None:
 
 @contextmanager
 def profiled_threads(out: list[cProfile.Profile]) -> Iterator[None]:
-    """cProfile sees one thread; icectl decodes manifests in a pool. Profile each pool task too."""
+    """cProfile sees one thread; icectl decodes manifests in a pool. Profile each pool task too.
+
+    Timers are per-thread CPU clocks: with wall clocks, time a thread spends waiting for the
+    GIL would be charged to whatever function it was in.
+    """
     original = icectl_scan._read_entries
 
     def wrapped(*args: Any, **kwargs: Any) -> Any:
-        p = cProfile.Profile()
+        p = cProfile.Profile(time.thread_time)
         p.enable()
         try:
             return original(*args, **kwargs)
@@ -457,7 +477,7 @@ def profiled_threads(out: list[cProfile.Profile]) -> Iterator[None]:
 
 
 def profile_icectl(table_dir: Path, metrics: bool, top: int, dump: Path | None) -> None:
-    main = cProfile.Profile()
+    main = cProfile.Profile(time.thread_time)
     workers: list[cProfile.Profile] = []
     with profiled_threads(workers):
         main.enable()
@@ -472,12 +492,92 @@ def profile_icectl(table_dir: Path, metrics: bool, top: int, dump: Path | None) 
     buf = io.StringIO()
     stats.stream = buf  # type: ignore[attr-defined]
     stats.sort_stats("tottime").print_stats(top)
-    print(f"\n## cProfile of icectl core (metrics={metrics}), main thread + pool tasks, by own time")
+    total = stats.total_tt  # type: ignore[attr-defined]
+    print(f"\n## cProfile of icectl core (metrics={metrics}): {total:.2f}s CPU over the main thread and "
+          "pool tasks, by own time")
     print(buf.getvalue().split("\n", 3)[-1] if buf.getvalue().count("\n") > 3 else buf.getvalue())
     buf = io.StringIO()
     stats.stream = buf  # type: ignore[attr-defined]
     stats.sort_stats("cumulative").print_stats(r"icectl", top)
-    print(f"## ... icectl functions by cumulative time (pool tasks add up across threads)\n{buf.getvalue()}")
+    print(f"## ... icectl functions by cumulative CPU time\n{buf.getvalue()}")
+
+
+# --------------------------------------------------------------------------- stage breakdown
+
+
+def breakdown(table_dir: Path, sample: int) -> None:
+    """Per-entry CPU cost of each stage of `files`, one thread, no profiler, bytes already in memory.
+
+    Uses icectl internals (``_file_row``, ``_PartitionMapper``, ``_wanted_fields``, ``_open_reader``):
+    this is a diagnostic, to be updated when they move. The last row is a what-if: the same
+    read with fastavro not given a reader schema (icectl then ignores the unwanted fields).
+    """
+    from icectl import avro_manifests
+
+    table = load_table(str(table_dir))
+    md = table.metadata
+    snap = md.current_snapshot()
+    assert snap is not None
+    manifests = icectl_scan.manifests_of(md, snap, table.io)[:sample]
+    blobs = [table.io.read(m.manifest_path) for m in manifests]
+    ptypes = {m.partition_spec_id: icectl_scan.partition_type(md, m.partition_spec_id) for m in manifests}
+    writer_schema = json.loads(fastavro.reader(io.BytesIO(blobs[0])).metadata["avro.schema"])
+    n = sum(1 for b in blobs for _ in fastavro.reader(io.BytesIO(b)))
+
+    def wanted(metrics: bool) -> set[str]:
+        return set(icectl_inspect._wanted_fields(metrics)) | set(avro_manifests.ALWAYS_READ_DATA_FILE_FIELDS)
+
+    def fastavro_only(reader_schema: dict[str, Any] | None) -> Callable[[], None]:
+        def run() -> None:
+            for b in blobs:
+                for _rec in fastavro.reader(io.BytesIO(b), reader_schema=reader_schema):
+                    pass
+        return run
+
+    def icectl_read(metrics: bool, rows: bool) -> Callable[[], None]:
+        def run() -> None:
+            mapper = icectl_inspect._PartitionMapper(md)
+            for m, b in zip(manifests, blobs, strict=True):
+                for e in avro_manifests.read_manifest(b, manifest=m, partition_type=ptypes[m.partition_spec_id],
+                                                      format_version=md.format_version, fields=wanted(metrics)):
+                    if rows:
+                        icectl_inspect._file_row(md, mapper, m, e.data_file, metrics)
+        return run
+
+    def without_reader_schema(run: Callable[[], None]) -> Callable[[], None]:
+        def patched() -> None:
+            original = avro_manifests._open_reader
+            avro_manifests._open_reader = lambda stream, reader_schema=None: original(stream)
+            try:
+                run()
+            finally:
+                avro_manifests._open_reader = original
+        return patched
+
+    stages = [
+        ("fastavro decode, no reader schema (all fields)", fastavro_only(None)),
+        ("fastavro decode, icectl's default projection",
+         fastavro_only(avro_manifests.project_schema(writer_schema, "data_file", wanted(False)))),
+        ("fastavro decode, icectl's --metrics projection",
+         fastavro_only(avro_manifests.project_schema(writer_schema, "data_file", wanted(True)))),
+        ("icectl read_manifest(), default fields", icectl_read(False, False)),
+        ("icectl read_manifest() + _file_row(), default", icectl_read(False, True)),
+        ("icectl read_manifest(), --metrics fields", icectl_read(True, False)),
+        ("icectl read_manifest() + _file_row(), --metrics", icectl_read(True, True)),
+        ("what-if: --metrics, no reader schema", without_reader_schema(icectl_read(True, True))),
+        ("what-if: default, no reader schema", without_reader_schema(icectl_read(False, True))),
+    ]
+    print(f"\n## Stage breakdown: {n:,} entries of {len(manifests)} manifests, 1 thread, "
+          "best of 3, CPU microseconds per entry\n")
+    print("| stage | us/entry |")
+    print("| --- | ---: |")
+    for name, run in stages:
+        best = float("inf")
+        for _ in range(3):
+            start = time.thread_time()
+            run()
+            best = min(best, time.thread_time() - start)
+        print(f"| {name} | {best / n * 1e6:.1f} |", flush=True)
 
 
 # --------------------------------------------------------------------------- report
@@ -486,31 +586,35 @@ def profile_icectl(table_dir: Path, metrics: bool, top: int, dump: Path | None) 
 def report(info: TableInfo, timings: list[Timing], reference: str) -> None:
     ref = next(t for t in timings if t.name == reference)
     print(f"\n## Figures: {info.entries:,} entries in {info.manifests} manifests "
-          f"({info.manifest_bytes / 1e6:.1f} MB of Avro), Python {sys.version.split()[0]}, "
-          f"{os.cpu_count()} CPUs; speed-up = {reference} best / this best (>1: faster)\n")
-    print("| contender | entries | manifests | best s | median s | entries/s (best) | speed-up |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+          f"({info.manifest_bytes / 1e6:.1f} MB of Avro), {len(ref.seconds)} runs, Python "
+          f"{sys.version.split()[0]}, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}")
+    print(f"speed-up = best wall time of {reference} / best wall time of the row (>1: faster)\n")
+    print("| contender | entries | manifests | best s | median s | CPU s | entries/s | speed-up |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for t in timings:
-        fixed = "start-up" in t.name  # reads no manifests: rates and ratios would mislead
-        rate = "-" if fixed else f"{info.entries / t.best:,.0f}"
-        speed = "-" if fixed else f"{ref.best / t.best:.2f}x"
-        print(f"| {t.name} | {info.entries:,} | {info.manifests} | {t.best:.3f} | {t.median:.3f} | {rate} "
-              f"| {speed} |")
+        rate = "-" if t.fixed_cost else f"{info.entries / t.best:,.0f}"
+        speed = "-" if t.fixed_cost else f"{ref.best / t.best:.2f}x"
+        print(f"| {t.name} | {info.entries:,} | {info.manifests} | {t.best:.3f} | {t.median:.3f} "
+              f"| {min(t.cpu):.3f} | {rate} | {speed} |")
 
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     ap.add_argument("--manifests", type=int, default=200)
     ap.add_argument("--entries-per-manifest", type=int, default=1000)
-    ap.add_argument("--runs", type=int, default=5, help="timed runs per contender (default 5)")
+    ap.add_argument("--runs", type=int, default=3, help="timed rounds (default 3)")
     ap.add_argument("--dir", type=Path, help="build the table here (default: a temp dir, removed)")
     ap.add_argument("--reuse", action="store_true", help="use the table already in --dir as is")
     ap.add_argument("--keep", action="store_true", help="keep the temp dir")
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--no-cli", action="store_true", help="skip the subprocess runs")
-    ap.add_argument("--no-warmup", action="store_true")
+    ap.add_argument("--warmup", action="store_true",
+                    help="one untimed round first (the check already reads every file once)")
     ap.add_argument("--profile", action="store_true", help="then cProfile icectl core, both ways")
     ap.add_argument("--profile-top", type=int, default=25)
+    ap.add_argument("--breakdown", action="store_true",
+                    help="then time each stage of `files` per entry (1 thread, icectl internals)")
+    ap.add_argument("--breakdown-manifests", type=int, default=20, help="manifests sampled (default 20)")
     ap.add_argument("--profile-dump", type=Path, help="write the default-view pstats here")
     args = ap.parse_args(argv)
     if args.reuse and not args.dir:
@@ -536,37 +640,34 @@ def main(argv: list[str] | None = None) -> None:
         print("verifying", flush=True)
         verify(info)
 
-        print(f"timing ({args.runs} runs each, best / median)", flush=True)
-        warm = not args.no_warmup
+        print(f"timing ({args.runs} rounds, contenders interleaved)", flush=True)
         d, md = info.dir, info.metadata_path
         timings = [
-            time_runs("icectl core file_rows()", lambda: icectl_core(d), args.runs, warm),
-            time_runs("icectl core file_rows(metrics=True)", lambda: icectl_core(d, True), args.runs, warm),
+            Timing("icectl core file_rows()", lambda: icectl_core(d)),
+            Timing("icectl core file_rows(metrics=True)", lambda: icectl_core(d, True)),
         ]
         if not args.no_cli:
             timings += [
-                time_runs("icectl CLI inspect files --json", lambda: icectl_cli(d), args.runs, warm),
-                time_runs("icectl CLI inspect files --json --metrics", lambda: icectl_cli(d, "--metrics"),
-                          args.runs, warm),
-                time_runs("icectl CLI start-up (inspect table)", lambda: icectl_cli_startup(d), args.runs,
-                          warm),
+                Timing("icectl CLI inspect files --json", lambda: icectl_cli(d)),
+                Timing("icectl CLI inspect files --json --metrics", lambda: icectl_cli(d, "--metrics")),
+                Timing("icectl CLI start-up (inspect table)", lambda: icectl_cli_startup(d), fixed_cost=True),
             ]
-        timings += [time_runs("PyIceberg inspect.files()", lambda: pyiceberg_files(md), args.runs, warm)]
+        timings.append(Timing("PyIceberg inspect.files()", lambda: pyiceberg_files(md)))
         if hasattr(StaticTable.from_metadata(str(md)).inspect, "data_files"):
-            timings += [time_runs("PyIceberg inspect.data_files()", lambda: pyiceberg_data_files(md),
-                                  args.runs, warm)]
+            timings.append(Timing("PyIceberg inspect.data_files()", lambda: pyiceberg_data_files(md)))
         timings += [
-            time_runs("floor: fastavro decode, all fields, 1 thread", lambda: fastavro_floor(d, False),
-                      args.runs, warm),
-            time_runs("floor: fastavro decode, projected, 1 thread", lambda: fastavro_floor(d, True),
-                      args.runs, warm),
+            Timing("reference: fastavro decode, all fields", lambda: fastavro_floor(d, False)),
+            Timing("reference: fastavro decode, projected", lambda: fastavro_floor(d, True)),
         ]
+        time_round_robin(timings, args.runs, args.warmup)
 
         core, core_m = timings[0], timings[1]
         print(f"\nprojection: file_rows() is {core_m.best / core.best:.2f}x faster than "
               f"file_rows(metrics=True) ({core.best:.3f}s vs {core_m.best:.3f}s)")
         report(info, timings, "PyIceberg inspect.files()")
 
+        if args.breakdown:
+            breakdown(d, args.breakdown_manifests)
         if args.profile:
             profile_icectl(d, False, args.profile_top, args.profile_dump)
             profile_icectl(d, True, args.profile_top, None)

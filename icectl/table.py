@@ -6,7 +6,7 @@ import gzip
 import zlib
 from dataclasses import dataclass
 
-from icectl.catalog import TableAddress, resolve
+from icectl.catalog import Catalog, TableAddress, open_catalog, resolve
 from icectl.config import Config, load_config
 from icectl.errors import CorruptInputError, IcectlError, NotFoundError
 from icectl.spec.metadata import TableMetadata, parse_table_metadata
@@ -21,6 +21,7 @@ class Table:
     address: TableAddress
     metadata: TableMetadata
     io: FileIO
+    catalog: Catalog | None = None  # the catalog it was found in; commits to catalog tables need it
 
     @property
     def identifier(self) -> str:
@@ -81,4 +82,6 @@ def load_table(address: str, config: Config | None = None, io: FileIO | None = N
     config = config or load_config()
     io = io or FileIO(s3=config.s3)
     where = resolve(address, config, io)
-    return Table(address=where, metadata=read_table_metadata(io, where.metadata_location), io=io)
+    catalog = open_catalog(config, io, where.catalog) if where.catalog else None
+    return Table(address=where, metadata=read_table_metadata(io, where.metadata_location), io=io,
+                 catalog=catalog)

@@ -74,6 +74,11 @@ def _metastore_current(names: list[str], table_dir: str) -> tuple[int, str]:
     return v, join(metadata_dir(table_dir), name)
 
 
+def is_version_file(name: str) -> bool:
+    """``v<N>.metadata.json`` (any codec spelling): a file-system table's version file."""
+    return _VERSION_FILE.match(name) is not None
+
+
 def version_of(metadata_location: str) -> int | None:
     name = metadata_location.rstrip("/").rsplit("/", 1)[-1]
     if m := _VERSION_FILE.match(name):

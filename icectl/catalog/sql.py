@@ -3,6 +3,12 @@
 Tables live in ``iceberg_tables(catalog_name, table_namespace, table_name,
 metadata_location, previous_metadata_location)``; namespaces in
 ``iceberg_namespace_properties``. Namespaces are stored dot-joined, as both do.
+
+Writes (used by :mod:`icectl.catalog.operations`) use Java's ``JdbcUtil`` statements. A new
+catalog gets the V1 schema: Java's V0 DDL plus its ``V1_UPDATE_CATALOG_SQL`` column
+``iceberg_type`` (what Java writes with ``jdbc.schema-version=V1`` and PyIceberg 0.12 creates by
+default; Java switches to V1 by itself when it sees the column, older clients ignore it). An
+existing V0 catalog is left as it is and written in V0 form.
 """
 
 from __future__ import annotations
@@ -12,8 +18,23 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from icectl.errors import CorruptInputError, NotFoundError, StorageError
+from icectl.errors import CorruptInputError, NotFoundError, RefusedError, StorageError
 from icectl.storage import FileIO, join, local_path
+
+# JdbcUtil.V0_CREATE_CATALOG_SQL and CREATE_NAMESPACE_PROPERTIES_TABLE_SQL, verbatim (PyIceberg's
+# SQLAlchemy models produce the same columns), so Java and PyIceberg can both open our file.
+CREATE_CATALOG_SQL = (
+    "CREATE TABLE iceberg_tables(catalog_name VARCHAR(255) NOT NULL,table_namespace VARCHAR(255) NOT NULL,"
+    "table_name VARCHAR(255) NOT NULL,metadata_location VARCHAR(1000),previous_metadata_location VARCHAR(1000),"
+    "PRIMARY KEY (catalog_name, table_namespace, table_name))")
+CREATE_NAMESPACE_PROPERTIES_SQL = (
+    "CREATE TABLE iceberg_namespace_properties(catalog_name VARCHAR(255) NOT NULL,"
+    "namespace VARCHAR(255) NOT NULL,property_key VARCHAR(255),property_value VARCHAR(1000),"
+    "PRIMARY KEY (catalog_name, namespace, property_key))")
+V1_UPDATE_CATALOG_SQL = "ALTER TABLE iceberg_tables ADD COLUMN iceberg_type VARCHAR(5)"
+RECORD_TYPE = "iceberg_type"  # V1 schema only: 'TABLE' or 'VIEW' (NULL for rows written by V0 clients)
+_TABLE_ROWS = f"({RECORD_TYPE} = 'TABLE' OR {RECORD_TYPE} IS NULL)"
+NAMESPACE_EXISTS_PROPERTY = "exists"  # what Java and PyIceberg store for a namespace without properties
 
 
 @dataclass
@@ -86,3 +107,106 @@ class SqlCatalog:
             except sqlite3.OperationalError:
                 rows = []
         return [(*namespace, r[0]) for r in rows]
+
+    # -- writes ---------------------------------------------------------------------------------
+
+    def ensure_tables(self) -> None:
+        """Create the catalog tables when missing (as JdbcCatalog.initializeCatalogTables does)."""
+        with self.connect() as c:
+            existing = {r[0] for r in c.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            for table, ddl in (("iceberg_tables", CREATE_CATALOG_SQL),
+                               ("iceberg_namespace_properties", CREATE_NAMESPACE_PROPERTIES_SQL)):
+                if table not in existing:
+                    try:
+                        c.execute("BEGIN IMMEDIATE")  # the table and its V1 column together
+                        c.execute(ddl)
+                        if table == "iceberg_tables":
+                            c.execute(V1_UPDATE_CATALOG_SQL)
+                        c.execute("COMMIT")
+                    except sqlite3.OperationalError:
+                        if c.in_transaction:
+                            c.execute("ROLLBACK")
+                        # Created by another process meanwhile (Java re-checks the same way).
+                        if not c.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",
+                                         (table,)).fetchone():
+                            raise
+
+    @staticmethod
+    def _is_v1(c: sqlite3.Connection) -> bool:
+        return any(r[1].lower() == RECORD_TYPE for r in c.execute("PRAGMA table_info(iceberg_tables)"))
+
+    def create_table_entry(self, namespace: tuple[str, ...], table: str, metadata_location: str) -> None:
+        """INSERT the new table's pointer; RefusedError when the name is taken (primary key)."""
+        self.ensure_tables()
+        ident = ".".join((*namespace, table))
+        with self.connect() as c:
+            try:
+                if self._is_v1(c):
+                    c.execute("INSERT INTO iceberg_tables (catalog_name, table_namespace, table_name, "
+                              f"metadata_location, previous_metadata_location, {RECORD_TYPE}) "
+                              "VALUES (?,?,?,?,null,'TABLE')", (self.name, ".".join(namespace), table,
+                                                                metadata_location))
+                else:
+                    c.execute("INSERT INTO iceberg_tables (catalog_name, table_namespace, table_name, "
+                              "metadata_location, previous_metadata_location) VALUES (?,?,?,?,null)",
+                              (self.name, ".".join(namespace), table, metadata_location))
+            except sqlite3.IntegrityError:
+                raise RefusedError(f"table {ident} already exists in catalog '{self.name}'", path=self.db_path,
+                                   hint="choose another name") from None
+            except sqlite3.OperationalError as e:
+                raise StorageError(f"cannot create table {ident} in {self.db_path}: {e}",
+                                   path=self.db_path) from e
+
+    def swap_metadata_location(self, namespace: tuple[str, ...], table: str, expected: str, new: str) -> bool:
+        """The commit's check-and-put: point the table at ``new`` only if it still points at ``expected``.
+
+        JdbcUtil's DO_COMMIT statement; False (no row updated) means another writer committed first.
+        """
+        sql = ("UPDATE iceberg_tables SET metadata_location = ? , previous_metadata_location = ? "
+               "WHERE catalog_name = ? AND table_namespace = ? AND table_name = ? AND metadata_location = ?")
+        with self.connect() as c:
+            try:
+                if self._is_v1(c):
+                    sql += f" AND {_TABLE_ROWS}"
+                cur = c.execute(sql, (new, expected, self.name, ".".join(namespace), table, expected))
+            except sqlite3.OperationalError as e:  # busy past the timeout, I/O error: nothing was changed
+                raise StorageError(f"commit to {'.'.join((*namespace, table))} in {self.db_path} failed: {e}",
+                                   path=self.db_path) from e
+            return cur.rowcount == 1
+
+    def namespace_exists(self, namespace: tuple[str, ...]) -> bool:
+        """As JdbcUtil.namespaceExists: the namespace or a child of it holds a table or properties."""
+        name = ".".join(namespace)
+        return any(n == name or n.startswith(name + ".") for n in self._all_namespaces())
+
+    def _all_namespaces(self) -> set[str]:
+        names: set[str] = set()
+        with self.connect() as c:
+            for sql in ("SELECT DISTINCT table_namespace FROM iceberg_tables WHERE catalog_name = ?",
+                        "SELECT DISTINCT namespace FROM iceberg_namespace_properties WHERE catalog_name = ?"):
+                try:
+                    names.update(r[0] for r in c.execute(sql, (self.name,)))
+                except sqlite3.OperationalError:
+                    pass  # table not created yet
+        return names
+
+    def create_namespace(self, namespace: tuple[str, ...], properties: dict[str, str] | None = None) -> None:
+        """Store a namespace as Java/PyIceberg do: its properties plus ``exists`` = ``true``."""
+        if not namespace or any(not part or "." in part for part in namespace):
+            raise CorruptInputError(f"invalid namespace {namespace!r}")
+        self.ensure_tables()
+        name = ".".join(namespace)
+        if self.namespace_exists(namespace):
+            raise RefusedError(f"namespace {name} already exists in catalog '{self.name}'", path=self.db_path)
+        rows = {**(properties or {}), NAMESPACE_EXISTS_PROPERTY: "true"}
+        with self.connect() as c:
+            try:
+                c.execute("BEGIN IMMEDIATE")  # all properties or none
+                c.executemany("INSERT INTO iceberg_namespace_properties (catalog_name, namespace, property_key, "
+                              "property_value) VALUES (?,?,?,?)",
+                              [(self.name, name, k, v) for k, v in rows.items()])
+                c.execute("COMMIT")
+            except sqlite3.IntegrityError:
+                c.execute("ROLLBACK")
+                raise RefusedError(f"namespace {name} already exists in catalog '{self.name}'",
+                                   path=self.db_path) from None

@@ -11,6 +11,7 @@ from icectl.cli.framework import command, load_config_and_io
 from icectl.cli.options import DryRunOpt, JsonOpt, TableArg
 from icectl.results import RecordResult
 from icectl.table import load_table
+from icectl.table_create import SchemaSource, create, parse_properties
 
 
 def register(app: typer.Typer) -> None:
@@ -32,3 +33,35 @@ def register(app: typer.Typer) -> None:
         """
         config, io = load_config_and_io()
         return add_files(load_table(table, config, io), paths, branch=branch, dry_run=dry_run)
+
+
+def register_create(app: typer.Typer) -> None:
+    @command(app, "create")
+    def create_cmd(
+        table: Annotated[str, typer.Argument(
+            metavar="TABLE", help="[catalog.]namespace.table, or a directory for a file-system table.",
+            show_default=False)],
+        schema: Annotated[str | None, typer.Option(
+            "--schema", help="Columns as DDL: 'id long not null, ts timestamptz, tags list<string>'.",
+            show_default=False)] = None,
+        schema_file: Annotated[str | None, typer.Option(
+            "--schema-file", help="A JSON schema (Iceberg spec, Appendix C).", show_default=False)] = None,
+        like: Annotated[str | None, typer.Option(
+            "--like", help="Take the schema from this Parquet file.", show_default=False)] = None,
+        partition_by: Annotated[str, typer.Option(
+            "--partition-by", "-p", help="Partition spec: 'days(ts), bucket(16, id), truncate(4, name)'.")] = "",
+        sort_by: Annotated[str, typer.Option(
+            "--sort-by", help="Sort order: 'id desc nulls last, days(ts)'.")] = "",
+        prop: Annotated[list[str] | None, typer.Option(
+            "--property", help="Table property key=value (repeatable).", show_default=False)] = None,
+        format_version: Annotated[int | None, typer.Option(
+            "--format-version", help="Table format version 1, 2 or 3 (default 2, as Spark).",
+            show_default=False)] = None,
+        dry_run: DryRunOpt = False,
+        json_output: JsonOpt = False,
+    ) -> RecordResult:
+        """Create an empty Iceberg table (metadata as Iceberg Java would write it)."""
+        config, io = load_config_and_io()
+        return create(table, SchemaSource(schema, schema_file, like), config=config, io=io,
+                      partition_by=partition_by, sort_by=sort_by, properties=parse_properties(prop or []),
+                      format_version=format_version, dry_run=dry_run)

@@ -1,0 +1,395 @@
+"""Optimistic-concurrency commits: evolve metadata, write it, swap it in atomically, retry on conflict.
+
+The metadata helpers are pure and follow Java's ``TableMetadata.Builder``:
+
+* :func:`add_snapshot`: ``addSnapshot`` + ``setBranchSnapshot`` (sequence numbers, v3 row lineage,
+  refs, ``current-snapshot-id`` and ``snapshot-log`` for ``main`` only, ``last-updated-ms``);
+* :func:`set_properties`: ``setProperties`` / ``removeProperties``;
+* :func:`prepare_commit`: ``build()``'s ``addPreviousFile`` (metadata-log append and trim to
+  ``max(1, write.metadata.previous-versions-max)``) and ``last-updated-ms``.
+
+:func:`commit` is ``SnapshotProducer.commit``'s loop: refresh, ``build(base)``, write, atomic
+swap (:mod:`icectl.catalog.operations`); on a conflict it waits (exponential backoff with
+jitter, ``commit.retry.*`` table properties as ``Tasks``) and builds again on the new base.
+After a success it deletes metadata files that dropped out of the metadata-log when
+``write.metadata.delete-after-commit.enabled`` is true (``CatalogUtil.deleteRemovedMetadataFiles``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import random
+import time
+import uuid
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from icectl.catalog import Catalog, looks_like_path, open_catalog, split_identifier
+from icectl.catalog.hadoop import check_table_dir_name, is_version_file
+from icectl.catalog.operations import (
+    CommitFailedError,
+    FileSystemOperations,
+    SqlOperations,
+    TableOperations,
+)
+from icectl.catalog.sql import SqlCatalog
+from icectl.config import Config, load_config
+from icectl.errors import CommitConflictError, CorruptInputError, IcectlError, RefusedError, UsageError
+from icectl.spec.metadata import MIN_ROW_LINEAGE_VERSION, TableMetadata
+from icectl.spec.snapshots import MAIN_BRANCH, MetadataLogEntry, Snapshot, SnapshotLogEntry, SnapshotRef
+from icectl.storage import FileIO, basename, local_path, parent, scheme_of
+from icectl.table import Table
+
+# TableProperties names and defaults (Iceberg 1.10).
+COMMIT_NUM_RETRIES = ("commit.retry.num-retries", 4)
+COMMIT_MIN_RETRY_WAIT_MS = ("commit.retry.min-wait-ms", 100)
+COMMIT_MAX_RETRY_WAIT_MS = ("commit.retry.max-wait-ms", 60_000)
+COMMIT_TOTAL_RETRY_TIME_MS = ("commit.retry.total-timeout-ms", 1_800_000)
+METADATA_PREVIOUS_VERSIONS_MAX = ("write.metadata.previous-versions-max", 100)
+METADATA_DELETE_AFTER_COMMIT = "write.metadata.delete-after-commit.enabled"  # default false
+
+_MAX_LONG = (1 << 63) - 1
+
+
+def _int_property(properties: Mapping[str, str], key_default: tuple[str, int]) -> int:
+    key, default = key_default
+    raw = properties.get(key)
+    if raw is None:
+        return default
+    try:
+        return int(raw.strip())
+    except ValueError:
+        raise CorruptInputError(f"table property {key}={raw!r} is not an integer",
+                                hint=f"fix or remove it (default {default})") from None
+
+
+def _bool_property(properties: Mapping[str, str], key: str) -> bool:
+    return properties.get(key, "false").strip().lower() == "true"  # Java's Boolean.parseBoolean
+
+
+# ---------------------------------------------------------------------------------------------
+# Pure metadata evolution
+
+
+def new_snapshot_id(metadata: TableMetadata | None = None) -> int:
+    """A random positive 63-bit id, unique in ``metadata`` (Java's SnapshotIdGeneratorUtil).
+
+    Java XORs the two halves of a random UUID and masks the sign bit.
+    """
+    while True:
+        u = uuid.uuid4().int
+        snapshot_id = ((u >> 64) ^ (u & ((1 << 64) - 1))) & _MAX_LONG
+        if snapshot_id and (metadata is None or metadata.snapshot_by_id(snapshot_id) is None):
+            return snapshot_id
+
+
+def add_snapshot(base: TableMetadata, snapshot: Snapshot, *, branch: str = MAIN_BRANCH) -> TableMetadata:
+    """``base`` with ``snapshot`` added and ``branch`` moved to it (created when missing).
+
+    Checks what Java's builder checks (unique id; v2+: a sequence number above
+    ``last-sequence-number`` unless the snapshot has no parent; v3+: ``first-row-id`` at or past
+    ``next-row-id``; the ref is a branch) and one thing more: the parent must be the branch's head,
+    so a build that reuses a snapshot made for an older base cannot drop the commits in between.
+    """
+    v = base.format_version
+    sid = snapshot.snapshot_id
+    if base.snapshot_by_id(sid) is not None:
+        raise RefusedError(f"snapshot {sid} already exists in the table")
+    if v == 1 and snapshot.sequence_number != 0:
+        raise RefusedError(f"format v1 snapshots have no sequence number (got {snapshot.sequence_number})")
+    if v >= 2 and snapshot.sequence_number <= base.last_sequence_number and snapshot.parent_snapshot_id is not None:
+        raise RefusedError(f"cannot add snapshot {sid} with sequence number {snapshot.sequence_number}: "
+                           f"not above last-sequence-number {base.last_sequence_number}")
+    ref = base.refs.get(branch)
+    if ref is not None and not ref.is_branch:
+        raise RefusedError(f"cannot commit to '{branch}': it is a tag, not a branch")
+    head = ref.snapshot_id if ref is not None else None
+    if ref is not None and snapshot.parent_snapshot_id != head:
+        raise RefusedError(f"snapshot {sid} has parent {snapshot.parent_snapshot_id}, but branch '{branch}' "
+                           f"is at {head}: build it on the current head")
+    if ref is None and snapshot.parent_snapshot_id is not None \
+            and base.snapshot_by_id(snapshot.parent_snapshot_id) is None:
+        raise RefusedError(f"snapshot {sid} has unknown parent {snapshot.parent_snapshot_id}")
+    next_row_id = base.next_row_id
+    if v >= MIN_ROW_LINEAGE_VERSION:
+        if snapshot.first_row_id is None or snapshot.added_rows is None:
+            raise RefusedError(f"format v{v} snapshot {sid} needs first-row-id and added-rows")
+        if snapshot.first_row_id < base.next_row_id:
+            raise RefusedError(f"cannot add snapshot {sid}: first-row-id {snapshot.first_row_id} is behind the "
+                               f"table's next-row-id {base.next_row_id}")
+        next_row_id += snapshot.added_rows  # also for branches other than main (spec "Row Lineage")
+    new_ref = dataclasses.replace(ref, snapshot_id=sid) if ref is not None else SnapshotRef(sid, "branch")
+    changes: dict[str, object] = {
+        "snapshots": (*base.snapshots, snapshot),
+        "last_sequence_number": snapshot.sequence_number,
+        "last_updated_ms": snapshot.timestamp_ms,  # Java: addSnapshot sets lastUpdatedMillis
+        "refs": {**base.refs, branch: new_ref},
+        "next_row_id": next_row_id,
+    }
+    if branch == MAIN_BRANCH:  # setRef("main"): the current snapshot and its log entry
+        changes["current_snapshot_id"] = sid
+        changes["snapshot_log"] = (*base.snapshot_log, SnapshotLogEntry(snapshot.timestamp_ms, sid))
+    return base.replace(**changes)
+
+
+def set_properties(base: TableMetadata, updates: Mapping[str, str] | None = None,
+                   removals: Iterable[str] = ()) -> TableMetadata:
+    """``base`` with table properties set and removed (Java's setProperties/removeProperties)."""
+    updates = dict(updates or {})
+    removals = set(removals)
+    if overlap := removals & updates.keys():
+        raise UsageError(f"cannot both set and remove {', '.join(sorted(overlap))}")
+    bad = [k for k, val in updates.items() if not isinstance(k, str) or not isinstance(val, str)]
+    if bad:
+        raise UsageError(f"table properties are strings: {bad!r}")
+    props = {k: val for k, val in base.properties.items() if k not in removals}
+    props.update(updates)
+    return base if props == base.properties else base.replace(properties=props)
+
+
+def prepare_commit(base: TableMetadata, new: TableMetadata, base_location: str, now_ms: int) -> TableMetadata:
+    """What Java's ``build()`` adds when metadata based on ``base`` (read from ``base_location``) is written.
+
+    * metadata-log: ``base``'s log, trimmed to its newest ``max(1, previous-versions-max) - 1``
+      entries, plus ``base_location`` stamped with ``base``'s ``last-updated-ms`` (addPreviousFile;
+      the limit is read from the new properties);
+    * ``last-updated-ms``: ``now_ms``, unless the change set it (adding a snapshot sets the
+      snapshot's timestamp, as Java's builder does).
+    """
+    max_size = max(1, _int_property(new.properties, METADATA_PREVIOUS_VERSIONS_MAX))
+    previous = list(base.metadata_log)
+    if len(previous) >= max_size:
+        previous = previous[len(previous) - max_size + 1:]
+    previous.append(MetadataLogEntry(base.last_updated_ms, base_location))
+    last_updated = new.last_updated_ms if new.last_updated_ms != base.last_updated_ms else now_ms
+    return new.replace(metadata_log=tuple(previous), last_updated_ms=last_updated)
+
+
+def removed_metadata_files(base: TableMetadata, new: TableMetadata, *, base_location: str,
+                           new_location: str) -> list[str]:
+    """Metadata files listed in ``base``'s log but no longer in ``new``'s: cleanup candidates.
+
+    Never the current or the just-replaced file, whatever the logs say.
+    """
+    kept = {e.metadata_file for e in new.metadata_log} | {base_location, new_location}
+    return [e.metadata_file for e in base.metadata_log if e.metadata_file not in kept]
+
+
+def delete_removed_metadata_files(io: FileIO, base: TableMetadata, new: TableMetadata, *, base_location: str,
+                                  new_location: str) -> list[str]:
+    """Delete them if ``write.metadata.delete-after-commit.enabled``; failures are ignored, as in Java."""
+    if not _bool_property(new.properties, METADATA_DELETE_AFTER_COMMIT):
+        return []
+    deleted = []
+    for path in removed_metadata_files(base, new, base_location=base_location, new_location=new_location):
+        try:
+            if io.delete(path):
+                deleted.append(path)
+        except IcectlError:
+            pass  # Java: suppressFailureWhenFinished
+    return deleted
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+# ---------------------------------------------------------------------------------------------
+# Retries
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """``commit.retry.*`` as Java's ``Tasks.exponentialBackoff(min, max, total, 2.0)`` applies them."""
+
+    num_retries: int = COMMIT_NUM_RETRIES[1]
+    min_wait_ms: int = COMMIT_MIN_RETRY_WAIT_MS[1]
+    max_wait_ms: int = COMMIT_MAX_RETRY_WAIT_MS[1]
+    total_timeout_ms: int = COMMIT_TOTAL_RETRY_TIME_MS[1]
+
+    @classmethod
+    def from_properties(cls, properties: Mapping[str, str]) -> RetryPolicy:
+        return cls(max(0, _int_property(properties, COMMIT_NUM_RETRIES)),
+                   max(0, _int_property(properties, COMMIT_MIN_RETRY_WAIT_MS)),
+                   max(0, _int_property(properties, COMMIT_MAX_RETRY_WAIT_MS)),
+                   max(0, _int_property(properties, COMMIT_TOTAL_RETRY_TIME_MS)))
+
+    def gives_up(self, attempt: int, elapsed_ms: float) -> bool:
+        """After failed attempt ``attempt`` (1-based): Java stops at num-retries + 1 attempts, or
+        once the total timeout has passed and at least one retry was made."""
+        return attempt >= self.num_retries + 1 or (elapsed_ms > self.total_timeout_ms and attempt > 1)
+
+    def delay_ms(self, attempt: int) -> int:
+        """min(min-wait * 2^(attempt-1), max-wait) plus up to 10% jitter, so racing writers spread out."""
+        delay = int(min(self.min_wait_ms * 2.0 ** (attempt - 1), self.max_wait_ms))
+        return delay + random.randrange(max(1, int(delay * 0.1)))
+
+
+# ---------------------------------------------------------------------------------------------
+# Committing
+
+
+@dataclass(frozen=True)
+class CommitResult:
+    metadata_location: str  # the new current metadata file (the old one when nothing changed)
+    metadata: TableMetadata
+    attempts: int
+    committed: bool = True  # False when build returned its base unchanged: nothing was written
+    deleted_metadata_files: tuple[str, ...] = ()
+    conflicts: tuple[str, ...] = ()  # why each lost attempt lost
+
+
+def operations_for(table: Table, *, allow_unsafe_object_store: bool = False) -> TableOperations:
+    """How to commit to ``table``, from how it was addressed.
+
+    A bare metadata file can only be committed to when it is a ``v<N>.metadata.json`` in the
+    ``metadata/`` directory of a file-system table: anywhere else nothing tells which pointer to swap.
+    """
+    address = table.address
+    if address.table_dir is not None:
+        return FileSystemOperations(address.table_dir, table.io, table.identifier, allow_unsafe_object_store)
+    if address.catalog is not None and address.name is not None:
+        catalog = table.catalog or open_catalog(load_config(), table.io, address.catalog)
+        if isinstance(catalog, SqlCatalog):
+            return SqlOperations(catalog, address.namespace, address.name, table.io)
+        return FileSystemOperations(catalog.table_dir(address.namespace, address.name), table.io,
+                                    table.identifier, allow_unsafe_object_store)
+    location = address.metadata_location
+    directory = parent(location)
+    if is_version_file(basename(location)) and basename(directory) == "metadata":
+        table_dir = parent(directory)
+        if scheme_of(table_dir) == "file":
+            table_dir = local_path(table_dir)
+        return FileSystemOperations(table_dir, table.io, table.identifier, allow_unsafe_object_store)
+    raise RefusedError(f"cannot commit to {address.identifier}: a metadata file outside a table's "
+                       "metadata/ directory does not say which table pointer to update, so a concurrent "
+                       "commit could be lost", path=location,
+                       hint="address the table by its directory or as [catalog.]namespace.table")
+
+
+def commit(table: Table, build: Callable[[TableMetadata], TableMetadata], *,
+           ops: TableOperations | None = None, allow_unsafe_object_store: bool = False,
+           sleep: Callable[[float], None] = time.sleep) -> CommitResult:
+    """Apply ``build`` to the table's freshest metadata and commit the result, retrying on conflicts.
+
+    ``build(base)`` must derive the new metadata from ``base`` alone (it is called again on the
+    new base after a conflict; raise from it to give up). On success ``table`` is updated in
+    place. Raises :class:`CommitConflictError` (exit 5) when every attempt lost to another writer,
+    and :class:`~icectl.catalog.operations.CommitStateUnknownError` when the outcome cannot be told.
+    """
+    ops = ops or operations_for(table, allow_unsafe_object_store=allow_unsafe_object_store)
+    current = ops.refresh()
+    _check_same_table(table, current.metadata)
+    policy = RetryPolicy.from_properties(current.metadata.properties)
+    start = time.monotonic()
+    attempt = 0
+    conflicts: list[str] = []
+    while True:
+        attempt += 1
+        base = current.metadata
+        new = build(base)
+        if new is base or new == base:
+            return CommitResult(current.location, base, attempt, committed=False, conflicts=tuple(conflicts))
+        new = prepare_commit(base, new, current.location, _now_ms())
+        try:
+            location = ops.commit(current, new)
+        except CommitFailedError as e:
+            conflicts.append(e.message)
+            if policy.gives_up(attempt, (time.monotonic() - start) * 1000):
+                raise CommitConflictError(
+                    f"commit to table {table.identifier} failed: another writer committed first on each of "
+                    f"{attempt} attempts ({e.message})", path=e.path,
+                    hint="run it again; if this keeps happening raise commit.retry.num-retries") from e
+            sleep(policy.delay_ms(attempt) / 1000)
+            current = ops.refresh()
+            _check_same_table(table, current.metadata)
+            continue
+        deleted = delete_removed_metadata_files(ops.io, base, new, base_location=current.location,
+                                                new_location=location)
+        table.metadata = new
+        table.address = dataclasses.replace(table.address, metadata_location=location)
+        return CommitResult(location, new, attempt, deleted_metadata_files=tuple(deleted),
+                            conflicts=tuple(conflicts))
+
+
+def _check_same_table(table: Table, fresh: TableMetadata) -> None:
+    # Java's checkUUID: a table dropped and re-created under the same name is another table.
+    known, now = table.metadata.table_uuid, fresh.table_uuid
+    if known is not None and now is not None and known != now:
+        raise RefusedError(f"table {table.identifier} was replaced meanwhile (uuid {known} is now {now})",
+                           hint="load the table again")
+
+
+def create_table(where: str | Catalog, identifier: str | Sequence[str] | None, metadata: TableMetadata, *,
+                 config: Config | None = None, io: FileIO | None = None) -> CommitResult:
+    """Create a table with ``metadata`` as its first version.
+
+    ``where``: a table directory (``identifier`` None; Hadoop layout, ``v1.metadata.json`` plus
+    ``version-hint.text`` through the same no-replace create as commits), a catalog name or a
+    :class:`~icectl.catalog.Catalog` with ``identifier`` ``namespace.table`` (a SQLite catalog
+    INSERTs the pointer to ``00000-<uuid>.metadata.json``), or ``[catalog.]namespace.table`` itself
+    with ``identifier`` None. ``metadata.location`` may be None: the catalog's default is used.
+    Raises RefusedError when the table exists. Build ``metadata`` with
+    :func:`icectl.create.new_table_metadata` (Java's ``newTableMetadata``).
+    """
+    if isinstance(where, str) and identifier is None and looks_like_path(where):
+        table_dir = os.path.abspath(local_path(where)) if scheme_of(where) == "file" else where.rstrip("/")
+        io = io or FileIO(s3=(config or load_config()).s3)
+        metadata = _with_location(metadata, table_dir, strict=True)
+        ops: TableOperations = FileSystemOperations(table_dir, io, where)
+    else:
+        catalog, namespace, name = _catalog_target(where, identifier, config, io)
+        for part in (*namespace, name):
+            check_table_dir_name(part)
+        table_dir = catalog.table_dir(namespace, name)
+        if scheme_of(table_dir) == "file":
+            table_dir = os.path.abspath(local_path(table_dir))  # a relative warehouse names the same place
+        ident = ".".join((*namespace, name))
+        if isinstance(catalog, SqlCatalog):
+            metadata = _with_location(metadata, table_dir, strict=False)
+            ops = SqlOperations(catalog, namespace, name, catalog.io)
+        else:
+            metadata = _with_location(metadata, table_dir, strict=True)
+            ops = FileSystemOperations(table_dir, catalog.io, ident)
+    location = ops.create(metadata)
+    return CommitResult(location, metadata, 1)
+
+
+def _catalog_target(where: str | Catalog, identifier: str | Sequence[str] | None, config: Config | None,
+                    io: FileIO | None) -> tuple[Catalog, tuple[str, ...], str]:
+    if not isinstance(where, str):
+        catalog = where
+        parts = identifier.split(".") if isinstance(identifier, str) else list(identifier or ())
+    else:
+        config = config or load_config()
+        io = io or FileIO(s3=config.s3)
+        if identifier is None:
+            name, namespace, table = split_identifier(where, config)
+            catalog = open_catalog(config, io, name)
+            parts = [*namespace, table]
+        else:
+            catalog = open_catalog(config, io, where)
+            parts = identifier.split(".") if isinstance(identifier, str) else list(identifier)
+    if len(parts) < 2 or any(not p for p in parts):
+        raise UsageError(f"'{'.'.join(parts)}' is not namespace.table")
+    return catalog, tuple(parts[:-1]), parts[-1]
+
+
+def _with_location(metadata: TableMetadata, table_dir: str, *, strict: bool) -> TableMetadata:
+    if metadata.location is None:
+        return metadata.replace(location=table_dir)
+    given = metadata.location.rstrip("/")
+    if scheme_of(given) == "file":
+        given = os.path.abspath(local_path(given))
+    if strict and given != table_dir.rstrip("/"):
+        raise UsageError(f"a file-system table's location is its directory: metadata says {metadata.location}, "
+                         f"the table goes to {table_dir}")
+    return metadata
+
+
+__all__ = [
+    "CommitResult", "RetryPolicy", "add_snapshot", "commit", "create_table", "delete_removed_metadata_files",
+    "new_snapshot_id", "operations_for", "prepare_commit", "removed_metadata_files",
+    "set_properties",
+]

@@ -1,0 +1,91 @@
+"""The create-table operation: schema, spec and sort order from text, then the first commit.
+
+``icectl.create`` builds the metadata exactly as Java would; this module decides where the
+table goes (a directory, or a catalog's ``namespace.table``) and writes its first version.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from icectl.catalog import looks_like_path, open_catalog, split_identifier
+from icectl.commit import create_table
+from icectl.config import Config
+from icectl.create import new_table_metadata
+from icectl.ddl import parse_partition_spec, parse_schema, parse_sort_order
+from icectl.errors import UsageError
+from icectl.results import RecordResult
+from icectl.schema_io import schema_from_json_file, schema_from_parquet
+from icectl.spec.schema import Schema
+from icectl.storage import FileIO, local_path, scheme_of
+
+DEFAULT_FORMAT_VERSION = 2  # as Iceberg Java and Spark
+
+
+@dataclass
+class SchemaSource:
+    """Exactly one of: DDL text, a JSON schema file, a Parquet file to copy the schema from."""
+
+    ddl: str | None = None
+    json_file: str | None = None
+    like: str | None = None
+
+    def load(self, io: FileIO, format_version: int) -> Schema:
+        given = [x for x in (self.ddl, self.json_file, self.like) if x]
+        if len(given) != 1:
+            raise UsageError("give exactly one of --schema, --schema-file, --like")
+        if self.ddl:
+            return parse_schema(self.ddl, format_version=format_version)
+        if self.json_file:
+            return schema_from_json_file(self.json_file, io)
+        assert self.like is not None
+        return schema_from_parquet(self.like, io)
+
+
+def parse_properties(pairs: list[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for p in pairs:
+        key, sep, value = p.partition("=")
+        if not sep or not key.strip():
+            raise UsageError(f"property {p!r} is not key=value")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def create(address: str, source: SchemaSource, *, config: Config, io: FileIO, partition_by: str = "",
+           sort_by: str = "", properties: dict[str, str] | None = None, format_version: int | None = None,
+           dry_run: bool = False) -> RecordResult:
+    """Create an empty table at a directory or as ``[catalog.]namespace.table``."""
+    props = dict(properties or {})
+    version = format_version or int(props.get("format-version", DEFAULT_FORMAT_VERSION))
+    schema = source.load(io, version)
+    spec = parse_partition_spec(partition_by, schema)
+    order = parse_sort_order(sort_by, schema)
+    if looks_like_path(address):
+        location = os.path.abspath(local_path(address)) if scheme_of(address) == "file" else address.rstrip("/")
+        where, ident = location, None
+    else:
+        catalog_name, namespace, name = split_identifier(address, config)
+        catalog = open_catalog(config, io, catalog_name)
+        location = catalog.table_dir(namespace, name)
+        if scheme_of(location) == "file":
+            location = os.path.abspath(local_path(location))
+        where, ident = catalog, ".".join((*namespace, name))
+    metadata = new_table_metadata(schema=schema, location=location, partition_spec=spec, sort_order=order,
+                                  properties=props, format_version=version)
+    data = {
+        "table": address, "dry_run": dry_run, "location": location, "format_version": version,
+        "schema": [f"{f.field_id}: {f.name} {f.field_type}{' not null' if f.required else ''}"
+                   for f in metadata.schema().fields],
+        "partition_spec": [f"{f.name}={f.transform}" for f in metadata.spec().fields],
+        "sort_order": [f"{f.transform}({f.source_id}) {f.direction} {f.null_order}"
+                       for f in metadata.sort_order().fields],
+        "properties": dict(metadata.properties),
+    }
+    if dry_run:
+        data["would_write"] = [f"{location}/metadata (first table metadata file)"]
+        return RecordResult("create", f"Would create table {address}", data)
+    result = create_table(where, ident, metadata, config=config, io=io)
+    data["metadata_location"] = result.metadata_location
+    return RecordResult("create", f"Created table {address}", data)
