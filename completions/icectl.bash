@@ -5,8 +5,11 @@ _icectl() {
     for ((i = 1; i < COMP_CWORD; i++)); do
         w="${COMP_WORDS[i]}"
         case "$path|$w" in
+            "|add-files") path="add-files" ;;
+            "|create") path="create" ;;
             "|inspect") path="inspect" ;;
             "|list") path="list" ;;
+            "|namespace") path="namespace" ;;
             "inspect|dvs") path="inspect dvs" ;;
             "inspect|entries") path="inspect entries" ;;
             "inspect|files") path="inspect files" ;;
@@ -18,10 +21,20 @@ _icectl() {
             "inspect|schema") path="inspect schema" ;;
             "inspect|snapshots") path="inspect snapshots" ;;
             "inspect|table") path="inspect table" ;;
+            "namespace|create") path="namespace create" ;;
+            "namespace|list") path="namespace list" ;;
         esac
     done
     case "$path|$prev" in
         "|--config") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "add-files|--branch"|"add-files|-b") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "create|--schema") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "create|--schema-file") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "create|--like") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "create|--partition-by"|"create|-p") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "create|--sort-by") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "create|--property") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "create|--format-version") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "inspect dvs|--snapshot"|"inspect dvs|-s") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "inspect dvs|--ref"|"inspect dvs|-r") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "inspect entries|--snapshot"|"inspect entries|-s") COMPREPLY=($(compgen -f -- "$cur")); return ;;
@@ -35,13 +48,28 @@ _icectl() {
         "inspect partitions|--ref"|"inspect partitions|-r") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "inspect schema|--schema-id") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "list|--catalog"|"list|-c") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "namespace create|--catalog"|"namespace create|-c") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "namespace create|--property") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "namespace list|--catalog"|"namespace list|-c") COMPREPLY=($(compgen -f -- "$cur")); return ;;
     esac
     case "$path" in
         "")
             if [[ "$cur" == -* ]]; then
                 COMPREPLY=($(compgen -W "--debug --config --version --help -h" -- "$cur"))
             else
-                COMPREPLY=($(compgen -W "inspect list" -- "$cur"))
+                COMPREPLY=($(compgen -W "add-files create inspect list namespace" -- "$cur"))
+            fi ;;
+        "add-files")
+            if [[ "$cur" == -* ]]; then
+                COMPREPLY=($(compgen -W "--branch -b --dry-run --json --help -h" -- "$cur"))
+            else
+                COMPREPLY=($(compgen -f -- "$cur"))
+            fi ;;
+        "create")
+            if [[ "$cur" == -* ]]; then
+                COMPREPLY=($(compgen -W "--schema --schema-file --like --partition-by -p --sort-by --property --format-version --dry-run --json --help -h" -- "$cur"))
+            else
+                COMPREPLY=($(compgen -f -- "$cur"))
             fi ;;
         "inspect")
             if [[ "$cur" == -* ]]; then
@@ -118,6 +146,24 @@ _icectl() {
         "list")
             if [[ "$cur" == -* ]]; then
                 COMPREPLY=($(compgen -W "--all -a --catalog -c --json --help -h" -- "$cur"))
+            else
+                COMPREPLY=($(compgen -f -- "$cur"))
+            fi ;;
+        "namespace")
+            if [[ "$cur" == -* ]]; then
+                COMPREPLY=($(compgen -W "--help -h" -- "$cur"))
+            else
+                COMPREPLY=($(compgen -W "create list" -- "$cur"))
+            fi ;;
+        "namespace create")
+            if [[ "$cur" == -* ]]; then
+                COMPREPLY=($(compgen -W "--catalog -c --property --json --help -h" -- "$cur"))
+            else
+                COMPREPLY=($(compgen -f -- "$cur"))
+            fi ;;
+        "namespace list")
+            if [[ "$cur" == -* ]]; then
+                COMPREPLY=($(compgen -W "--catalog -c --json --help -h" -- "$cur"))
             else
                 COMPREPLY=($(compgen -f -- "$cur"))
             fi ;;

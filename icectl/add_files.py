@@ -176,15 +176,18 @@ def add_files(table: Table, paths: Iterable[str], *, branch: str = "main", dry_r
         "files": [{"file_path": f.file_path, "partition": p, "record_count": f.record_count}
                   for f, p in zip(plan.files, plan.partitions, strict=True)],
     }
-    if dry_run:
-        summary["would_write"] = ["1 manifest", "1 manifest list", "1 table metadata file"]
-        return RecordResult("add_files", f"Would add {len(plan.files)} files to {table.identifier}", summary)
-    written: list[str] = []
     md = table.metadata
     commit_id = str(uuid.uuid4())
     metadata_dir = join(md.location or table.address.table_dir or "", "metadata")
     snapshot_id = new_snapshot_id(md)
-    manifest = _write_added_manifest(table, plan, snapshot_id, join(metadata_dir, f"{commit_id}-m0.avro"))
+    manifest_path = join(metadata_dir, f"{commit_id}-m0.avro")
+    if dry_run:
+        summary["would_write"] = [manifest_path, join(metadata_dir, f"snap-{snapshot_id}-1-{commit_id}.avro"),
+                                  "a new table metadata file (the next version)"]
+        summary["would_delete"] = []
+        return RecordResult("add_files", f"Would add {len(plan.files)} files to {table.identifier}", summary)
+    written: list[str] = []
+    manifest = _write_added_manifest(table, plan, snapshot_id, manifest_path)
     written.append(manifest.manifest_path)
     attempt = 0
 

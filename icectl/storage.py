@@ -204,6 +204,14 @@ class FileIO:
                 os.makedirs(os.path.dirname(p) or ".", exist_ok=True)
             fs.pipe_file(p, data)
 
+    def makedirs(self, path: str) -> None:
+        """Create a directory (object stores have none: nothing to do there)."""
+        fs, p = self.filesystem(path)
+        if scheme_of(path) != "file":
+            return
+        with self._errors(path, "creating"):
+            fs.makedirs(p, exist_ok=True)
+
     def delete(self, path: str) -> bool:
         """Delete a file; False when it was already gone (not an error for cleanup)."""
         fs, p = self.filesystem(path)

@@ -78,8 +78,9 @@ def create(address: str, source: SchemaSource, *, config: Config, io: FileIO, pa
         "table": address, "dry_run": dry_run, "location": location, "format_version": version,
         "schema": [f"{f.field_id}: {f.name} {f.field_type}{' not null' if f.required else ''}"
                    for f in metadata.schema().fields],
-        "partition_spec": [f"{f.name}={f.transform}" for f in metadata.spec().fields],
-        "sort_order": [f"{f.transform}({f.source_id}) {f.direction} {f.null_order}"
+        "partition_spec": [f"{f.name}={f.transform}({metadata.schema().column_name(f.source_id)})"
+                           for f in metadata.spec().fields],
+        "sort_order": [f"{f.transform}({metadata.schema().column_name(f.source_id)}) {f.direction} {f.null_order}"
                        for f in metadata.sort_order().fields],
         "properties": dict(metadata.properties),
     }

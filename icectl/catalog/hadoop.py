@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from icectl.errors import CorruptInputError, NotFoundError
+from icectl.errors import CorruptInputError, NotFoundError, RefusedError, UsageError
 from icectl.storage import FileIO, join
 
 VERSION_HINT = "version-hint.text"
@@ -111,6 +111,19 @@ class HadoopCatalog:
     def is_table(self, directory: str) -> bool:
         names = self.io.list_names(metadata_dir(directory))
         return any(_VERSION_FILE.match(n) for n in names)
+
+    def create_namespace(self, namespace: tuple[str, ...], properties: dict[str, str] | None = None) -> None:
+        """A namespace is a directory (Hadoop catalogs keep no namespace properties)."""
+        if not namespace:
+            raise UsageError("empty namespace")
+        for part in namespace:
+            check_table_dir_name(part)
+        if properties:
+            raise UsageError(f"catalog '{self.name}' is a file-system warehouse: namespaces have no properties")
+        d = join(self.warehouse, *namespace)
+        if self.io.is_dir(d):
+            raise RefusedError(f"namespace {'.'.join(namespace)} already exists in catalog '{self.name}'", path=d)
+        self.io.makedirs(d)
 
     def list_namespaces(self, parent: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
         base = join(self.warehouse, *parent) if parent else self.warehouse

@@ -1,0 +1,52 @@
+"""`icectl namespace create|list`."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from icectl.catalog import open_catalog
+from icectl.cli.catalog_cmd import CatalogOpt
+from icectl.cli.framework import command, load_config_and_io
+from icectl.cli.options import JsonOpt
+from icectl.results import MessageResult, RowsResult
+from icectl.table_create import parse_properties
+
+namespace_app = typer.Typer(help="Create and list namespaces of a catalog.", no_args_is_help=True,
+                            rich_markup_mode=None)
+
+
+@command(namespace_app, "create")
+def create_namespace(
+    namespace: Annotated[str, typer.Argument(help="Dotted namespace, e.g. sales or sales.eu.", show_default=False)],
+    catalog: CatalogOpt = None,
+    prop: Annotated[list[str] | None, typer.Option(
+        "--property", help="Namespace property key=value (SQLite catalogs; repeatable).", show_default=False)] = None,
+    json_output: JsonOpt = False,
+) -> MessageResult:
+    """Create a namespace (a directory in a file-system warehouse, a row in a SQLite catalog)."""
+    config, io = load_config_and_io()
+    cat = open_catalog(config, io, catalog)
+    cat.create_namespace(tuple(namespace.split(".")), parse_properties(prop or []) or None)
+    return MessageResult(f"created namespace {namespace} in catalog {cat.name}",
+                         {"namespace": namespace, "catalog": cat.name})
+
+
+@command(namespace_app, "list")
+def list_namespaces(
+    parent: Annotated[str | None, typer.Argument(help="List the children of this namespace.",
+                                                 show_default=False)] = None,
+    catalog: CatalogOpt = None,
+    json_output: JsonOpt = False,
+) -> RowsResult:
+    """List namespaces (top level, or under PARENT)."""
+    config, io = load_config_and_io()
+    cat = open_catalog(config, io, catalog)
+    rows = [{"namespace": ".".join(n)} for n in cat.list_namespaces(tuple(parent.split(".")) if parent else ())]
+    return RowsResult("namespaces", f"Namespaces in catalog {cat.name}", ["namespace"], rows,
+                      {"catalog": cat.name, "warehouse": cat.warehouse})
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(namespace_app, name="namespace")
