@@ -351,26 +351,14 @@ def pyiceberg_data_files(metadata_path: Path) -> int:
     return StaticTable.from_metadata(str(metadata_path)).inspect.data_files().num_rows
 
 
-def fastavro_floor(table_dir: Path, project: bool) -> int:
-    """The floor for a fastavro-based reader: decode every manifest record, nothing else, 1 thread.
-
-    ``project`` reads with icectl's projected reader schema (no metric maps), as `files` does.
-    """
-    from icectl.avro_manifests import project_schema
-
+def fastavro_floor(table_dir: Path) -> int:
+    """The floor for a fastavro-based reader: decode every manifest record, nothing else, 1 thread."""
     table = load_table(str(table_dir))
     snap = table.metadata.current_snapshot()
     assert snap is not None
     n = 0
     for m in icectl_scan.manifests_of(table.metadata, snap, table.io):
-        data = io.BytesIO(table.io.read(m.manifest_path))
-        reader_schema = None
-        if project:
-            writer_schema = json.loads(fastavro.reader(data).metadata["avro.schema"])
-            data.seek(0)
-            # The fields `files` asks for (Avro names equal spec names in this table).
-            reader_schema = project_schema(writer_schema, "data_file", set(icectl_inspect.FILE_FIELDS))
-        for _rec in fastavro.reader(data, reader_schema=reader_schema):
+        for _rec in fastavro.reader(io.BytesIO(table.io.read(m.manifest_path))):
             n += 1
     return n
 
@@ -508,9 +496,8 @@ def profile_icectl(table_dir: Path, metrics: bool, top: int, dump: Path | None) 
 def breakdown(table_dir: Path, sample: int) -> None:
     """Per-entry CPU cost of each stage of `files`, one thread, no profiler, bytes already in memory.
 
-    Uses icectl internals (``_file_row``, ``_PartitionMapper``, ``_wanted_fields``, ``_open_reader``):
-    this is a diagnostic, to be updated when they move. The last row is a what-if: the same
-    read with fastavro not given a reader schema (icectl then ignores the unwanted fields).
+    Uses icectl internals (``_file_row``, ``_PartitionMapper``, ``_wanted_fields``): this is a
+    diagnostic, to be updated when they move.
     """
     from icectl import avro_manifests
 
@@ -521,16 +508,15 @@ def breakdown(table_dir: Path, sample: int) -> None:
     manifests = icectl_scan.manifests_of(md, snap, table.io)[:sample]
     blobs = [table.io.read(m.manifest_path) for m in manifests]
     ptypes = {m.partition_spec_id: icectl_scan.partition_type(md, m.partition_spec_id) for m in manifests}
-    writer_schema = json.loads(fastavro.reader(io.BytesIO(blobs[0])).metadata["avro.schema"])
     n = sum(1 for b in blobs for _ in fastavro.reader(io.BytesIO(b)))
 
     def wanted(metrics: bool) -> set[str]:
         return set(icectl_inspect._wanted_fields(metrics)) | set(avro_manifests.ALWAYS_READ_DATA_FILE_FIELDS)
 
-    def fastavro_only(reader_schema: dict[str, Any] | None) -> Callable[[], None]:
+    def fastavro_only() -> Callable[[], None]:
         def run() -> None:
             for b in blobs:
-                for _rec in fastavro.reader(io.BytesIO(b), reader_schema=reader_schema):
+                for _rec in fastavro.reader(io.BytesIO(b)):
                     pass
         return run
 
@@ -544,28 +530,12 @@ def breakdown(table_dir: Path, sample: int) -> None:
                         icectl_inspect._file_row(md, mapper, m, e.data_file, metrics)
         return run
 
-    def without_reader_schema(run: Callable[[], None]) -> Callable[[], None]:
-        def patched() -> None:
-            original = avro_manifests._open_reader
-            avro_manifests._open_reader = lambda stream, reader_schema=None: original(stream)
-            try:
-                run()
-            finally:
-                avro_manifests._open_reader = original
-        return patched
-
     stages = [
-        ("fastavro decode, no reader schema (all fields)", fastavro_only(None)),
-        ("fastavro decode, icectl's default projection",
-         fastavro_only(avro_manifests.project_schema(writer_schema, "data_file", wanted(False)))),
-        ("fastavro decode, icectl's --metrics projection",
-         fastavro_only(avro_manifests.project_schema(writer_schema, "data_file", wanted(True)))),
+        ("fastavro decode, no reader schema (all fields)", fastavro_only()),
         ("icectl read_manifest(), default fields", icectl_read(False, False)),
         ("icectl read_manifest() + _file_row(), default", icectl_read(False, True)),
         ("icectl read_manifest(), --metrics fields", icectl_read(True, False)),
         ("icectl read_manifest() + _file_row(), --metrics", icectl_read(True, True)),
-        ("what-if: --metrics, no reader schema", without_reader_schema(icectl_read(True, True))),
-        ("what-if: default, no reader schema", without_reader_schema(icectl_read(False, True))),
     ]
     print(f"\n## Stage breakdown: {n:,} entries of {len(manifests)} manifests, 1 thread, "
           "best of 3, CPU microseconds per entry\n")
@@ -656,8 +626,7 @@ def main(argv: list[str] | None = None) -> None:
         if hasattr(StaticTable.from_metadata(str(md)).inspect, "data_files"):
             timings.append(Timing("PyIceberg inspect.data_files()", lambda: pyiceberg_data_files(md)))
         timings += [
-            Timing("reference: fastavro decode, all fields", lambda: fastavro_floor(d, False)),
-            Timing("reference: fastavro decode, projected", lambda: fastavro_floor(d, True)),
+            Timing("reference: fastavro decode, all fields", lambda: fastavro_floor(d)),
         ]
         time_round_robin(timings, args.runs, args.warmup)
 

@@ -330,8 +330,22 @@ class _PartitionMapper:
         self.md = md
         self.unified = unified_partition_type(md)
         self._by_spec: dict[int, list[tuple[int, NestedField]]] = {}
+        self._cache: dict[tuple[int, Any], dict[str, Any]] = {}
 
     def to_dict(self, spec_id: int, values: tuple[Any, ...] | None) -> dict[str, Any]:
+        # Tables have few distinct partitions and many files: format each partition once.
+        try:
+            key = (spec_id, values)
+            cached = self._cache.get(key)
+        except TypeError:  # an unhashable value: format it every time
+            key, cached = None, None
+        if cached is None:
+            cached = self._to_dict(spec_id, values)
+            if key is not None and len(self._cache) < 100_000:
+                self._cache[key] = cached
+        return dict(cached)
+
+    def _to_dict(self, spec_id: int, values: tuple[Any, ...] | None) -> dict[str, Any]:
         if spec_id not in self._by_spec:
             spec = self.md.spec_by_id(spec_id)
             ptype = spec.partition_type(self.md.schema(), self.md.schemas) if spec else StructType(())
