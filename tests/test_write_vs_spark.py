@@ -148,3 +148,34 @@ def test_add_files_refusals(spark_warehouse: str, tmp_path: Path, spark: Any) ->
     assert r.exit_code == ExitCode.NOT_FOUND
     # Nothing was committed by the refused runs.
     assert icectl("inspect", "snapshots", "db.refusals", warehouse=spark_warehouse)["rows"] == []
+
+
+def test_add_files_partition_values_match_spark(spark: Any, spark_warehouse: str, tmp_path: Path) -> None:
+    """Partition values icectl derives through bucket (mmh3), truncate, identity and month transforms
+    equal the ``_partition`` Spark computes for the same rows."""
+    icectl("create", "db.transforms", "--schema", "id long, name string, amount decimal(10,2), d date",
+           "--partition-by", "bucket(8, id), truncate(3, name), identity(amount), months(d)",
+           warehouse=spark_warehouse)
+    import decimal
+
+    paths = []
+    for i, (ident, name, amount, day) in enumerate([
+            (42, "alpha-1", "12.50", datetime.date(2024, 2, 29)), (-7, "zz", "-0.01", datetime.date(1969, 12, 31)),
+            (10**12, "βeta", "99999999.99", datetime.date(2000, 1, 1))]):
+        p = tmp_path / f"p{i}.parquet"
+        pq.write_table(pa.table({"id": pa.array([ident] * 3, pa.int64()), "name": [name] * 3,
+                                 "amount": pa.array([decimal.Decimal(amount)] * 3, pa.decimal128(10, 2)),
+                                 "d": pa.array([day] * 3, pa.date32())}), p)
+        paths.append(str(p))
+    icectl("add-files", "db.transforms", *paths, warehouse=spark_warehouse)
+    ours = {r["file_path"]: r["partition"]
+            for r in icectl("inspect", "files", "db.transforms", warehouse=spark_warehouse)["rows"]}
+    rows = spark.sql("SELECT _file, _partition FROM local.db.transforms").collect()
+    theirs = {r[0].removeprefix("file:"): r[1].asDict() for r in rows}
+    assert set(ours) == set(theirs) == set(paths)
+    for path, part in theirs.items():
+        mine = ours[path]
+        assert mine["id_bucket"] == part["id_bucket"]
+        assert mine["name_trunc"] == part["name_trunc"]
+        assert decimal.Decimal(mine["amount"]) == part["amount"]
+        assert mine["d_month"] == part["d_month"]  # months since 1970, as Spark's files table shows

@@ -1,0 +1,69 @@
+"""`icectl create`, `namespace` and `list` through the CLI: outputs, refusals and exit codes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from typer.testing import CliRunner
+
+from icectl.cli.app import app
+from icectl.errors import ExitCode
+
+
+def run(*args: str, wh: Path) -> tuple[int, str, str]:
+    r = CliRunner().invoke(app, list(args), env={"ICECTL_WAREHOUSE": str(wh), "ICECTL_CONFIG": ""})
+    return r.exit_code, r.stdout, r.stderr
+
+
+def test_namespace_create_list_and_refuse_twice(tmp_path: Path) -> None:
+    wh = tmp_path / "wh"
+    assert run("namespace", "create", "sales", wh=wh)[0] == 0
+    assert run("namespace", "create", "sales.eu", wh=wh)[0] == 0
+    code, _, err = run("namespace", "create", "sales", wh=wh)
+    assert code == ExitCode.REFUSED and "already exists" in err
+    code, out, _ = run("namespace", "list", "--json", wh=wh)
+    assert [r["namespace"] for r in json.loads(out)["rows"]] == ["sales"]
+    code, out, _ = run("namespace", "list", "sales", "--json", wh=wh)
+    assert [r["namespace"] for r in json.loads(out)["rows"]] == ["sales.eu"]
+
+
+def test_create_dry_run_writes_nothing(tmp_path: Path) -> None:
+    wh = tmp_path / "wh"
+    code, out, err = run("create", "db.t", "--schema", "id long", "--dry-run", "--json", wh=wh)
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["dry_run"] is True and doc["location"] == str(wh / "db" / "t")
+    assert not (wh / "db" / "t").exists()
+
+
+def test_create_twice_is_refused(tmp_path: Path) -> None:
+    wh = tmp_path / "wh"
+    assert run("create", "db.t", "--schema", "id long", wh=wh)[0] == 0
+    code, _, err = run("create", "db.t", "--schema", "id long", wh=wh)
+    assert code == ExitCode.REFUSED and len(err.strip().splitlines()) == 1
+
+
+def test_bad_ddl_names_the_token(tmp_path: Path) -> None:
+    code, _, err = run("create", "db.t", "--schema", "id lnog, ts timestamptz", wh=tmp_path)
+    assert code == ExitCode.USAGE and "'lnog'" in err and "character 4" in err
+    code, _, err = run("create", "db.t", "--schema", "id long", "--partition-by", "bucket(16, nope)", wh=tmp_path)
+    assert code == ExitCode.USAGE and "nope" in err
+    code, _, err = run("create", "db.t", "--schema", "id long", "--format-version", "9", wh=tmp_path)
+    assert code == ExitCode.USAGE and "9" in err
+
+
+def test_create_like_parquet_and_list(tmp_path: Path) -> None:
+    wh = tmp_path / "wh"
+    f = tmp_path / "x.parquet"
+    pq.write_table(pa.table({"a": pa.array([1], pa.int32()), "b": pa.array(["x"]),
+                             "c": pa.array([[1.5]], pa.list_(pa.float64()))}), f)
+    code, out, err = run("create", "db.like", "--like", str(f), "--json", wh=wh)
+    assert code == 0, err
+    assert json.loads(out)["schema"] == ["1: a int", "2: b string", "3: c list<double>"]
+    code, out, _ = run("list", "db", "--json", wh=wh)
+    assert [r["identifier"] for r in json.loads(out)["rows"]] == ["db.like"]
+    code, _, err = run("create", "db.x", "--schema", "a int", "--like", str(f), wh=wh)
+    assert code == ExitCode.USAGE and "exactly one" in err
