@@ -7,6 +7,7 @@ _icectl() {
         case "$path|$w" in
             "|add-files") path="add-files" ;;
             "|create") path="create" ;;
+            "|expire-snapshots") path="expire-snapshots" ;;
             "|inspect") path="inspect" ;;
             "|list") path="list" ;;
             "|namespace") path="namespace" ;;
@@ -35,6 +36,12 @@ _icectl() {
         "create|--sort-by") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "create|--property") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "create|--format-version") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "expire-snapshots|--catalog"|"expire-snapshots|-c") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "expire-snapshots|--older-than") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "expire-snapshots|--retain-last") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "expire-snapshots|--snapshot-id") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "expire-snapshots|--max-deletes") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "expire-snapshots|--max-concurrent-deletes") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "inspect dvs|--snapshot"|"inspect dvs|-s") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "inspect dvs|--ref"|"inspect dvs|-r") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "inspect entries|--snapshot"|"inspect entries|-s") COMPREPLY=($(compgen -f -- "$cur")); return ;;
@@ -57,7 +64,7 @@ _icectl() {
             if [[ "$cur" == -* ]]; then
                 COMPREPLY=($(compgen -W "--debug --config --version --help -h" -- "$cur"))
             else
-                COMPREPLY=($(compgen -W "add-files create inspect list namespace" -- "$cur"))
+                COMPREPLY=($(compgen -W "add-files create expire-snapshots inspect list namespace" -- "$cur"))
             fi ;;
         "add-files")
             if [[ "$cur" == -* ]]; then
@@ -68,6 +75,12 @@ _icectl() {
         "create")
             if [[ "$cur" == -* ]]; then
                 COMPREPLY=($(compgen -W "--schema --schema-file --like --partition-by -p --sort-by --property --format-version --dry-run --json --help -h" -- "$cur"))
+            else
+                COMPREPLY=($(compgen -f -- "$cur"))
+            fi ;;
+        "expire-snapshots")
+            if [[ "$cur" == -* ]]; then
+                COMPREPLY=($(compgen -W "--all --catalog -c --older-than --retain-last --snapshot-id --clean-expired-metadata --max-deletes --allow-external-deletes --max-concurrent-deletes --dry-run --json --help -h" -- "$cur"))
             else
                 COMPREPLY=($(compgen -f -- "$cur"))
             fi ;;

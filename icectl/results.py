@@ -6,7 +6,7 @@ rich table on a terminal or as exactly one JSON document with ``--json``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,4 +42,19 @@ class MessageResult:
     exit_code: int = 0
 
 
-Result = RowsResult | RecordResult | MessageResult
+Result = RowsResult | RecordResult | MessageResult  # MultiResult holds several RecordResults
+
+
+@dataclass
+class MultiResult:
+    """One result per table (``--all``): a JSON line each with --json; the exit code is the worst."""
+
+    view: str
+    results: Iterable[RecordResult]
+    exit_code: int = 0  # set while the results are rendered
+
+    def __iter__(self) -> Iterator[RecordResult]:
+        for r in self.results:
+            if r.exit_code and (self.exit_code == 0 or r.exit_code > self.exit_code):
+                self.exit_code = r.exit_code
+            yield r

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from icectl import __version__
-from icectl.cli import catalog_cmd, inspect_cmd, namespace_cmd, write_cmd
+from icectl.cli import catalog_cmd, inspect_cmd, maintenance_cmd, namespace_cmd, write_cmd
 from icectl.cli.framework import state
 from icectl.errors import EXIT_CODE_TABLE
 
@@ -51,6 +51,7 @@ catalog_cmd.register(app)
 namespace_cmd.register(app)
 write_cmd.register_create(app)
 write_cmd.register(app)
+maintenance_cmd.register(app)
 
 
 def main() -> None:

@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.tree import Tree
 
-from icectl.results import RecordResult, Result, RowsResult
+from icectl.results import MultiResult, RecordResult, Result, RowsResult
 
 
 def _json_default(value: Any) -> Any:
@@ -45,8 +45,12 @@ def stderr_console() -> Console:
     return Console(file=sys.stderr, markup=False, highlight=False, emoji=False)
 
 
-def render(result: Result, *, as_json: bool, out: TextIO | None = None) -> None:
+def render(result: Result | MultiResult, *, as_json: bool, out: TextIO | None = None) -> None:
     out = out or sys.stdout
+    if isinstance(result, MultiResult):
+        for r in result:  # streamed: each table is printed as soon as it is done
+            render(r, as_json=as_json, out=out)
+        return
     if as_json:
         _render_json(result, out)
         return

@@ -1,0 +1,87 @@
+"""`icectl expire-snapshots`: the nightly retention job, for one table or a whole catalog."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Annotated
+
+import typer
+
+from icectl.catalog import open_catalog, walk_tables
+from icectl.cli.catalog_cmd import CatalogOpt
+from icectl.cli.framework import command, load_config_and_io
+from icectl.cli.options import DryRunOpt, JsonOpt
+from icectl.config import Config
+from icectl.errors import IcectlError, UsageError
+from icectl.expire import ExpirePolicy, expire_snapshots, parse_older_than
+from icectl.results import MultiResult, RecordResult
+from icectl.storage import FileIO
+from icectl.table import load_table
+
+
+def _each_table(config: Config, io: FileIO, catalog: str | None, namespace: str | None, policy: ExpirePolicy,
+                **kw: object) -> Iterator[RecordResult]:
+    cat = open_catalog(config, io, catalog)
+    ns = tuple(namespace.split(".")) if namespace else ()
+    for ident in walk_tables(cat, ns):
+        name = ".".join(ident)
+        try:
+            table = load_table(f"{cat.name}.{name}" if len(ident) >= 2 else name, config, io)
+            yield expire_snapshots(table, policy, **kw)  # type: ignore[arg-type]
+        except IcectlError as e:  # one broken table must not stop the nightly run
+            yield RecordResult("expire_snapshots", f"{name}: failed", {"table": name, "error": e.one_line()},
+                               exit_code=e.exit_code)
+
+
+def register(app: typer.Typer) -> None:
+    @command(app, "expire-snapshots")
+    def expire_cmd(
+        table: Annotated[str | None, typer.Argument(
+            metavar="[TABLE]", help="The table (path, directory or [catalog.]namespace.table); with --all, "
+                                    "a namespace to limit the run to.", show_default=False)] = None,
+        all_tables: Annotated[bool, typer.Option(
+            "--all", help="Every table of the catalog (or of the namespace given); one result per table.")] = False,
+        catalog: CatalogOpt = None,
+        older_than: Annotated[str | None, typer.Option(
+            "--older-than", help="Expire snapshots older than this: a duration (7d, 12h) or a timestamp. "
+                                 "Default: history.expire.max-snapshot-age-ms (5 days).", show_default=False)]
+        = None,
+        retain_last: Annotated[int | None, typer.Option(
+            "--retain-last", help="Keep at least this many snapshots of each branch. "
+                                  "Default: history.expire.min-snapshots-to-keep (1).", show_default=False)] = None,
+        snapshot_id: Annotated[list[int] | None, typer.Option(
+            "--snapshot-id", help="Also expire this snapshot (repeatable).", show_default=False)] = None,
+        clean_expired_metadata: Annotated[bool, typer.Option(
+            "--clean-expired-metadata", help="Also drop schemas and partition specs no retained snapshot uses.")]
+        = False,
+        max_deletes: Annotated[int | None, typer.Option(
+            "--max-deletes", help="Refuse a run that would delete more files than this.", show_default=False)]
+        = None,
+        allow_external_deletes: Annotated[bool, typer.Option(
+            "--allow-external-deletes", help="Allow deleting files outside the table location.")] = False,
+        max_concurrent_deletes: Annotated[int, typer.Option(
+            "--max-concurrent-deletes", help="Files deleted in parallel.")] = 8,
+        dry_run: DryRunOpt = False,
+        json_output: JsonOpt = False,
+    ) -> RecordResult | MultiResult:
+        """Expire snapshots by retention policy, then delete the files no retained snapshot reaches.
+
+        Policy: table properties history.expire.* and each ref's own retention, overridden by
+        --older-than and --retain-last. Snapshots no branch or tag reaches are kept while younger
+        than the cutoff, as Iceberg Java does. Files are deleted only after the commit succeeded.
+        """
+        config, io = load_config_and_io()
+        now = int(time.time() * 1000)
+        policy = ExpirePolicy(older_than_ms=parse_older_than(older_than, now) if older_than else None,
+                              retain_last=retain_last, snapshot_ids=tuple(snapshot_id or ()),
+                              clean_expired_metadata=clean_expired_metadata)
+        kw = {"dry_run": dry_run, "max_deletes": max_deletes, "allow_external_deletes": allow_external_deletes,
+              "max_concurrent_deletes": max_concurrent_deletes, "now_ms": now}
+        if all_tables:
+            if policy.snapshot_ids:
+                raise UsageError("--snapshot-id names one table's snapshots; it cannot go with --all")
+            return MultiResult("expire_snapshots", _each_table(config, io, catalog, table, policy, **kw))
+        if table is None:
+            raise UsageError("give a TABLE, or --all")
+        return expire_snapshots(load_table(table, config, io), policy, **kw)  # type: ignore[arg-type]

@@ -1,0 +1,373 @@
+"""`icectl expire-snapshots`: retention policy (as Iceberg Java's RemoveSnapshots) and file cleanup.
+
+Retention: refs older than their max-ref-age are dropped (never ``main``); each branch keeps its
+head and the ancestors younger than the cutoff or among its first min-snapshots-to-keep; tags keep
+their snapshot; snapshots no ref reaches are kept only while younger than the cutoff (Java's
+behaviour; the spec's wording would expire them at once).
+
+Files: only after the commit succeeded, and only what was reachable from the expired snapshots
+and is reachable from no snapshot of the table as re-read after the commit (reachability, never
+Java's incremental shortcut): manifest lists, manifests, data files, delete files, Puffin files
+(only when no retained DV uses them), statistics and partition-statistics files.
+"""
+
+from __future__ import annotations
+
+import datetime
+import re
+import time
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from icectl import progress
+from icectl.commit import commit, operations_for
+from icectl.errors import ExitCode, IcectlError, NotFoundError, RefusedError, StorageError, UsageError
+from icectl.results import RecordResult
+from icectl.scan import iter_entries, manifests_of
+from icectl.spec.manifest import DataFileContent, ManifestFile
+from icectl.spec.metadata import TableMetadata
+from icectl.spec.snapshots import MAIN_BRANCH, SnapshotLogEntry, ancestors_of
+from icectl.storage import FileIO, is_within
+from icectl.table import Table
+
+DEFAULT_MAX_SNAPSHOT_AGE_MS = 5 * 24 * 3600 * 1000  # history.expire.max-snapshot-age-ms
+DEFAULT_MIN_SNAPSHOTS_TO_KEEP = 1  # history.expire.min-snapshots-to-keep
+DEFAULT_MAX_REF_AGE_MS = 2**63 - 1  # history.expire.max-ref-age-ms: forever
+
+# Spark's expire_snapshots output names, in its order.
+CATEGORIES = ("data_files", "position_delete_files", "equality_delete_files", "manifests", "manifest_lists",
+              "statistics_files")
+
+
+# --------------------------------------------------------------------------- policy
+
+
+def parse_older_than(text: str, now_ms: int) -> int:
+    """A cutoff: a duration back from now (``7d``, ``12h``, ``30m``, ``90s``, ``2w``), an ISO
+    timestamp (UTC when no zone is given) or epoch milliseconds."""
+    t = text.strip()
+    m = re.fullmatch(r"(\d+(?:\.\d+)?)\s*(ms|s|m|h|d|w)", t)
+    if m:
+        unit = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000, "w": 604_800_000}[m.group(2)]
+        return now_ms - int(float(m.group(1)) * unit)
+    if re.fullmatch(r"\d{11,}", t):
+        return int(t)
+    try:
+        dt = datetime.datetime.fromisoformat(t.replace("Z", "+00:00"))
+    except ValueError:
+        raise UsageError(f"--older-than {text!r} is neither a duration (7d, 12h, 30m) nor a timestamp "
+                         "(2024-05-01T00:00:00Z) nor epoch milliseconds") from None
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=datetime.timezone.utc)
+    return int(dt.timestamp() * 1000)
+
+
+@dataclass(frozen=True)
+class ExpirePolicy:
+    """What the command line asked for; None means: the table's properties decide."""
+
+    older_than_ms: int | None = None
+    retain_last: int | None = None
+    snapshot_ids: tuple[int, ...] = ()
+    clean_expired_metadata: bool = False
+
+
+def _int_prop(md: TableMetadata, key: str, default: int) -> int:
+    raw = md.properties.get(key)
+    if raw is None:
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        raise UsageError(f"table property {key}={raw!r} is not an integer") from None
+
+
+@dataclass
+class Retention:
+    """The outcome of the policy on one metadata version."""
+
+    expired: list[int]
+    retained: set[int]
+    removed_refs: list[str]
+    metadata: TableMetadata  # the base with snapshots, refs, statistics and logs updated
+
+
+def apply_retention(base: TableMetadata, policy: ExpirePolicy, now_ms: int) -> Retention:
+    """Java's RemoveSnapshots.internalApply on ``base`` (pure)."""
+    if base.properties.get("gc.enabled", "true").strip().lower() == "false":
+        raise RefusedError("cannot expire snapshots: gc.enabled=false on this table (its files may be shared "
+                           "with other tables)", hint="set gc.enabled=true if the table owns its files")
+    if policy.retain_last is not None and policy.retain_last < 1:
+        raise UsageError("--retain-last must be at least 1")
+    max_age = _int_prop(base, "history.expire.max-snapshot-age-ms", DEFAULT_MAX_SNAPSHOT_AGE_MS)
+    default_cutoff = policy.older_than_ms if policy.older_than_ms is not None else now_ms - max_age
+    default_min = policy.retain_last or _int_prop(base, "history.expire.min-snapshots-to-keep",
+                                                  DEFAULT_MIN_SNAPSHOTS_TO_KEEP)
+    default_ref_age = _int_prop(base, "history.expire.max-ref-age-ms", DEFAULT_MAX_REF_AGE_MS)
+    by_id = base.snapshots_by_id
+
+    kept_refs: dict[str, Any] = {}
+    removed_refs: list[str] = []
+    for name, ref in base.refs.items():
+        snap = by_id.get(ref.snapshot_id)
+        if name == MAIN_BRANCH:
+            kept_refs[name] = ref
+            continue
+        max_ref_age = ref.max_ref_age_ms if ref.max_ref_age_ms is not None else default_ref_age
+        if snap is not None and now_ms - snap.timestamp_ms <= max_ref_age:
+            kept_refs[name] = ref
+        else:
+            removed_refs.append(name)
+
+    retained: set[int] = {r.snapshot_id for r in kept_refs.values() if r.snapshot_id in by_id}
+    for sid in policy.snapshot_ids:
+        holders = sorted(n for n, r in kept_refs.items() if r.snapshot_id == sid)
+        if holders:
+            raise RefusedError(f"cannot expire snapshot {sid}: still referenced by {', '.join(holders)}")
+    for ref in kept_refs.values():
+        if not ref.is_branch or ref.snapshot_id not in by_id:
+            continue
+        # A ref's own settings win over the command line's and the table's (Java's rule).
+        cutoff = now_ms - ref.max_snapshot_age_ms if ref.max_snapshot_age_ms is not None else default_cutoff
+        min_keep = ref.min_snapshots_to_keep if ref.min_snapshots_to_keep is not None else default_min
+        kept = 0
+        for anc in ancestors_of(ref.snapshot_id, by_id):
+            if kept < min_keep or anc.timestamp_ms >= cutoff:
+                retained.add(anc.snapshot_id)
+                kept += 1
+            else:
+                break
+    reachable = set(retained)
+    for ref in kept_refs.values():
+        if ref.is_branch:
+            reachable.update(s.snapshot_id for s in ancestors_of(ref.snapshot_id, by_id))
+    for s in base.snapshots:
+        if s.snapshot_id not in reachable and s.timestamp_ms >= default_cutoff:
+            retained.add(s.snapshot_id)  # unreferenced but young: Java keeps it
+    unknown = [sid for sid in policy.snapshot_ids if sid not in by_id]
+    if unknown:
+        raise NotFoundError(f"snapshot {unknown[0]} is not in the table")
+    retained -= set(policy.snapshot_ids)
+    expired = [s.snapshot_id for s in base.snapshots if s.snapshot_id not in retained]
+    return Retention(expired, retained, removed_refs, _remove_snapshots(base, set(expired), removed_refs))
+
+
+def _remove_snapshots(base: TableMetadata, expired: set[int], removed_refs: list[str]) -> TableMetadata:
+    if not expired and not removed_refs:
+        return base
+    snapshots = tuple(s for s in base.snapshots if s.snapshot_id not in expired)
+    alive = {s.snapshot_id for s in snapshots}
+    refs = {n: r for n, r in base.refs.items() if n not in removed_refs and r.snapshot_id in alive}
+    log: list[SnapshotLogEntry] = []
+    for e in base.snapshot_log:
+        if e.snapshot_id in alive:
+            log.append(e)
+        else:
+            log.clear()  # Java: a gap in history drops everything before it (no false time travel)
+    return base.replace(
+        snapshots=snapshots, refs=refs, snapshot_log=tuple(log),
+        statistics=tuple(s for s in base.statistics if s.snapshot_id in alive),
+        partition_statistics=tuple(s for s in base.partition_statistics if s.snapshot_id in alive))
+
+
+def clean_expired_metadata(md: TableMetadata, io: FileIO) -> TableMetadata:
+    """Drop partition specs and schemas no retained snapshot uses (never the current ones)."""
+    used_specs = {md.default_spec_id}
+    for s in md.snapshots:
+        used_specs.update(m.partition_spec_id for m in manifests_of(md, s, io))
+    used_schemas = {md.current_schema_id} | {s.schema_id for s in md.snapshots if s.schema_id is not None}
+    return md.replace(partition_specs=tuple(p for p in md.partition_specs if p.spec_id in used_specs),
+                      schemas=tuple(s for s in md.schemas if s.schema_id in used_schemas))
+
+
+# --------------------------------------------------------------------------- reachability
+
+
+@dataclass
+class FileSet:
+    """Files by category; a path in several categories counts once, in the first."""
+
+    paths: dict[str, str] = field(default_factory=dict)  # path -> category
+
+    def add(self, path: str, category: str) -> None:
+        self.paths.setdefault(path, category)
+
+    def by_category(self) -> dict[str, list[str]]:
+        out: dict[str, list[str]] = {c: [] for c in CATEGORIES}
+        for p, c in self.paths.items():
+            out[c].append(p)
+        return {c: sorted(v) for c, v in out.items()}
+
+    def minus(self, other: FileSet) -> FileSet:
+        return FileSet({p: c for p, c in self.paths.items() if p not in other.paths})
+
+
+def _content_category(content: int) -> str:
+    if content == DataFileContent.DATA:
+        return "data_files"
+    if content == DataFileContent.POSITION_DELETES:
+        return "position_delete_files"  # DVs too: their Puffin file, as Spark counts it
+    return "equality_delete_files"
+
+
+def reachable_files(md: TableMetadata, snapshot_ids: Iterable[int], io: FileIO,
+                    skip_manifests: set[str] | None = None) -> tuple[FileSet, set[str]]:
+    """Every file the given snapshots reach, and the set of their manifest paths.
+
+    Each manifest list and each manifest is read once however many snapshots share it; manifests
+    in ``skip_manifests`` are listed but not opened (their content is known to stay reachable).
+    """
+    out = FileSet()
+    snaps = [md.snapshot_by_id(i) for i in snapshot_ids]
+    lists = [s for s in snaps if s is not None]
+    with progress.task("reading manifest lists", len(lists)) as advance, ThreadPoolExecutor(16) as pool:
+        manifest_lists = []
+        for s, ms in zip(lists, pool.map(lambda s: manifests_of(md, s, io), lists), strict=True):
+            manifest_lists.append(ms)
+            if s.manifest_list:
+                out.add(s.manifest_list, "manifest_lists")
+            advance(1)
+    manifests: dict[str, ManifestFile] = {}
+    for ms in manifest_lists:
+        for m in ms:
+            manifests.setdefault(m.manifest_path, m)
+    for p in manifests:
+        out.add(p, "manifests")
+    to_read = [m for p, m in manifests.items() if not skip_manifests or p not in skip_manifests]
+    for _m, e in iter_entries(md, io, to_read, fields={"content", "file_path", "file_format"}, live_only=True):
+        out.add(e.data_file.file_path, _content_category(e.data_file.content))
+    return out, set(manifests)
+
+
+def statistics_files(md: TableMetadata) -> set[str]:
+    return {s.statistics_path for s in md.statistics} | {s.statistics_path for s in md.partition_statistics}
+
+
+def files_to_delete(before: TableMetadata, expired: list[int], after: TableMetadata, io: FileIO) -> FileSet:
+    """Reachable from the expired snapshots of ``before`` and from no snapshot of ``after``."""
+    kept, kept_manifests = reachable_files(after, [s.snapshot_id for s in after.snapshots], io)
+    gone, _ = reachable_files(before, expired, io, skip_manifests=kept_manifests)
+    for p in statistics_files(before) - statistics_files(after):
+        gone.add(p, "statistics_files")
+    return gone.minus(kept)
+
+
+# --------------------------------------------------------------------------- the operation
+
+
+@dataclass
+class DeleteOutcome:
+    deleted: dict[str, int]
+    already_gone: int
+    failures: list[str]
+
+
+def delete_files(io: FileIO, files: FileSet, workers: int) -> DeleteOutcome:
+    counts = dict.fromkeys(CATEGORIES, 0)
+    gone = 0
+    failures: list[str] = []
+    # Content files first, then manifests, then lists: a crash half-way leaves no list pointing at
+    # a missing manifest of a snapshot that still exists (none does; this only keeps order tidy).
+    order = sorted(files.paths.items(), key=lambda pc: CATEGORIES.index(pc[1]))
+
+    def one(item: tuple[str, str]) -> tuple[str, str, bool | str]:
+        path, cat = item
+        try:
+            return path, cat, io.delete(path)
+        except IcectlError as e:
+            return path, cat, e.one_line()
+
+    with progress.task("deleting files", len(order)) as advance, ThreadPoolExecutor(max(1, workers)) as pool:
+        for path, cat, result in pool.map(one, order):
+            advance(1)
+            if result is True:
+                counts[cat] += 1
+            elif result is False:
+                gone += 1  # already gone: not an error
+            else:
+                failures.append(f"{path}: {result}")
+    return DeleteOutcome(counts, gone, failures)
+
+
+def _check_deletes(table: Table, files: FileSet, *, allow_external: bool, max_deletes: int | None) -> None:
+    location = table.metadata.location or table.address.table_dir or ""
+    if not allow_external:
+        outside = sorted(p for p in files.paths if not is_within(p, location))
+        if outside:
+            raise RefusedError(f"{len(outside)} file(s) to delete lie outside the table location {location}, "
+                               f"e.g. {outside[0]}", path=outside[0],
+                               hint="they may belong to another table; --allow-external-deletes overrides")
+    if max_deletes is not None and len(files.paths) > max_deletes:
+        raise RefusedError(f"expiry would delete {len(files.paths)} files, more than --max-deletes {max_deletes}",
+                           hint="raise --max-deletes or expire in smaller steps")
+
+
+def expire_snapshots(table: Table, policy: ExpirePolicy, *, dry_run: bool = False, max_deletes: int | None = None,
+                     allow_external_deletes: bool = False, max_concurrent_deletes: int = 8,
+                     now_ms: int | None = None) -> RecordResult:
+    """Expire snapshots by policy, commit, then delete the files no retained snapshot reaches."""
+    now = now_ms if now_ms is not None else int(time.time() * 1000)
+    base = table.metadata
+    plan = apply_retention(base, policy, now)
+    planned_md = plan.metadata
+    if policy.clean_expired_metadata:
+        planned_md = clean_expired_metadata(planned_md, table.io)
+    planned = files_to_delete(base, plan.expired, planned_md, table.io) if plan.expired else FileSet()
+    _check_deletes(table, planned, allow_external=allow_external_deletes, max_deletes=max_deletes)
+    data: dict[str, Any] = {
+        "table": table.identifier, "dry_run": dry_run, "expired_snapshot_count": len(plan.expired),
+        "expired_snapshots": plan.expired, "removed_refs": plan.removed_refs,
+        "retained_snapshot_count": len(plan.retained),
+    }
+    if dry_run:
+        data["would_write"] = ["the next table metadata version (snapshots, refs and logs updated)"]
+        data["would_delete"] = planned.by_category()
+        data.update({f"deleted_{c}_count": len(v) for c, v in planned.by_category().items()})
+        return RecordResult("expire_snapshots", f"Would expire {len(plan.expired)} snapshots of {table.identifier}",
+                            data)
+    if not plan.expired and not plan.removed_refs and planned_md is base:
+        data.update({f"deleted_{c}_count": 0 for c in CATEGORIES})
+        return RecordResult("expire_snapshots", f"Nothing to expire in {table.identifier}", data)
+
+    committed_base: dict[str, Any] = {}
+
+    def build(fresh: TableMetadata) -> TableMetadata:
+        r = apply_retention(fresh, policy, now)  # re-run on the freshest metadata, as Java does
+        committed_base.update(base=fresh, retention=r)
+        md = r.metadata
+        if policy.clean_expired_metadata:
+            md = clean_expired_metadata(md, table.io)
+        return md
+
+    result = commit(table, build)
+    used: TableMetadata = committed_base["base"]
+    retention: Retention = committed_base["retention"]
+    data.update(expired_snapshot_count=len(retention.expired), expired_snapshots=retention.expired,
+                removed_refs=retention.removed_refs, metadata_location=result.metadata_location,
+                commit_attempts=result.attempts)
+    try:
+        # Judged on the table as it is now, so a snapshot another writer added after our commit
+        # keeps its files. Any read failure here deletes nothing.
+        after = operations_for(table).refresh().metadata
+        doomed = files_to_delete(used, retention.expired, after, table.io) if retention.expired else FileSet()
+    except IcectlError as e:
+        data.update({f"deleted_{c}_count": 0 for c in CATEGORIES}, cleanup_skipped=e.one_line())
+        return RecordResult("expire_snapshots", "Expired snapshots; no file deleted (cleanup could not "
+                            "read the table)", data, exit_code=e.exit_code)
+    try:
+        _check_deletes(table, doomed, allow_external=allow_external_deletes, max_deletes=max_deletes)
+    except RefusedError as e:
+        # The commit is done; only the deletions are refused. Say so and keep the table intact.
+        data["deletes_refused"] = e.one_line()
+        data.update({f"deleted_{c}_count": 0 for c in CATEGORIES})
+        return RecordResult("expire_snapshots", "Expired snapshots; file deletions refused", data,
+                            exit_code=ExitCode.REFUSED)
+    outcome = delete_files(table.io, doomed, max_concurrent_deletes)
+    data.update(already_gone=outcome.already_gone, failures=outcome.failures)
+    data.update({f"deleted_{c}_count": n for c, n in outcome.deleted.items()})
+    title = f"Expired {len(retention.expired)} snapshots of {table.identifier}"
+    return RecordResult("expire_snapshots", title, data,
+                        exit_code=StorageError.exit_code if outcome.failures else ExitCode.OK)
+
