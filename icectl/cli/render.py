@@ -48,8 +48,13 @@ def stderr_console() -> Console:
 def render(result: Result | MultiResult, *, as_json: bool, out: TextIO | None = None) -> None:
     out = out or sys.stdout
     if isinstance(result, MultiResult):
+        n = failed = 0
         for r in result:  # streamed: each table is printed as soon as it is done
             render(r, as_json=as_json, out=out)
+            n += 1
+            failed += bool(r.exit_code)
+        if not as_json:  # JSON stays one line per table; people get a closing count
+            out.write(f"{result.view}: {n} table(s), {failed} with problems\n")
         return
     if as_json:
         _render_json(result, out)
