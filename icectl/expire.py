@@ -8,12 +8,15 @@ behaviour; the spec's wording would expire them at once).
 Files: only after the commit succeeded, and only what was reachable from the expired snapshots
 and is reachable from no snapshot of the table as re-read after the commit (reachability, never
 Java's incremental shortcut): manifest lists, manifests, data files, delete files, Puffin files
-(only when no retained DV uses them), statistics and partition-statistics files.
+(only when no retained DV uses them), statistics and partition-statistics files. Paths are
+compared as locations (``file:///x`` is ``/x``), where Java compares strings; Hadoop's ``.crc``
+sidecars of local files go with their files, as when Spark deletes them.
 """
 
 from __future__ import annotations
 
 import datetime
+import posixpath
 import re
 import time
 from collections.abc import Iterable
@@ -23,21 +26,30 @@ from typing import Any
 
 from icectl import progress
 from icectl.commit import commit, operations_for
-from icectl.errors import ExitCode, IcectlError, NotFoundError, RefusedError, StorageError, UsageError
+from icectl.errors import (
+    CorruptInputError,
+    ExitCode,
+    IcectlError,
+    NotFoundError,
+    RefusedError,
+    StorageError,
+    UsageError,
+)
 from icectl.results import RecordResult
 from icectl.scan import iter_entries, manifests_of
 from icectl.spec.manifest import DataFileContent, ManifestFile
 from icectl.spec.metadata import TableMetadata
-from icectl.spec.snapshots import MAIN_BRANCH, SnapshotLogEntry, ancestors_of
-from icectl.storage import FileIO, is_within
+from icectl.spec.snapshots import MAIN_BRANCH, Snapshot, SnapshotLogEntry, ancestors_of
+from icectl.storage import FileIO, basename, is_within, local_path, parent, scheme_of
 from icectl.table import Table
 
 DEFAULT_MAX_SNAPSHOT_AGE_MS = 5 * 24 * 3600 * 1000  # history.expire.max-snapshot-age-ms
 DEFAULT_MIN_SNAPSHOTS_TO_KEEP = 1  # history.expire.min-snapshots-to-keep
 DEFAULT_MAX_REF_AGE_MS = 2**63 - 1  # history.expire.max-ref-age-ms: forever
 
-# Spark's expire_snapshots output names, in its order.
-CATEGORIES = ("data_files", "position_delete_files", "equality_delete_files", "manifests", "manifest_lists",
+# Spark's expire_snapshots output names (deleted_<category>_count), in its order, which is also
+# Java's delete order: content files, manifests, manifest lists, statistics files.
+CATEGORIES = ("data_files", "position_delete_files", "equality_delete_files", "manifest_files", "manifest_lists",
               "statistics_files")
 
 
@@ -80,8 +92,9 @@ def _int_prop(md: TableMetadata, key: str, default: int) -> int:
         return default
     try:
         return int(raw)
-    except ValueError:
-        raise UsageError(f"table property {key}={raw!r} is not an integer") from None
+    except ValueError:  # the table's metadata is wrong, not the command line (as in commit.py)
+        raise CorruptInputError(f"table property {key}={raw!r} is not an integer",
+                                hint="fix or remove it") from None
 
 
 @dataclass
@@ -96,9 +109,11 @@ class Retention:
 
 def apply_retention(base: TableMetadata, policy: ExpirePolicy, now_ms: int) -> Retention:
     """Java's RemoveSnapshots.internalApply on ``base`` (pure)."""
-    if base.properties.get("gc.enabled", "true").strip().lower() == "false":
-        raise RefusedError("cannot expire snapshots: gc.enabled=false on this table (its files may be shared "
-                           "with other tables)", hint="set gc.enabled=true if the table owns its files")
+    # Java's Boolean.parseBoolean: anything but "true" (any case) disables GC, so refuse on it.
+    gc_enabled = base.properties.get("gc.enabled", "true")
+    if gc_enabled.lower() != "true":
+        raise RefusedError(f"cannot expire snapshots: gc.enabled={gc_enabled} on this table (its files may be "
+                           "shared with other tables)", hint="set gc.enabled=true if the table owns its files")
     if policy.retain_last is not None and policy.retain_last < 1:
         raise UsageError("--retain-last must be at least 1")
     max_age = _int_prop(base, "history.expire.max-snapshot-age-ms", DEFAULT_MAX_SNAPSHOT_AGE_MS)
@@ -185,23 +200,39 @@ def clean_expired_metadata(md: TableMetadata, io: FileIO) -> TableMetadata:
 # --------------------------------------------------------------------------- reachability
 
 
+def file_key(path: str) -> str:
+    """One spelling per physical file: ``file:///x``, ``file:/x``, ``/x`` and ``/a/../x`` are one
+    local file, ``s3a://`` and ``s3://`` one object. Reachability compares these keys, so a file
+    a retained snapshot names in another spelling (add-files of ``file://`` paths) is not deleted."""
+    s = scheme_of(path)
+    if s == "file":
+        return posixpath.normpath(local_path(path))
+    if s in ("s3", "s3a", "s3n"):
+        return "s3://" + path.split("://", 1)[1]
+    return path
+
+
 @dataclass
 class FileSet:
-    """Files by category; a path in several categories counts once, in the first."""
+    """Files by category; a file in several categories counts once, in the first."""
 
-    paths: dict[str, str] = field(default_factory=dict)  # path -> category
+    files: dict[str, tuple[str, str]] = field(default_factory=dict)  # file_key -> (path as written, category)
 
     def add(self, path: str, category: str) -> None:
-        self.paths.setdefault(path, category)
+        self.files.setdefault(file_key(path), (path, category))
+
+    @property
+    def paths(self) -> dict[str, str]:
+        return dict(self.files.values())
 
     def by_category(self) -> dict[str, list[str]]:
         out: dict[str, list[str]] = {c: [] for c in CATEGORIES}
-        for p, c in self.paths.items():
+        for p, c in self.files.values():
             out[c].append(p)
         return {c: sorted(v) for c, v in out.items()}
 
     def minus(self, other: FileSet) -> FileSet:
-        return FileSet({p: c for p, c in self.paths.items() if p not in other.paths})
+        return FileSet({k: v for k, v in self.files.items() if k not in other.files})
 
 
 def _content_category(content: int) -> str:
@@ -212,19 +243,39 @@ def _content_category(content: int) -> str:
     return "equality_delete_files"
 
 
+@dataclass
+class ReadCache:
+    """Manifest lists and manifests are immutable: read each once per run, however often asked
+    (the plan before the commit and the check after it see mostly the same files)."""
+
+    lists: dict[str, list[ManifestFile]] = field(default_factory=dict)
+    contents: dict[str, list[tuple[str, str]]] = field(default_factory=dict)  # manifest -> live (path, category)
+
+
 def reachable_files(md: TableMetadata, snapshot_ids: Iterable[int], io: FileIO,
-                    skip_manifests: set[str] | None = None) -> tuple[FileSet, set[str]]:
+                    skip_manifests: set[str] | None = None,
+                    cache: ReadCache | None = None) -> tuple[FileSet, set[str]]:
     """Every file the given snapshots reach, and the set of their manifest paths.
 
     Each manifest list and each manifest is read once however many snapshots share it; manifests
     in ``skip_manifests`` are listed but not opened (their content is known to stay reachable).
     """
+    cache = cache if cache is not None else ReadCache()
     out = FileSet()
     snaps = [md.snapshot_by_id(i) for i in snapshot_ids]
     lists = [s for s in snaps if s is not None]
+
+    def list_of(s: Snapshot) -> list[ManifestFile]:
+        if s.manifest_list and s.manifest_list in cache.lists:
+            return cache.lists[s.manifest_list]
+        ms = manifests_of(md, s, io)
+        if s.manifest_list:
+            cache.lists[s.manifest_list] = ms
+        return ms
+
     with progress.task("reading manifest lists", len(lists)) as advance, ThreadPoolExecutor(16) as pool:
         manifest_lists = []
-        for s, ms in zip(lists, pool.map(lambda s: manifests_of(md, s, io), lists), strict=True):
+        for s, ms in zip(lists, pool.map(list_of, lists), strict=True):
             manifest_lists.append(ms)
             if s.manifest_list:
                 out.add(s.manifest_list, "manifest_lists")
@@ -234,10 +285,16 @@ def reachable_files(md: TableMetadata, snapshot_ids: Iterable[int], io: FileIO,
         for m in ms:
             manifests.setdefault(m.manifest_path, m)
     for p in manifests:
-        out.add(p, "manifests")
-    to_read = [m for p, m in manifests.items() if not skip_manifests or p not in skip_manifests]
-    for _m, e in iter_entries(md, io, to_read, fields={"content", "file_path", "file_format"}, live_only=True):
-        out.add(e.data_file.file_path, _content_category(e.data_file.content))
+        out.add(p, "manifest_files")
+    wanted = [m for p, m in manifests.items() if not skip_manifests or p not in skip_manifests]
+    to_read = [m for m in wanted if m.manifest_path not in cache.contents]
+    for m in to_read:
+        cache.contents[m.manifest_path] = []
+    for m, e in iter_entries(md, io, to_read, fields={"content", "file_path", "file_format"}, live_only=True):
+        cache.contents[m.manifest_path].append((e.data_file.file_path, _content_category(e.data_file.content)))
+    for m in wanted:
+        for path, category in cache.contents[m.manifest_path]:
+            out.add(path, category)
     return out, set(manifests)
 
 
@@ -245,11 +302,14 @@ def statistics_files(md: TableMetadata) -> set[str]:
     return {s.statistics_path for s in md.statistics} | {s.statistics_path for s in md.partition_statistics}
 
 
-def files_to_delete(before: TableMetadata, expired: list[int], after: TableMetadata, io: FileIO) -> FileSet:
+def files_to_delete(before: TableMetadata, expired: list[int], after: TableMetadata, io: FileIO,
+                    cache: ReadCache | None = None) -> FileSet:
     """Reachable from the expired snapshots of ``before`` and from no snapshot of ``after``."""
-    kept, kept_manifests = reachable_files(after, [s.snapshot_id for s in after.snapshots], io)
-    gone, _ = reachable_files(before, expired, io, skip_manifests=kept_manifests)
-    for p in statistics_files(before) - statistics_files(after):
+    kept, kept_manifests = reachable_files(after, [s.snapshot_id for s in after.snapshots], io, cache=cache)
+    for p in statistics_files(after):
+        kept.add(p, "statistics_files")
+    gone, _ = reachable_files(before, expired, io, skip_manifests=kept_manifests, cache=cache)
+    for p in statistics_files(before):
         gone.add(p, "statistics_files")
     return gone.minus(kept)
 
@@ -264,40 +324,72 @@ class DeleteOutcome:
     failures: list[str]
 
 
+def _checksum_sidecar(path: str) -> str | None:
+    """Hadoop's local file system (Spark's ``file:`` tables) writes ``.<name>.crc`` next to every
+    file and removes it with the file; deleting only the file would leave it behind for good
+    (orphan-file cleanup skips hidden names)."""
+    if scheme_of(path) != "file":
+        return None
+    return posixpath.join(parent(path), f".{basename(path)}.crc")
+
+
 def delete_files(io: FileIO, files: FileSet, workers: int) -> DeleteOutcome:
     counts = dict.fromkeys(CATEGORIES, 0)
     gone = 0
     failures: list[str] = []
-    # Content files first, then manifests, then lists: a crash half-way leaves no list pointing at
-    # a missing manifest of a snapshot that still exists (none does; this only keeps order tidy).
-    order = sorted(files.paths.items(), key=lambda pc: CATEGORIES.index(pc[1]))
 
     def one(item: tuple[str, str]) -> tuple[str, str, bool | str]:
         path, cat = item
         try:
-            return path, cat, io.delete(path)
+            deleted = io.delete(path)
         except IcectlError as e:
             return path, cat, e.one_line()
+        sidecar = _checksum_sidecar(path)
+        if sidecar is not None:
+            try:
+                io.delete(sidecar)  # usually absent (not written by Hadoop): nothing to report
+            except IcectlError:
+                pass  # a stray checksum is litter, not a lost or kept table file
+        return path, cat, deleted
 
-    with progress.task("deleting files", len(order)) as advance, ThreadPoolExecutor(max(1, workers)) as pool:
-        for path, cat, result in pool.map(one, order):
-            advance(1)
-            if result is True:
-                counts[cat] += 1
-            elif result is False:
-                gone += 1  # already gone: not an error
-            else:
-                failures.append(f"{path}: {result}")
+    by_category = files.by_category()
+    total = sum(len(v) for v in by_category.values())
+    with progress.task("deleting files", total) as advance, ThreadPoolExecutor(max(1, workers)) as pool:
+        # One category after the other, in Java's order (content files, manifests, manifest
+        # lists, statistics); a single pool.map over everything would interleave them.
+        for cat in CATEGORIES:
+            for path, _cat, result in pool.map(one, [(p, cat) for p in by_category[cat]]):
+                advance(1)
+                if result is True:
+                    counts[cat] += 1
+                elif result is False:
+                    gone += 1  # already gone: not an error
+                else:
+                    failures.append(f"{path}: {result}")
     return DeleteOutcome(counts, gone, failures)
 
 
+# Where Iceberg Java writes a table's own data and metadata files when set (TableProperties; the
+# last two are deprecated spellings of write.data.path): files there are the table's, as are
+# those under its location.
+_OWN_PATH_PROPERTIES = ("write.data.path", "write.metadata.path", "write.object-storage.path",
+                        "write.folder-storage.path")
+
+
+def _own_locations(table: Table) -> list[str]:
+    md = table.metadata
+    found = [md.location or table.address.table_dir or ""]
+    found += [md.properties[k] for k in _OWN_PATH_PROPERTIES if md.properties.get(k)]
+    return [loc for loc in found if loc]
+
+
 def _check_deletes(table: Table, files: FileSet, *, allow_external: bool, max_deletes: int | None) -> None:
-    location = table.metadata.location or table.address.table_dir or ""
     if not allow_external:
-        outside = sorted(p for p in files.paths if not is_within(p, location))
+        own = _own_locations(table)
+        outside = sorted(p for p in files.paths if not any(is_within(p, loc) for loc in own))
         if outside:
-            raise RefusedError(f"{len(outside)} file(s) to delete lie outside the table location {location}, "
-                               f"e.g. {outside[0]}", path=outside[0],
+            raise RefusedError(f"{len(outside)} file(s) to delete lie outside the table location "
+                               f"{' or '.join(own) or '(none)'}, e.g. {outside[0]}", path=outside[0],
                                hint="they may belong to another table; --allow-external-deletes overrides")
     if max_deletes is not None and len(files.paths) > max_deletes:
         raise RefusedError(f"expiry would delete {len(files.paths)} files, more than --max-deletes {max_deletes}",
@@ -314,7 +406,8 @@ def expire_snapshots(table: Table, policy: ExpirePolicy, *, dry_run: bool = Fals
     planned_md = plan.metadata
     if policy.clean_expired_metadata:
         planned_md = clean_expired_metadata(planned_md, table.io)
-    planned = files_to_delete(base, plan.expired, planned_md, table.io) if plan.expired else FileSet()
+    cache = ReadCache()
+    planned = files_to_delete(base, plan.expired, planned_md, table.io, cache) if plan.expired else FileSet()
     _check_deletes(table, planned, allow_external=allow_external_deletes, max_deletes=max_deletes)
     data: dict[str, Any] = {
         "table": table.identifier, "dry_run": dry_run, "expired_snapshot_count": len(plan.expired),
@@ -345,13 +438,15 @@ def expire_snapshots(table: Table, policy: ExpirePolicy, *, dry_run: bool = Fals
     used: TableMetadata = committed_base["base"]
     retention: Retention = committed_base["retention"]
     data.update(expired_snapshot_count=len(retention.expired), expired_snapshots=retention.expired,
-                removed_refs=retention.removed_refs, metadata_location=result.metadata_location,
+                removed_refs=retention.removed_refs, retained_snapshot_count=len(retention.retained),
+                metadata_location=result.metadata_location,
                 commit_attempts=result.attempts)
     try:
         # Judged on the table as it is now, so a snapshot another writer added after our commit
         # keeps its files. Any read failure here deletes nothing.
         after = operations_for(table).refresh().metadata
-        doomed = files_to_delete(used, retention.expired, after, table.io) if retention.expired else FileSet()
+        doomed = (files_to_delete(used, retention.expired, after, table.io, cache)
+                  if retention.expired else FileSet())
     except IcectlError as e:
         data.update({f"deleted_{c}_count": 0 for c in CATEGORIES}, cleanup_skipped=e.one_line())
         return RecordResult("expire_snapshots", "Expired snapshots; no file deleted (cleanup could not "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+import traceback
 from collections.abc import Iterator
 from typing import Annotated
 
@@ -10,10 +11,10 @@ import typer
 
 from icectl.catalog import open_catalog, walk_tables
 from icectl.cli.catalog_cmd import CatalogOpt
-from icectl.cli.framework import command, load_config_and_io
+from icectl.cli.framework import command, load_config_and_io, state
 from icectl.cli.options import DryRunOpt, JsonOpt
 from icectl.config import Config
-from icectl.errors import IcectlError, UsageError
+from icectl.errors import ExitCode, IcectlError, UsageError
 from icectl.expire import ExpirePolicy, expire_snapshots, parse_older_than
 from icectl.results import MultiResult, RecordResult
 from icectl.storage import FileIO
@@ -32,6 +33,12 @@ def _each_table(config: Config, io: FileIO, catalog: str | None, namespace: str 
         except IcectlError as e:  # one broken table must not stop the nightly run
             yield RecordResult("expire_snapshots", f"{name}: failed", {"table": name, "error": e.one_line()},
                                exit_code=e.exit_code)
+        except Exception as e:  # nor may an icectl bug met on one table: report it (exit 1), go on
+            if state.debug:
+                traceback.print_exc()
+            error = f"internal error: {type(e).__name__}: {' '.join(str(e).split())}"
+            yield RecordResult("expire_snapshots", f"{name}: failed", {"table": name, "error": error},
+                               exit_code=ExitCode.INTERNAL)
 
 
 def register(app: typer.Typer) -> None:
@@ -71,6 +78,8 @@ def register(app: typer.Typer) -> None:
         --older-than and --retain-last. Snapshots no branch or tag reaches are kept while younger
         than the cutoff, as Iceberg Java does. Files are deleted only after the commit succeeded.
         """
+        if max_deletes is not None and max_deletes < 0:  # else every run, even an empty one, is refused
+            raise UsageError("--max-deletes must be 0 or more")
         config, io = load_config_and_io()
         now = int(time.time() * 1000)
         policy = ExpirePolicy(older_than_ms=parse_older_than(older_than, now) if older_than else None,
