@@ -48,7 +48,7 @@ from icectl.spec.schema import (
     Schema,
 )
 from icectl.spec.snapshots import Snapshot
-from icectl.storage import FileIO, basename, join, scheme_of
+from icectl.storage import FileIO, basename, file_key, join, scheme_of
 from icectl.table import Table
 
 
@@ -143,32 +143,34 @@ def read_data_file(io: FileIO, path: str, schema: Schema, spec: PartitionSpec) -
     return df, spec.partition_path(partition, schema) if partition else ""
 
 
-def plan_add_files(table: Table, paths: Iterable[str]) -> AddFilesPlan:
+def plan_add_files(table: Table, paths: Iterable[str], branch: str = "main") -> AddFilesPlan:
     md = table.metadata
     schema, spec = md.schema(), md.spec()
     files = expand_paths(table.io, paths)
     with ThreadPoolExecutor(max_workers=min(16, len(files))) as pool:
         read = list(pool.map(lambda p: read_data_file(table.io, p, schema, spec), files))
-    existing = _existing_paths(table, md, files)
+    existing = _existing_paths(table, md, files, branch)
     if existing:
         raise RefusedError(f"{existing[0]} is already in table {table.identifier}",
                            path=existing[0], hint="adding it twice would duplicate its rows")
     return AddFilesPlan(table.identifier, spec.spec_id, [d for d, _ in read], [p for _, p in read])
 
 
-def _existing_paths(table: Table, md: TableMetadata, paths: list[str]) -> list[str]:
-    snap = md.current_snapshot()
+def _existing_paths(table: Table, md: TableMetadata, paths: list[str], branch: str) -> list[str]:
+    snap = md.snapshot_for_ref(branch)  # the head the new snapshot goes on, not always main
     if snap is None:
         return []
-    wanted = set(paths)
+    # By location, not text: /x and file:///x are the same file and must not be added twice.
+    wanted = {file_key(p): p for p in paths}
     manifests = [m for m in manifests_of(md, snap, table.io) if m.content == ManifestContent.DATA]
-    return sorted({e.data_file.file_path for _, e in iter_entries(md, table.io, manifests, fields={"file_path"},
-                                                                 live_only=True)} & wanted)
+    live = {file_key(e.data_file.file_path)
+            for _, e in iter_entries(md, table.io, manifests, fields={"file_path"}, live_only=True)}
+    return sorted(wanted[k] for k in live & wanted.keys())
 
 
 def add_files(table: Table, paths: Iterable[str], *, branch: str = "main", dry_run: bool = False) -> RecordResult:
     """Register Parquet files as one ``append`` snapshot on ``branch`` (committed with retries)."""
-    plan = plan_add_files(table, paths)
+    plan = plan_add_files(table, paths, branch)
     summary = {
         "table": table.identifier, "dry_run": dry_run, "branch": branch, "spec_id": plan.spec_id,
         "added_data_files": len(plan.files), "added_records": sum(f.record_count for f in plan.files),

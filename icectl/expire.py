@@ -40,7 +40,7 @@ from icectl.scan import iter_entries, manifests_of
 from icectl.spec.manifest import DataFileContent, ManifestFile
 from icectl.spec.metadata import TableMetadata
 from icectl.spec.snapshots import MAIN_BRANCH, Snapshot, SnapshotLogEntry, ancestors_of
-from icectl.storage import FileIO, basename, is_within, local_path, parent, scheme_of
+from icectl.storage import FileIO, basename, file_key, is_within, parent, scheme_of
 from icectl.table import Table
 
 DEFAULT_MAX_SNAPSHOT_AGE_MS = 5 * 24 * 3600 * 1000  # history.expire.max-snapshot-age-ms
@@ -198,18 +198,6 @@ def clean_expired_metadata(md: TableMetadata, io: FileIO) -> TableMetadata:
 
 
 # --------------------------------------------------------------------------- reachability
-
-
-def file_key(path: str) -> str:
-    """One spelling per physical file: ``file:///x``, ``file:/x``, ``/x`` and ``/a/../x`` are one
-    local file, ``s3a://`` and ``s3://`` one object. Reachability compares these keys, so a file
-    a retained snapshot names in another spelling (add-files of ``file://`` paths) is not deleted."""
-    s = scheme_of(path)
-    if s == "file":
-        return posixpath.normpath(local_path(path))
-    if s in ("s3", "s3a", "s3n"):
-        return "s3://" + path.split("://", 1)[1]
-    return path
 
 
 @dataclass

@@ -55,13 +55,15 @@ def basename(path: str) -> str:
 
 def is_within(path: str, location: str) -> bool:
     """True when ``path`` lies under the directory ``location`` (scheme and s3a/s3 aliases folded)."""
-    return _normalise(path).startswith(_normalise(location).rstrip("/") + "/")
+    return file_key(path).startswith(file_key(location).rstrip("/") + "/")
 
 
-def _normalise(path: str) -> str:
+def file_key(path: str) -> str:
+    """One spelling per physical file: ``file:///x``, ``file:/x``, ``/x`` and ``/a/../x`` are one
+    local file, ``s3a://`` and ``s3://`` one object. Compare locations by this, never as text."""
     s = scheme_of(path)
     if s == "file":
-        return "file://" + posixpath.normpath(local_path(path))
+        return posixpath.normpath(local_path(path))
     if s in _S3_SCHEMES:
         return "s3://" + path.split("://", 1)[1]
     return path

@@ -67,3 +67,13 @@ def test_create_like_parquet_and_list(tmp_path: Path) -> None:
     assert [r["identifier"] for r in json.loads(out)["rows"]] == ["db.like"]
     code, _, err = run("create", "db.x", "--schema", "a int", "--like", str(f), wh=wh)
     assert code == ExitCode.USAGE and "exactly one" in err
+
+
+def test_add_files_refuses_the_same_file_spelled_another_way(tmp_path: Path) -> None:
+    wh = tmp_path / "wh"
+    assert run("create", "db.t", "--schema", "a int", wh=wh)[0] == 0
+    f = tmp_path / "x.parquet"
+    pq.write_table(pa.table({"a": pa.array([1], pa.int32())}), f)
+    assert run("add-files", "db.t", str(f), wh=wh)[0] == 0
+    code, _, err = run("add-files", "db.t", f"file://{f}", wh=wh)  # /x and file:///x: one file
+    assert code == ExitCode.REFUSED and "already in table" in err
