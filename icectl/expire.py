@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from icectl import progress
+from icectl.avro_manifests import read_manifest_list, scan_manifest_list_paths
+from icectl.catalog.operations import FileSystemOperations
 from icectl.commit import commit, operations_for
 from icectl.errors import (
     CorruptInputError,
@@ -236,52 +238,83 @@ class ReadCache:
     """Manifest lists and manifests are immutable: read each once per run, however often asked
     (the plan before the commit and the check after it see mostly the same files)."""
 
-    lists: dict[str, list[ManifestFile]] = field(default_factory=dict)
+    lists: dict[str, list[str]] = field(default_factory=dict)  # manifest list -> its manifest paths (decoded)
+    scanned: dict[str, list[str]] = field(default_factory=dict)  # the same, found by the shortcut
+    manifests: dict[str, ManifestFile] = field(default_factory=dict)  # every manifest-list row built
     contents: dict[str, list[tuple[str, str]]] = field(default_factory=dict)  # manifest -> live (path, category)
+
+
+def _manifest_paths(md: TableMetadata, s: Snapshot, io: FileIO, cache: ReadCache, *, shortcut: bool) -> list[str]:
+    """A snapshot's manifest paths. ``shortcut`` allows finding the paths without decoding rows
+    (:func:`scan_manifest_list_paths`): used only for the expired side, where a wrong answer could
+    only leave a file behind, never delete one that a retained snapshot reaches."""
+    if not s.manifest_list:
+        ms = manifests_of(md, s, io)
+        for m in ms:
+            cache.manifests.setdefault(m.manifest_path, m)
+        return [m.manifest_path for m in ms]
+    known = cache.lists.get(s.manifest_list)
+    if known is None and shortcut:
+        known = cache.scanned.get(s.manifest_list)
+    if known is not None:
+        return known
+    data = io.read(s.manifest_list)
+    paths = scan_manifest_list_paths(data) if shortcut else None
+    if paths is not None:
+        cache.scanned[s.manifest_list] = paths  # kept apart: the retained side never trusts it
+        return paths
+    try:
+        ms = read_manifest_list(data, format_version=md.format_version, reuse=cache.manifests)
+    except IcectlError as e:
+        if s.manifest_list not in e.message:
+            e.message = f"{e.message} in {s.manifest_list}"
+        e.path = e.path or s.manifest_list
+        raise
+    paths = [m.manifest_path for m in ms]
+    cache.lists[s.manifest_list] = paths
+    return paths
+
+
+def _listing_manifest(path: str, md: TableMetadata, cache: ReadCache) -> ManifestFile:
+    """The manifest-list row of ``path``, or, when only the shortcut saw it, a stand-in that is
+    enough to list the manifest's live files (no partition, sequence number or row id is read)."""
+    m = cache.manifests.get(path)
+    return m if m is not None else ManifestFile(path, 0, md.default_spec_id)
 
 
 def reachable_files(md: TableMetadata, snapshot_ids: Iterable[int], io: FileIO,
                     skip_manifests: set[str] | None = None,
-                    cache: ReadCache | None = None) -> tuple[FileSet, set[str]]:
+                    cache: ReadCache | None = None, *, shortcut: bool = False) -> tuple[FileSet, set[str]]:
     """Every file the given snapshots reach, and the set of their manifest paths.
 
     Each manifest list and each manifest is read once however many snapshots share it; manifests
     in ``skip_manifests`` are listed but not opened (their content is known to stay reachable).
+    ``shortcut``: see :func:`_manifest_paths`; never for the retained side.
     """
     cache = cache if cache is not None else ReadCache()
     out = FileSet()
-    snaps = [md.snapshot_by_id(i) for i in snapshot_ids]
-    lists = [s for s in snaps if s is not None]
+    snaps = [s for s in (md.snapshot_by_id(i) for i in snapshot_ids) if s is not None]
 
-    def list_of(s: Snapshot) -> list[ManifestFile]:
-        if s.manifest_list and s.manifest_list in cache.lists:
-            return cache.lists[s.manifest_list]
-        ms = manifests_of(md, s, io)
-        if s.manifest_list:
-            cache.lists[s.manifest_list] = ms
-        return ms
+    def paths_of(s: Snapshot) -> list[str]:
+        return _manifest_paths(md, s, io, cache, shortcut=shortcut)
 
-    with progress.task("reading manifest lists", len(lists)) as advance, ThreadPoolExecutor(16) as pool:
-        manifest_lists = []
-        for s, ms in zip(lists, pool.map(list_of, lists), strict=True):
-            manifest_lists.append(ms)
+    manifests: dict[str, None] = {}
+    with progress.task("reading manifest lists", len(snaps)) as advance, ThreadPoolExecutor(16) as pool:
+        for s, paths in zip(snaps, pool.map(paths_of, snaps), strict=True):
             if s.manifest_list:
                 out.add(s.manifest_list, "manifest_lists")
+            manifests.update(dict.fromkeys(paths))
             advance(1)
-    manifests: dict[str, ManifestFile] = {}
-    for ms in manifest_lists:
-        for m in ms:
-            manifests.setdefault(m.manifest_path, m)
     for p in manifests:
         out.add(p, "manifest_files")
-    wanted = [m for p, m in manifests.items() if not skip_manifests or p not in skip_manifests]
-    to_read = [m for m in wanted if m.manifest_path not in cache.contents]
+    wanted = [p for p in manifests if not skip_manifests or p not in skip_manifests]
+    to_read = [_listing_manifest(p, md, cache) for p in wanted if p not in cache.contents]
     for m in to_read:
         cache.contents[m.manifest_path] = []
     for m, e in iter_entries(md, io, to_read, fields={"content", "file_path", "file_format"}, live_only=True):
         cache.contents[m.manifest_path].append((e.data_file.file_path, _content_category(e.data_file.content)))
-    for m in wanted:
-        for path, category in cache.contents[m.manifest_path]:
+    for p in wanted:
+        for path, category in cache.contents[p]:
             out.add(path, category)
     return out, set(manifests)
 
@@ -296,7 +329,7 @@ def files_to_delete(before: TableMetadata, expired: list[int], after: TableMetad
     kept, kept_manifests = reachable_files(after, [s.snapshot_id for s in after.snapshots], io, cache=cache)
     for p in statistics_files(after):
         kept.add(p, "statistics_files")
-    gone, _ = reachable_files(before, expired, io, skip_manifests=kept_manifests, cache=cache)
+    gone, _ = reachable_files(before, expired, io, skip_manifests=kept_manifests, cache=cache, shortcut=True)
     for p in statistics_files(before):
         gone.add(p, "statistics_files")
     return gone.minus(kept)
@@ -384,6 +417,32 @@ def _check_deletes(table: Table, files: FileSet, *, allow_external: bool, max_de
                            hint="raise --max-deletes or expire in smaller steps")
 
 
+# A writer that checks, then renames (Java's HadoopTableOperations on a local disk) can replace
+# our new metadata version if it checked just before we published. Its window is short; before
+# deleting anything we let at least this long pass since our commit and look again.
+_SETTLE_SECONDS = 0.5
+
+
+def _commit_lost(table: Table, expired: list[int], *, committed_at: float) -> str | None:
+    """Why the expiry is not (or no longer) in the table, or ``None`` when it is.
+
+    If any expired snapshot is back in the current metadata, the table was built on the version
+    before ours: its files are live again and nothing may be deleted.
+    """
+    ops = operations_for(table)
+    if isinstance(ops, FileSystemOperations) and scheme_of(ops.table_dir) == "file":
+        time.sleep(max(0.0, _SETTLE_SECONDS - (time.monotonic() - committed_at)))
+    try:
+        current = ops.refresh().metadata
+    except IcectlError as e:
+        return f"could not re-read the table before deleting: {e.one_line()}"
+    back = [i for i in expired if current.snapshot_by_id(i) is not None]
+    if back:
+        return (f"another writer replaced the committed metadata: snapshot {back[0]} is current again; "
+                "nothing deleted (run expire-snapshots again)")
+    return None
+
+
 def expire_snapshots(table: Table, policy: ExpirePolicy, *, dry_run: bool = False, max_deletes: int | None = None,
                      allow_external_deletes: bool = False, max_concurrent_deletes: int = 8,
                      now_ms: int | None = None) -> RecordResult:
@@ -423,6 +482,7 @@ def expire_snapshots(table: Table, policy: ExpirePolicy, *, dry_run: bool = Fals
         return md
 
     result = commit(table, build)
+    committed_at = time.monotonic()
     used: TableMetadata = committed_base["base"]
     retention: Retention = committed_base["retention"]
     data.update(expired_snapshot_count=len(retention.expired), expired_snapshots=retention.expired,
@@ -447,6 +507,11 @@ def expire_snapshots(table: Table, policy: ExpirePolicy, *, dry_run: bool = Fals
         data.update({f"deleted_{c}_count": 0 for c in CATEGORIES})
         return RecordResult("expire_snapshots", "Expired snapshots; file deletions refused", data,
                             exit_code=ExitCode.REFUSED)
+    lost = _commit_lost(table, retention.expired, committed_at=committed_at) if doomed.files else None
+    if lost:
+        data.update({f"deleted_{c}_count": 0 for c in CATEGORIES}, cleanup_skipped=lost)
+        return RecordResult("expire_snapshots", "Expiry undone by another writer; no file deleted", data,
+                            exit_code=ExitCode.CONFLICT)
     outcome = delete_files(table.io, doomed, max_concurrent_deletes)
     data.update(already_gone=outcome.already_gone, failures=outcome.failures)
     data.update({f"deleted_{c}_count": n for c, n in outcome.deleted.items()})

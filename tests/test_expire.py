@@ -445,6 +445,37 @@ def test_snapshots_restored_after_the_commit_keep_their_files(wh: Path, monkeypa
         assert os.path.exists(t.manifest_list(sid))
 
 
+def test_version_replaced_after_cleanup_was_planned_deletes_nothing(wh: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A check-then-rename writer (plain Hadoop LocalFileSystem) can replace our new version after
+    the post-commit re-read: the last look before deleting must catch it and delete nothing."""
+    t = Tbl(wh)
+    s = [t.add() for _ in range(3)]
+    meta = t.dir / "metadata"
+    before_files = t.listing()
+    real = expire_mod.files_to_delete
+    calls: list[int] = []
+
+    def plan_then_replaced(before: TableMetadata, expired: list[int], after: TableMetadata, *a: Any,
+                           **k: Any) -> Any:
+        out = real(before, expired, after, *a, **k)
+        calls.append(1)
+        if len(calls) == 2:  # after the commit: the stale writer's file replaces ours (os.replace)
+            versions = sorted(int(n[1:].split(".")[0]) for n in os.listdir(meta) if n.endswith(".metadata.json"))
+            stale = (meta / f"v{versions[-2]}.metadata.json").read_bytes()
+            tmp = meta / "stale.tmp"
+            tmp.write_bytes(stale)
+            os.replace(tmp, meta / f"v{versions[-1]}.metadata.json")
+        return out
+    monkeypatch.setattr(expire_mod, "files_to_delete", plan_then_replaced)
+    r = t.expire("--older-than", "0s", "--retain-last", "1", expect=ExitCode.CONFLICT)
+    assert len(calls) == 2
+    assert "replaced" in r["cleanup_skipped"]
+    assert {c: r[c] for c in COUNTS} == dict.fromkeys(COUNTS, 0)
+    assert snapshot_ids(t) == set(s)  # the table as the stale writer left it: every snapshot back
+    after_files = t.listing()
+    assert set(before_files) <= set(after_files)  # nothing deleted
+
+
 def test_all_tables_one_json_line_each_worst_exit_code(wh: Path) -> None:
     tables = [Tbl(wh, name) for name in ("db.a", "db.b", "sales.c")]
     for tb in tables:

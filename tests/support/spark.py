@@ -392,13 +392,25 @@ def table_location(spark: SparkSession, table: str) -> Path:
 
 
 def latest_metadata_path(table_dir: str | os.PathLike[str]) -> Path:
-    """Current ``vN.metadata.json`` of a Hadoop-catalog table (via ``metadata/version-hint.text``)."""
+    """Current ``vN.metadata.json`` of a Hadoop-catalog table, found as Java's refresh finds it:
+    from ``metadata/version-hint.text``, then forward while ``v<N+1>`` exists. The hint alone can
+    be stale: it is written after the commit, best effort (Java leaks its temp file when its
+    rename loses a race), so a table under concurrent commits may have newer versions."""
     meta = Path(table_dir) / "metadata"
+
+    def version_file(version: int) -> Path | None:
+        for name in (f"v{version}.metadata.json", f"v{version}.gz.metadata.json"):
+            if (meta / name).is_file():
+                return meta / name
+        return None
+
     version = int((meta / "version-hint.text").read_text().strip())
-    for name in (f"v{version}.metadata.json", f"v{version}.gz.metadata.json"):
-        if (meta / name).is_file():
-            return meta / name
-    raise FileNotFoundError(f"metadata v{version} missing in {meta}")
+    found = version_file(version)
+    if found is None:
+        raise FileNotFoundError(f"metadata v{version} missing in {meta}")
+    while (newer := version_file(version + 1)) is not None:
+        version, found = version + 1, newer
+    return found
 
 
 def latest_metadata_json(table_dir: str | os.PathLike[str]) -> dict[str, Any]:
