@@ -38,7 +38,7 @@ from icectl.config import Config, load_config
 from icectl.errors import CommitConflictError, CorruptInputError, IcectlError, RefusedError, UsageError
 from icectl.spec.metadata import MIN_ROW_LINEAGE_VERSION, TableMetadata
 from icectl.spec.snapshots import MAIN_BRANCH, MetadataLogEntry, Snapshot, SnapshotLogEntry, SnapshotRef
-from icectl.storage import FileIO, basename, local_path, parent, scheme_of
+from icectl.storage import FileIO, basename, checksum_sidecar, local_path, parent, scheme_of
 from icectl.table import Table
 
 # TableProperties names and defaults (Iceberg 1.10).
@@ -186,6 +186,9 @@ def delete_removed_metadata_files(io: FileIO, base: TableMetadata, new: TableMet
         try:
             if io.delete(path):
                 deleted.append(path)
+            sidecar = checksum_sidecar(path)  # Spark's metadata files have Hadoop's .crc
+            if sidecar is not None:
+                io.delete(sidecar)
         except IcectlError:
             pass  # Java: suppressFailureWhenFinished
     return deleted

@@ -16,7 +16,6 @@ sidecars of local files go with their files, as when Spark deletes them.
 from __future__ import annotations
 
 import datetime
-import posixpath
 import re
 import time
 from collections.abc import Iterable
@@ -42,7 +41,7 @@ from icectl.scan import iter_entries, manifests_of
 from icectl.spec.manifest import DataFileContent, ManifestFile
 from icectl.spec.metadata import TableMetadata
 from icectl.spec.snapshots import MAIN_BRANCH, Snapshot, SnapshotLogEntry, ancestors_of
-from icectl.storage import FileIO, basename, file_key, is_within, parent, scheme_of
+from icectl.storage import FileIO, checksum_sidecar, file_key, is_within, scheme_of
 from icectl.table import Table
 
 DEFAULT_MAX_SNAPSHOT_AGE_MS = 5 * 24 * 3600 * 1000  # history.expire.max-snapshot-age-ms
@@ -345,15 +344,6 @@ class DeleteOutcome:
     failures: list[str]
 
 
-def _checksum_sidecar(path: str) -> str | None:
-    """Hadoop's local file system (Spark's ``file:`` tables) writes ``.<name>.crc`` next to every
-    file and removes it with the file; deleting only the file would leave it behind for good
-    (orphan-file cleanup skips hidden names)."""
-    if scheme_of(path) != "file":
-        return None
-    return posixpath.join(parent(path), f".{basename(path)}.crc")
-
-
 def delete_files(io: FileIO, files: FileSet, workers: int) -> DeleteOutcome:
     counts = dict.fromkeys(CATEGORIES, 0)
     gone = 0
@@ -365,7 +355,7 @@ def delete_files(io: FileIO, files: FileSet, workers: int) -> DeleteOutcome:
             deleted = io.delete(path)
         except IcectlError as e:
             return path, cat, e.one_line()
-        sidecar = _checksum_sidecar(path)
+        sidecar = checksum_sidecar(path)
         if sidecar is not None:
             try:
                 io.delete(sidecar)  # usually absent (not written by Hadoop): nothing to report

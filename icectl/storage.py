@@ -58,6 +58,15 @@ def is_within(path: str, location: str) -> bool:
     return file_key(path).startswith(file_key(location).rstrip("/") + "/")
 
 
+def checksum_sidecar(path: str) -> str | None:
+    """Hadoop's local file system (Spark's ``file:`` tables) writes ``.<name>.crc`` next to every
+    file and removes it with the file; deleting only the file would leave it behind for good
+    (orphan-file cleanup skips hidden names). ``None`` off local disks."""
+    if scheme_of(path) != "file":
+        return None
+    return posixpath.join(parent(path), f".{basename(path)}.crc")
+
+
 def file_key(path: str) -> str:
     """One spelling per physical file: ``file:///x``, ``file:/x``, ``/x`` and ``/a/../x`` are one
     local file, ``s3a://`` and ``s3://`` one object. Compare locations by this, never as text."""

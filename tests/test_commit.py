@@ -286,6 +286,8 @@ def test_delete_after_commit(tmp_path: Path) -> None:
     keep = fs_table(tmp_path, "keep", **{"write.metadata.previous-versions-max": "2"})
     prune = fs_table(tmp_path, "prune", **{"write.metadata.previous-versions-max": "2",
                                            "write.metadata.delete-after-commit.enabled": "true"})
+    # Hadoop's checksum of a metadata file Spark wrote goes with it.
+    (prune / "metadata" / ".v3.metadata.json.crc").write_bytes(b"crc")
     for table_dir in (keep, prune):
         table = load_table(str(table_dir))
         for i in range(5):
@@ -296,6 +298,7 @@ def test_delete_after_commit(tmp_path: Path) -> None:
     assert [Path(e.metadata_file).name for e in result.metadata.metadata_log] == ["v4.metadata.json",
                                                                                  "v5.metadata.json"]
     assert [Path(p).name for p in result.deleted_metadata_files] == ["v3.metadata.json"]
+    assert not (prune / "metadata" / ".v3.metadata.json.crc").exists()
     # Failures to delete are ignored: the commit still succeeds.
     (prune / "metadata" / "v4.metadata.json").unlink()
     after = commit(load_table(str(prune)), lambda b: set_properties(b, {"n": "x"}))
