@@ -29,6 +29,7 @@ from icectl.errors import (
     RefusedError,
     UsageError,
 )
+from icectl.inspect import unified_partition_type
 from icectl.manifest_writer import write_manifest, write_manifest_list
 from icectl.parquet_metrics import data_file_from_footer, field_ids_of
 from icectl.results import RecordResult
@@ -50,6 +51,18 @@ from icectl.spec.schema import (
 from icectl.spec.snapshots import Snapshot
 from icectl.storage import FileIO, basename, file_key, join, scheme_of
 from icectl.table import Table
+from icectl.v4_commit import (
+    NewLeaf,
+    V4Change,
+    cleanup,
+    column_types,
+    commit_v4_change,
+    leaf_entry,
+    root_max_added_files,
+)
+from icectl.v4_manifests import DATA as V4_DATA
+from icectl.v4_manifests import FORMAT_VERSION as V4
+from icectl.v4_manifests import ContentType, content_entry_of, write_v4_manifest
 
 
 @dataclass
@@ -178,6 +191,8 @@ def add_files(table: Table, paths: Iterable[str], *, branch: str = "main", dry_r
         "files": [{"file_path": f.file_path, "partition": p, "record_count": f.record_count}
                   for f, p in zip(plan.files, plan.partitions, strict=True)],
     }
+    if table.metadata.format_version >= V4:  # one new root (or one leaf and the root): single-file commits
+        return _add_files_v4(table, plan, summary, branch, dry_run)
     md = table.metadata
     commit_id = str(uuid.uuid4())
     metadata_dir = join(md.location or table.address.table_dir or "", "metadata")
@@ -238,6 +253,60 @@ def add_files(table: Table, paths: Iterable[str], *, branch: str = "main", dry_r
     summary["snapshot_id"] = snapshot_id
     summary["metadata_location"] = done.metadata_location
     summary["commit_attempts"] = done.attempts
+    return RecordResult("add_files", f"Added {len(plan.files)} files to {table.identifier}", summary)
+
+
+def _add_files_v4(table: Table, plan: AddFilesPlan, summary: dict[str, Any], branch: str,
+                  dry_run: bool) -> RecordResult:
+    """The v4 append (layout page section 8): root-level ADDED entries, or past
+    ``write.v4.root-max-added-files`` one new leaf referenced by an ADDED DATA_MANIFEST entry."""
+    md = table.metadata
+    spec = md.spec()
+    ptype = spec.partition_type(md.schema(), md.schemas)
+    snapshot_id = new_snapshot_id(md)
+    metadata_dir = join(md.location or table.address.table_dir or "", "metadata")
+    to_leaf = len(plan.files) > root_max_added_files(md)
+    leaf_path = join(metadata_dir, f"{uuid.uuid4()}-m0.avro") if to_leaf else None
+    summary["layout"] = "new leaf" if to_leaf else "root"
+    if dry_run:
+        summary["would_write"] = [*([leaf_path] if leaf_path else []),
+                                  join(metadata_dir, f"root-{snapshot_id}-<uuid>.avro"),
+                                  "a new table metadata file (the next version)"]
+        summary["would_delete"] = []
+        return RecordResult("add_files", f"Would add {len(plan.files)} files to {table.identifier}", summary)
+    builder = SummaryBuilder()
+    for f, p in zip(plan.files, plan.partitions, strict=True):
+        builder.added_file(f, p)
+    entries = [content_entry_of(ManifestEntry(ManifestEntryStatus.ADDED, None, None, None, f), spec.spec_id, ptype)
+               for f in plan.files]
+    change = V4Change("append", builder)
+    written: list[str] = []
+
+    def unchanged(base: TableMetadata) -> None:
+        if base.default_spec_id != plan.spec_id or base.current_schema_id != md.current_schema_id:
+            raise CommitConflictError(f"table {table.identifier} changed its schema or partition spec meanwhile",
+                                      hint="run add-files again")
+
+    try:
+        if leaf_path is not None:
+            leaf = write_v4_manifest(entries, content=V4_DATA, partition_type=unified_partition_type(md),
+                                     field_types=column_types(md))
+            table.io.write(leaf_path, leaf.data)
+            written.append(leaf_path)
+            change.new_leaves.append(NewLeaf(leaf_entry(
+                leaf_path, len(leaf.data), spec.spec_id, leaf.stats, ContentType.DATA_MANIFEST, leaf.content_stats),
+                leaf.stats.added_rows_count))
+        else:
+            change.added = entries
+        done = commit_v4_change(table, branch, change, snapshot_id, written, unchanged)
+    except BaseException:
+        cleanup(table.io, written, set())
+        raise
+    committed = done.metadata.snapshot_by_id(snapshot_id)
+    root = committed.root_manifest if committed else None
+    cleanup(table.io, written, {p for p in (leaf_path, root) if p})
+    summary.update(snapshot_id=snapshot_id, metadata_location=done.metadata_location, commit_attempts=done.attempts,
+                   written=[p for p in (leaf_path, root) if p])
     return RecordResult("add_files", f"Added {len(plan.files)} files to {table.identifier}", summary)
 
 

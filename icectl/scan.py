@@ -15,6 +15,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from icectl import progress
 from icectl.avro_manifests import read_manifest, read_manifest_list, read_manifest_metadata
 from icectl.errors import CorruptInputError, IcectlError
+from icectl.scan_v4 import TreeManifest, read_tree_entries, tree_manifests
 from icectl.spec.manifest import ManifestContent, ManifestEntry, ManifestFile
 from icectl.spec.metadata import TableMetadata
 from icectl.spec.schema import StructType
@@ -33,7 +34,8 @@ def _with_path(e: IcectlError, path: str) -> IcectlError:
 
 
 def manifests_of(metadata: TableMetadata, snapshot: Snapshot, io: FileIO) -> list[ManifestFile]:
-    """The manifests of a snapshot: its manifest list, or a v1 snapshot's embedded ``manifests``."""
+    """The manifests of a snapshot: its manifest list, or a v1 snapshot's embedded ``manifests``, or
+    a v4 snapshot's leaves and root-level file groups (:mod:`icectl.scan_v4`)."""
     if snapshot.manifest_list:
         data = io.read(snapshot.manifest_list)
         try:
@@ -43,10 +45,7 @@ def manifests_of(metadata: TableMetadata, snapshot: Snapshot, io: FileIO) -> lis
     if snapshot.manifests is not None:
         return [_embedded_manifest(path, io) for path in snapshot.manifests]
     if snapshot.root_manifest:
-        from icectl.errors import UnsupportedError
-
-        raise UnsupportedError(f"snapshot {snapshot.snapshot_id} has a v4 root manifest; "
-                               "reading v4 content is not supported yet", path=snapshot.root_manifest)
+        return list(tree_manifests(metadata, snapshot, io))  # v4: leaves and root-level files
     raise CorruptInputError(f"snapshot {snapshot.snapshot_id} has neither manifest-list nor manifests")
 
 
@@ -70,6 +69,8 @@ def partition_type(metadata: TableMetadata, spec_id: int) -> StructType:
 
 def _read_entries(metadata: TableMetadata, io: FileIO, manifest: ManifestFile, ptype: StructType,
                   fields: frozenset[str] | None) -> list[ManifestEntry]:
+    if isinstance(manifest, TreeManifest):  # part of a v4 snapshot: manifest DVs, root-level files
+        return read_tree_entries(metadata, io, manifest, ptype, fields)
     data = io.read(manifest.manifest_path)
     try:
         return list(read_manifest(data, manifest=manifest, partition_type=ptype,

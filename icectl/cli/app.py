@@ -9,7 +9,15 @@ from typing import Annotated
 import typer
 
 from icectl import __version__
-from icectl.cli import catalog_cmd, inspect_cmd, maintenance_cmd, namespace_cmd, write_cmd
+from icectl.cli import (
+    catalog_cmd,
+    inspect_cmd,
+    maintenance_cmd,
+    namespace_cmd,
+    remove_files_cmd,
+    upgrade_cmd,
+    write_cmd,
+)
 from icectl.cli.framework import state
 from icectl.errors import EXIT_CODE_TABLE
 
@@ -52,6 +60,8 @@ namespace_cmd.register(app)
 write_cmd.register_create(app)
 write_cmd.register(app)
 maintenance_cmd.register(app)
+upgrade_cmd.register(app)
+remove_files_cmd.register(app)
 
 
 def main() -> None:

@@ -7,6 +7,7 @@ from typing import Annotated
 import typer
 
 from icectl import inspect as core
+from icectl import inspect_v4
 from icectl.cli.framework import command, load_config_and_io
 from icectl.cli.options import JsonOpt, RefOpt, SnapshotOpt, TableArg
 from icectl.results import RecordResult, RowsResult
@@ -120,6 +121,15 @@ def dvs_view(
 ) -> RowsResult:
     """Deletion vectors of a v3 snapshot, each read from its Puffin file and checked."""
     return core.dv_rows(_load(table), snapshot_id=snapshot, ref=ref)
+
+
+@command(inspect_app, "tree")
+def tree_view(
+    table: TableArg, snapshot: SnapshotOpt = None, ref: RefOpt = None, json_output: JsonOpt = False
+) -> RowsResult:
+    """The metadata tree of a snapshot: v4 root entries by type and status, leaves with their
+    counts, manifest DVs with cardinality (a manifest list's rows for older snapshots)."""
+    return inspect_v4.tree_rows(_load(table), snapshot_id=snapshot, ref=ref)
 
 
 def register(app: typer.Typer) -> None:

@@ -1,0 +1,163 @@
+"""`icectl remove-files`: remove data files from a v4 table in one `delete` commit, writing one root.
+
+Files are chosen by location (``PATH...``) and/or by partition values (``--where name=value``,
+every clause must hold). A root-level file becomes a DELETED root entry; a file inside a leaf is
+removed through the leaf's manifest DV; the deletion vectors of removed data files go the same
+way. No leaf is rewritten (the proposal forbids copy-on-write in a data-changing commit).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from pyroaring import BitMap64
+
+from icectl.commit import new_snapshot_id
+from icectl.errors import NotFoundError, UnsupportedError, UsageError
+from icectl.results import RecordResult
+from icectl.scan import DEFAULT_WORKERS
+from icectl.scan_v4 import TreeManifest, read_leaf, tree_manifests
+from icectl.snapshot_summary import SummaryBuilder
+from icectl.spec.manifest import DataFile, DataFileContent, ManifestContent, ManifestEntry
+from icectl.spec.metadata import TableMetadata
+from icectl.spec.schema import StructType
+from icectl.spec.values import to_human
+from icectl.storage import file_key, join
+from icectl.table import Table
+from icectl.v4_commit import V4Change, cleanup, commit_v4_change, head_root
+from icectl.v4_manifests import FORMAT_VERSION as V4
+
+
+def parse_where(clauses: Iterable[str]) -> list[tuple[str, str]]:
+    out = []
+    for c in clauses:
+        name, sep, value = c.partition("=")
+        if not sep or not name.strip():
+            raise UsageError(f"--where takes partition_field=value, got {c!r}")
+        out.append((name.strip(), value.strip()))
+    return out
+
+
+def _human(t: Any, v: Any) -> str:
+    h = to_human(t, v)
+    if h is None:
+        return "null"
+    return ("true" if h else "false") if isinstance(h, bool) else str(h)
+
+
+@dataclass
+class _Selector:
+    md: TableMetadata
+    paths: dict[str, str]  # file_key -> as given
+    where: list[tuple[str, str]]
+
+    def matches(self, f: DataFile, ptype: StructType) -> bool:
+        if file_key(f.file_path) in self.paths:
+            return True
+        if not self.where:
+            return False
+        values = {pf.name: _human(pf.field_type, v) for pf, v in zip(ptype.fields, f.partition or (), strict=False)}
+        return all(values.get(name) == value for name, value in self.where)
+
+
+def _ptype(md: TableMetadata, spec_id: int) -> StructType:
+    spec = md.spec_by_id(spec_id)
+    return spec.partition_type(md.schema(), md.schemas) if spec else StructType(())
+
+
+def _live_rows(md: TableMetadata, table: Table, m: TreeManifest) -> Iterable[tuple[int, ManifestEntry]]:
+    """(ordinal in the leaf, entry) of the rows of ``m`` that are part of the snapshot."""
+    if m.root_entries is not None:
+        yield from ((-1, e) for e in m.root_entries if e.is_live)
+        return
+    dv = m.deleted_positions or BitMap64()
+    for i, e in enumerate(read_leaf(md, table.io, m, _ptype(md, m.partition_spec_id))):
+        if e.is_live and i not in dv:
+            yield i, e
+
+
+def remove_files(table: Table, paths: Sequence[str] = (), *, where: Sequence[str] = (), branch: str = "main",
+                 dry_run: bool = False) -> RecordResult:
+    """Remove data files (and their DVs) from ``branch`` of a v4 table in one commit."""
+    md = table.metadata
+    if md.format_version < V4:
+        raise UnsupportedError(f"remove-files works on format v4 tables; {table.identifier} is v{md.format_version}",
+                               hint="upgrade it with 'icectl upgrade --to 4'")
+    if not paths and not where:
+        raise UsageError("give the files to remove (PATH...) or --where partition_field=value")
+    head, _root = head_root(md, branch, table.io)
+    if head is None:
+        raise NotFoundError(f"branch '{branch}' of table {table.identifier} has no snapshot")
+    sel = _Selector(md, {file_key(p): p for p in paths}, parse_where(where))
+    change = V4Change("delete", SummaryBuilder())
+    removed: list[dict[str, Any]] = []
+    removed_keys: set[str] = set()
+    manifests = tree_manifests(md, head, table.io)
+
+    def remove(m: TreeManifest, ordinal: int, f: DataFile) -> None:
+        ptype = _ptype(md, m.partition_spec_id)
+        spec = md.spec_by_id(m.partition_spec_id)
+        partition = spec.partition_path(f.partition or (), md.schema()) if spec and f.partition else ""
+        change.summary.removed_file(f, partition)
+        if m.root_entries is not None:
+            change.removed_root_files.add(f.file_path)
+        else:
+            change.removed_leaf_rows.setdefault(m.manifest_path, BitMap64()).add(ordinal)
+        via = "root DELETED entry" if m.root_entries is not None else f"manifest DV on {m.manifest_path}"
+        removed.append({"file_path": f.file_path, "content": int(f.content), "record_count": f.record_count,
+                        "via": via,
+                        "partition": {pf.name: _human(pf.field_type, v)
+                                      for pf, v in zip(ptype.fields, f.partition or (), strict=False)}})
+
+    # Leaves are read in parallel (I/O-bound, above all on object storage), in root order.
+    with ThreadPoolExecutor(max_workers=max(1, min(DEFAULT_WORKERS, len(manifests)))) as pool:
+        rows = list(pool.map(lambda m: list(_live_rows(md, table, m)), manifests))
+    for m, live in zip(manifests, rows, strict=True):
+        if m.content == ManifestContent.DATA:
+            for i, e in live:
+                if sel.matches(e.data_file, _ptype(md, m.partition_spec_id)):
+                    remove(m, i, e.data_file)
+                    removed_keys.add(file_key(e.data_file.file_path))
+    missing = sorted(p for k, p in sel.paths.items() if k not in removed_keys)
+    if missing:
+        raise NotFoundError(f"{missing[0]} is not a live data file of branch '{branch}' of {table.identifier}",
+                            path=missing[0], hint="list them with 'icectl inspect files'")
+    for m, live in zip(manifests, rows, strict=True):  # the DVs of removed data files go with them
+        if m.content == ManifestContent.DELETES:
+            for i, e in live:
+                f = e.data_file
+                if (f.content == DataFileContent.POSITION_DELETES and f.referenced_data_file
+                        and file_key(f.referenced_data_file) in removed_keys and f.is_dv):
+                    remove(m, i, f)
+    data_removed = [r for r in removed if r["content"] == DataFileContent.DATA]
+    summary: dict[str, Any] = {
+        "table": table.identifier, "dry_run": dry_run, "branch": branch,
+        "removed_data_files": len(data_removed), "removed_records": sum(r["record_count"] for r in data_removed),
+        "removed_delete_files": len(removed) - len(data_removed), "files": removed,
+    }
+    if not removed:
+        summary["committed"] = False
+        return RecordResult("remove_files", f"Nothing to remove from {table.identifier}", summary)
+    snapshot_id = new_snapshot_id(md)
+    if dry_run:
+        metadata_dir = join(md.location or table.address.table_dir or "", "metadata")
+        summary["would_write"] = [join(metadata_dir, f"root-{snapshot_id}-<uuid>.avro"),
+                                  "a new table metadata file (the next version)"]
+        summary["would_delete"] = []
+        return RecordResult("remove_files", f"Would remove {len(data_removed)} files from {table.identifier}",
+                            summary)
+    written: list[str] = []
+    try:
+        done = commit_v4_change(table, branch, change, snapshot_id, written)
+    except BaseException:
+        cleanup(table.io, written, set())
+        raise
+    committed = done.metadata.snapshot_by_id(snapshot_id)
+    root = committed.root_manifest if committed else None
+    cleanup(table.io, written, {root} if root else set())
+    summary.update(committed=True, snapshot_id=snapshot_id, metadata_location=done.metadata_location,
+                   commit_attempts=done.attempts, written=[root])
+    return RecordResult("remove_files", f"Removed {len(data_removed)} files from {table.identifier}", summary)

@@ -1,0 +1,193 @@
+"""The read path of a v4 snapshot: its root manifest, leaves and manifest DVs, as v1-v3 manifests.
+
+:func:`tree_manifests` turns a root into :class:`TreeManifest` objects, which are
+:class:`~icectl.spec.manifest.ManifestFile` rows with what a v4 reader needs besides:
+
+* a leaf (v1-v4 manifest) referenced by a live DATA_MANIFEST/DELETE_MANIFEST entry, with the
+  positions of its live manifest DV (rows at those ordinals are not part of the snapshot);
+* the root-level data and delete files, grouped by content and partition spec, as pseudo
+  manifests whose ``manifest_path`` is the root itself (their entries are already decoded).
+
+:mod:`icectl.scan` hands these to :func:`read_tree_entries`, so every view and operation built on
+``manifests_of``/``iter_entries`` reads v4 snapshots unchanged (layout page section 7).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from pyroaring import BitMap64
+
+from icectl.avro_manifests import read_manifest, read_manifest_metadata
+from icectl.errors import CorruptInputError, IcectlError
+from icectl.spec.manifest import DataFileContent, ManifestContent, ManifestEntry, ManifestEntryStatus, ManifestFile
+from icectl.spec.metadata import TableMetadata
+from icectl.spec.schema import IcebergType, StructType
+from icectl.spec.snapshots import Snapshot
+from icectl.storage import FileIO
+from icectl.v4_manifests import (
+    ContentEntry,
+    V4Manifest,
+    leaf_entries,
+    live_manifest_dvs,
+    manifest_dv_positions,
+    manifest_entry_of,
+    manifest_file_of,
+    read_v4_manifest,
+    v4_format_version,
+    with_inherited,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class TreeManifest(ManifestFile):
+    """A leaf or a group of root-level files of a v4 snapshot (see the module docstring)."""
+
+    root_location: str = ""
+    deleted_positions: BitMap64 | None = field(default=None, compare=False)
+    root_entries: tuple[ManifestEntry, ...] | None = field(default=None, compare=False)
+
+    @property
+    def is_root_group(self) -> bool:
+        return self.root_entries is not None
+
+
+def partition_field_types(metadata: TableMetadata) -> dict[int, IcebergType]:
+    """Partition field id -> result type, over every spec of the table."""
+    out: dict[int, IcebergType] = {}
+    for spec in metadata.partition_specs:
+        for f in spec.partition_type(metadata.schema(), metadata.schemas).fields:
+            out.setdefault(f.field_id, f.field_type)
+    return out
+
+
+def _spec_type(metadata: TableMetadata, spec_id: int) -> StructType:
+    spec = metadata.spec_by_id(spec_id)
+    if spec is None:
+        raise CorruptInputError(f"v4 entry uses partition spec {spec_id}, which the table metadata lacks")
+    return spec.partition_type(metadata.schema(), metadata.schemas)
+
+
+def _named(e: IcectlError, path: str) -> IcectlError:
+    if path not in e.message:
+        e.message = f"{e.message} in {path}"
+    e.path = e.path or path
+    return e
+
+
+def read_root(metadata: TableMetadata, snapshot: Snapshot, io: FileIO, data: bytes | None = None) -> V4Manifest:
+    """A snapshot's root manifest, ADDED entries' nulls inherited from the snapshot."""
+    path = snapshot.root_manifest
+    if path is None:
+        raise CorruptInputError(f"snapshot {snapshot.snapshot_id} has no root-manifest")
+    try:
+        root = read_v4_manifest(io.read(path) if data is None else data,
+                                partition_types=partition_field_types(metadata))
+    except IcectlError as e:
+        raise _named(e, path) from None
+    if root.content != "root":
+        raise CorruptInputError(f"root manifest {path} has content {root.content!r}, expected 'root'", path=path)
+    entries = [with_inherited(e, snapshot.snapshot_id, snapshot.sequence_number) for e in root.entries]
+    return V4Manifest(entries, root.metadata)
+
+
+def dv_positions(e: ContentEntry, io: FileIO) -> BitMap64:
+    """A manifest DV's positions, read from its Puffin file when not inline."""
+    dv = e.deletion_vector
+    blob = None
+    if dv is not None and dv.inline_content is None:
+        if dv.offset is None or dv.size_in_bytes is None:
+            raise CorruptInputError(f"manifest DV for {e.referenced_file} lacks offset/size_in_bytes",
+                                    path=e.location)
+        blob = io.read_range(e.location, dv.offset, dv.size_in_bytes)
+    try:
+        return manifest_dv_positions(e, blob)
+    except IcectlError as err:
+        raise _named(err, e.location) from None
+
+
+def tree_manifests(metadata: TableMetadata, snapshot: Snapshot, io: FileIO,
+                   root_data: bytes | None = None) -> list[TreeManifest]:
+    """Leaves (with their live manifest DV) then root-level file groups of a v4 snapshot.
+
+    ``root_data``: the root's bytes when they are not (yet) in storage, e.g. to check a root
+    before writing it.
+    """
+    root = read_root(metadata, snapshot, io, root_data)
+    path = snapshot.root_manifest or ""
+    size = len(root_data) if root_data is not None else io.size(path)
+    dvs = {leaf: dv_positions(e, io) for leaf, e in live_manifest_dvs(root.entries).items()}
+    out: list[TreeManifest] = []
+    for e in root.entries:
+        if e.is_manifest and e.is_live:
+            m = manifest_file_of(e)
+            out.append(TreeManifest(**_fields(m), root_location=path, deleted_positions=dvs.get(e.location)))
+    groups: dict[tuple[ManifestContent, int], list[ManifestEntry]] = {}
+    for e in root.entries:
+        if e.is_file:
+            me = manifest_entry_of(e, _spec_type(metadata, e.partition_spec_id))
+            content = ManifestContent.DATA if me.data_file.content == DataFileContent.DATA else ManifestContent.DELETES
+            groups.setdefault((content, e.partition_spec_id), []).append(me)
+    for (content, spec_id), entries in groups.items():
+        out.append(_root_group(path, size, content, spec_id, entries))
+    return out
+
+
+def _fields(m: ManifestFile) -> dict[str, object]:
+    return {name: getattr(m, name) for name in ManifestFile.__dataclass_fields__}
+
+
+def _root_group(path: str, size: int, content: ManifestContent, spec_id: int,
+                entries: list[ManifestEntry]) -> TreeManifest:
+    def count(status: ManifestEntryStatus, rows: bool) -> int:
+        return sum(e.data_file.record_count if rows else 1 for e in entries if e.status == status)
+
+    live_seqs = [e.sequence_number for e in entries if e.is_live and e.sequence_number is not None]
+    seqs = [e.sequence_number for e in entries if e.sequence_number is not None]
+    snapshot_ids = [e.snapshot_id for e in entries if e.snapshot_id is not None]
+    return TreeManifest(
+        manifest_path=path, manifest_length=size, partition_spec_id=spec_id, content=content,
+        sequence_number=max(seqs, default=0), min_sequence_number=min(live_seqs, default=0),
+        added_snapshot_id=max(snapshot_ids, default=None),
+        added_files_count=count(ManifestEntryStatus.ADDED, False),
+        existing_files_count=count(ManifestEntryStatus.EXISTING, False),
+        deleted_files_count=count(ManifestEntryStatus.DELETED, False),
+        added_rows_count=count(ManifestEntryStatus.ADDED, True),
+        existing_rows_count=count(ManifestEntryStatus.EXISTING, True),
+        deleted_rows_count=count(ManifestEntryStatus.DELETED, True),
+        root_location=path, root_entries=tuple(entries))
+
+
+def read_leaf(metadata: TableMetadata, io: FileIO, manifest: ManifestFile, ptype: StructType,
+              fields: Iterable[str] | None = None, data: bytes | None = None) -> list[ManifestEntry]:
+    """Every row of a leaf (v1-v4), in file order, inherited from ``manifest``; no DV applied."""
+    path = manifest.manifest_path
+    raw = io.read(path) if data is None else data
+    try:
+        if v4_format_version(read_manifest_metadata(raw)) >= 4:
+            leaf = read_v4_manifest(raw, partition_types=partition_field_types(metadata))
+            if leaf.content == "root":
+                raise CorruptInputError("a root manifest is referenced as a leaf (tree depth is 2)")
+            return leaf_entries(leaf, manifest, ptype)
+        wanted = frozenset(fields) if fields is not None else None
+        return list(read_manifest(raw, manifest=manifest, partition_type=ptype,
+                                  format_version=metadata.format_version, fields=wanted))
+    except IcectlError as e:
+        raise _named(e, path) from None
+
+
+def read_tree_entries(metadata: TableMetadata, io: FileIO, manifest: TreeManifest, ptype: StructType,
+                      fields: Iterable[str] | None = None, data: bytes | None = None) -> list[ManifestEntry]:
+    """The entries of a :class:`TreeManifest` that are part of its snapshot (manifest DV applied);
+    ``data``: the leaf's bytes when the caller has them already."""
+    if manifest.root_entries is not None:
+        return list(manifest.root_entries)
+    entries = read_leaf(metadata, io, manifest, ptype, fields, data)
+    dv = manifest.deleted_positions
+    if not dv:
+        return entries
+    if dv.max() >= len(entries):
+        raise CorruptInputError(f"manifest DV position {dv.max()} is past the {len(entries)} rows of "
+                                f"{manifest.manifest_path}", path=manifest.manifest_path)
+    return [e for i, e in enumerate(entries) if i not in dv]

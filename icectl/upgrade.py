@@ -1,0 +1,317 @@
+"""`icectl upgrade TABLE --to N`: raise a table's format version in one atomic commit.
+
+* ``--to 2`` / ``--to 3`` (Appendix E): a metadata-only commit, as Java's
+  ``TableMetadata.upgradeFormatVersion`` (only ``format-version`` changes; ``next-row-id`` stays at
+  its initial 0, so v3 row lineage starts with the next snapshot, whose manifest list assigns
+  ``first_row_id`` to every data manifest).
+* ``--to 4`` (layout page section 8): the same commit also gives the head of every branch a new
+  ``replace`` snapshot whose root manifest holds one EXISTING entry per manifest-list row of the
+  head (content stats aggregated from the leaf, read once). v1/v2 tables pass through v3's rules:
+  data manifests without ``first_row_id`` get one from ``next-row-id``, which advances.
+  Before anything is written, each root is decoded again and its live content compared, entry
+  for entry, with its head's as the v1-v3 reader plans it; any difference aborts.
+  Older snapshots and tags keep their manifest lists.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+import uuid
+from collections import Counter
+from collections.abc import Hashable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from icectl.avro_manifests import read_manifest
+from icectl.commit import add_snapshot, commit, new_snapshot_id
+from icectl.errors import CommitConflictError, CorruptInputError, IcectlError, RefusedError, UsageError
+from icectl.inspect import unified_partition_type
+from icectl.results import RecordResult
+from icectl.scan import DEFAULT_WORKERS, iter_entries, manifests_of, partition_type
+from icectl.scan_v4 import TreeManifest, read_tree_entries, tree_manifests
+from icectl.snapshot_summary import SummaryBuilder
+from icectl.spec.manifest import DataFileContent, ManifestContent, ManifestEntry, ManifestEntryStatus, ManifestFile
+from icectl.spec.metadata import MAX_FORMAT_VERSION, MIN_ROW_LINEAGE_VERSION, TableMetadata
+from icectl.spec.snapshots import MAIN_BRANCH, Snapshot
+from icectl.storage import FileIO, join
+from icectl.table import Table
+from icectl.v4_commit import column_types
+from icectl.v4_manifests import (
+    ROOT,
+    ContentEntry,
+    ContentStats,
+    ManifestStats,
+    aggregate_content_stats,
+    manifest_entry_of_manifest_file,
+    write_v4_manifest,
+)
+
+V4_WARNING = ("format v4 is icectl's experimental layout (root manifests, not adopted upstream): released "
+              "engines, Spark 3.5 with Iceberg 1.10 among them, cannot read the table after the upgrade")
+V4 = 4
+_STAT_READ_FIELDS = frozenset({"content", "file_path", "record_count", "column_sizes", "value_counts",
+                               "null_value_counts", "nan_value_counts", "lower_bounds", "upper_bounds"})
+
+
+@dataclass
+class BranchRoot:
+    """The new head of one branch after ``--to 4``."""
+
+    branch: str
+    head: Snapshot
+    snapshot: Snapshot
+    root_data: bytes
+    manifests: int
+    live_files: int
+
+
+@dataclass
+class UpgradePlan:
+    from_version: int
+    to_version: int
+    metadata: TableMetadata  # the upgraded base, before the new snapshots are added
+    roots: list[BranchRoot]
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def _upgraded_base(md: TableMetadata, to: int) -> TableMetadata:
+    """Appendix E's metadata changes: v2 needs a table-uuid; v3 starts next-row-id at 0."""
+    return md.replace(format_version=to, table_uuid=md.table_uuid or str(uuid.uuid4()),
+                      next_row_id=md.next_row_id if md.format_version >= MIN_ROW_LINEAGE_VERSION else 0)
+
+
+def _branches(md: TableMetadata) -> list[tuple[str, int]]:
+    heads = [(name, ref.snapshot_id) for name, ref in md.refs.items() if ref.is_branch]
+    return sorted(heads, key=lambda b: (b[0] != MAIN_BRANCH, b[0]))
+
+
+class _ManifestReader:
+    """Each manifest read once: its counts (when the list lacks them) and aggregated content stats."""
+
+    def __init__(self, md: TableMetadata, io: FileIO) -> None:
+        self.md, self.io = md, io
+        self.types = column_types(md)
+        self.cache: dict[str, tuple[ManifestStats, ContentStats]] = {}
+
+    def stats(self, manifests: list[ManifestFile]) -> list[tuple[ManifestStats, ContentStats]]:
+        todo = [m for m in manifests if m.manifest_path not in self.cache]
+        counts: dict[str, list[int]] = {m.manifest_path: [0] * 6 for m in todo}
+        content: dict[str, list[ContentStats]] = {m.manifest_path: [] for m in todo}
+        slot = {ManifestEntryStatus.ADDED: 0, ManifestEntryStatus.EXISTING: 1, ManifestEntryStatus.DELETED: 2}
+        for m, e in iter_entries(self.md, self.io, todo, fields=_STAT_READ_FIELDS):
+            c = counts[m.manifest_path]
+            c[slot[e.status]] += 1
+            c[slot[e.status] + 3] += e.data_file.record_count
+            if e.is_live:
+                f = e.data_file
+                content[m.manifest_path].append(ContentStats(
+                    f.column_sizes, f.value_counts, f.null_value_counts, f.nan_value_counts, f.lower_bounds,
+                    f.upper_bounds))
+        for m in todo:
+            c = counts[m.manifest_path]
+            listed = (m.added_files_count, m.existing_files_count, m.deleted_files_count, m.added_rows_count,
+                      m.existing_rows_count, m.deleted_rows_count)
+            # The list's counts when it has them (layout page section 8); v1 lists may omit them.
+            values = [c[i] if v is None else v for i, v in enumerate(listed)]
+            stats = ManifestStats(*values, min_sequence_number=m.min_sequence_number)
+            self.cache[m.manifest_path] = (stats, aggregate_content_stats(content[m.manifest_path], self.types))
+        return [self.cache[m.manifest_path] for m in manifests]
+
+
+def plan_upgrade(table: Table, to: int) -> UpgradePlan:
+    md = table.metadata
+    if not 2 <= to <= MAX_FORMAT_VERSION:
+        raise UsageError(f"--to must be 2, 3 or 4 (got {to})")
+    if to < md.format_version:
+        raise UsageError(f"cannot downgrade table {table.identifier} from v{md.format_version} to v{to}")
+    base = _upgraded_base(md, to)
+    if to < V4 or md.format_version >= V4:
+        return UpgradePlan(md.format_version, to, base, [])
+    reader = _ManifestReader(md, table.io)
+    partition_type = unified_partition_type(md)
+    metadata_dir = join(md.location or table.address.table_dir or "", "metadata")
+    next_row_id, seq = base.next_row_id, md.last_sequence_number
+    taken: set[int] = set()
+    roots: list[BranchRoot] = []
+    for branch, head_id in _branches(md):
+        head = md.snapshot_by_id(head_id)
+        if head is None:
+            raise CorruptInputError(f"branch '{branch}' points at snapshot {head_id}, which the table lacks",
+                                    path=table.metadata_location)
+        manifests = manifests_of(md, head, table.io)
+        seq += 1
+        first_row_id = next_row_id
+        entries: list[ContentEntry] = []
+        for m, (stats, content_stats) in zip(manifests, reader.stats(manifests), strict=True):
+            row_id = m.first_row_id if m.content == ManifestContent.DATA else None
+            if m.content == ManifestContent.DATA and row_id is None:  # v3's first_row_id assignment
+                row_id = next_row_id
+                next_row_id += stats.added_rows_count + stats.existing_rows_count
+            added_by = m.added_snapshot_id if m.added_snapshot_id is not None else head.snapshot_id
+            entries.append(manifest_entry_of_manifest_file(
+                dataclasses.replace(m, first_row_id=row_id, added_snapshot_id=added_by),
+                status=ManifestEntryStatus.EXISTING, manifest_stats=stats, content_stats=content_stats))
+        snapshot_id = new_snapshot_id(md)
+        while snapshot_id in taken:
+            snapshot_id = new_snapshot_id(md)
+        taken.add(snapshot_id)
+        root_path = join(metadata_dir, f"root-{snapshot_id}-{uuid.uuid4()}.avro")
+        written = write_v4_manifest(entries, content=ROOT, partition_type=partition_type, snapshot_id=snapshot_id,
+                                    sequence_number=seq, parent_snapshot_id=head.snapshot_id)
+        snapshot = Snapshot(
+            snapshot_id=snapshot_id, timestamp_ms=max(_now_ms(), head.timestamp_ms + 1),
+            parent_snapshot_id=head.snapshot_id, sequence_number=seq, root_manifest=root_path,
+            summary=SummaryBuilder().build("replace", head.summary), schema_id=md.current_schema_id,
+            first_row_id=first_row_id, added_rows=next_row_id - first_row_id)
+        live = check_same_content(md, base, head, snapshot, written.data, manifests, table.io, branch)
+        roots.append(BranchRoot(branch, head, snapshot, written.data, len(manifests), live))
+    return UpgradePlan(md.format_version, to, base, roots)
+
+
+def _key(m: ManifestFile, e: ManifestEntry) -> Hashable:
+    """A live entry as a comparable key (layout page section 7); index 9 is first_row_id."""
+    f = e.data_file
+    return (f.file_path, int(f.content), e.snapshot_id, e.sequence_number, e.file_sequence_number,
+            m.partition_spec_id, f.partition, f.record_count, f.file_size_in_bytes, f.first_row_id,
+            f.referenced_data_file, f.content_offset, f.content_size_in_bytes)
+
+
+def _live_keys_both(md: TableMetadata, upgraded: TableMetadata, io: FileIO, manifests: list[ManifestFile],
+                    tree: list[TreeManifest]) -> tuple[Counter[Hashable], Counter[Hashable]]:
+    """The head's live entries (v1-v3 reader) and the new root's (v4 reader), each manifest read
+    from storage once for both."""
+    before: Counter[Hashable] = Counter()
+    after: Counter[Hashable] = Counter()
+    for tm in tree:
+        if tm.root_entries is not None:
+            after.update(_key(tm, e) for e in tm.root_entries if e.is_live)
+    olds: dict[str, list[ManifestFile]] = {}
+    news: dict[str, list[TreeManifest]] = {}
+    for m in manifests:
+        olds.setdefault(m.manifest_path, []).append(m)
+    for tm in tree:
+        if tm.root_entries is None:
+            news.setdefault(tm.manifest_path, []).append(tm)
+
+    def read(path: str) -> tuple[list[Hashable], list[Hashable]]:
+        data = io.read(path)
+        try:
+            b = [_key(m, e) for m in olds.get(path, [])
+                 for e in read_manifest(data, manifest=m, partition_type=partition_type(md, m.partition_spec_id),
+                                        format_version=md.format_version) if e.is_live]
+        except IcectlError as err:
+            err.path = err.path or path
+            raise
+        a = [_key(tm, e) for tm in news.get(path, [])
+             for e in read_tree_entries(upgraded, io, tm, partition_type(upgraded, tm.partition_spec_id), data=data)
+             if e.is_live]
+        return b, a
+
+    paths = sorted(olds.keys() | news.keys())
+    with ThreadPoolExecutor(max_workers=max(1, min(DEFAULT_WORKERS, len(paths)))) as pool:
+        for b, a in pool.map(read, paths):
+            before.update(b)
+            after.update(a)
+    return before, after
+
+
+def check_same_content(md: TableMetadata, upgraded: TableMetadata, head: Snapshot, snapshot: Snapshot,
+                       root_data: bytes, manifests: list[ManifestFile], io: FileIO, branch: str) -> int:
+    """Refuse unless the new root (decoded from ``root_data``) plans exactly the head's live entries.
+
+    Row ids the head lacked (v1/v2, or a v3 head from before a v2 -> v3 upgrade) are compared
+    only for being assigned: every live data file of the new root must have one. Returns the
+    number of live entries.
+    """
+    before, after = _live_keys_both(md, upgraded, io, manifests, tree_manifests(upgraded, snapshot, io, root_data))
+    unassigned = sum(n for k, n in after.items() if k[1] == DataFileContent.DATA and k[9] is None)
+    if unassigned:
+        raise RefusedError(f"upgrade aborted: the new root of branch '{branch}' leaves {unassigned} data files "
+                           "without a first_row_id; nothing written", hint="report this as an icectl bug")
+    # Files the head gave no row id must now have one: compare them without it.
+    lacking = {k for k in before if k[1] == DataFileContent.DATA and k[9] is None}
+    after = Counter({(_without_row_id(k) if _without_row_id(k) in lacking else k): n for k, n in after.items()})
+    if before != after:
+        missing = next(iter(before - after), None)
+        extra = next(iter(after - before), None)
+        raise RefusedError(
+            f"upgrade aborted: the new root of branch '{branch}' differs from head {head.snapshot_id} "
+            f"({sum((before - after).values())} entries missing, e.g. {_show(missing)}; "
+            f"{sum((after - before).values())} extra, e.g. {_show(extra)}); nothing written",
+            hint="report this as an icectl bug")
+    return sum(before.values())
+
+
+def _without_row_id(key: Hashable) -> Hashable:
+    k = list(key)  # type: ignore[call-overload]
+    k[9] = None
+    return tuple(k)
+
+
+def _show(key: Any) -> str:
+    return "none" if key is None else f"{key[0]} (seq {key[3]}, content {key[1]})"
+
+
+def upgrade(table: Table, to: int, *, dry_run: bool = False) -> RecordResult:
+    """Upgrade ``table`` to format version ``to`` in one commit (see the module docstring)."""
+    md = table.metadata
+    start = time.perf_counter()
+    plan = plan_upgrade(table, to)
+    summary: dict[str, Any] = {
+        "table": table.identifier, "dry_run": dry_run, "from_version": plan.from_version, "to_version": to,
+        "branches": [{"branch": r.branch, "head_snapshot_id": r.head.snapshot_id,
+                      "new_snapshot_id": r.snapshot.snapshot_id, "sequence_number": r.snapshot.sequence_number,
+                      "root_manifest": r.snapshot.root_manifest, "manifests": r.manifests,
+                      "live_files": r.live_files, "first_row_id": r.snapshot.first_row_id,
+                      "added_rows": r.snapshot.added_rows} for r in plan.roots],
+    }
+    if to == V4 and plan.from_version < V4:
+        summary["warning"] = V4_WARNING
+    if plan.from_version >= to:
+        summary["committed"] = False
+        return RecordResult("upgrade", f"Table {table.identifier} is already v{plan.from_version}", summary)
+    writes = [r.snapshot.root_manifest or "" for r in plan.roots]
+    if dry_run:
+        summary["would_write"] = [*writes, "a new table metadata file (the next version)"]
+        summary["would_delete"] = []
+        return RecordResult("upgrade", f"Would upgrade {table.identifier} from v{plan.from_version} to v{to}",
+                            summary)
+    written: list[str] = []
+    heads = {r.branch: r.head.snapshot_id for r in plan.roots}
+
+    def build(base: TableMetadata) -> TableMetadata:
+        if (base.format_version != md.format_version or dict(_branches(base)) != dict(_branches(md))
+                or base.next_row_id != md.next_row_id or base.last_sequence_number != md.last_sequence_number
+                or base.partition_specs != md.partition_specs or base.schemas != md.schemas):
+            raise CommitConflictError(f"table {table.identifier} changed while it was being upgraded; "
+                                      "nothing was changed", hint="run the upgrade again")
+        new = _upgraded_base(base, to)
+        for r in plan.roots:
+            assert heads[r.branch] == r.snapshot.parent_snapshot_id
+            new = add_snapshot(new, r.snapshot, branch=r.branch)
+        return new
+
+    try:
+        for r, path in zip(plan.roots, writes, strict=True):
+            table.io.write(path, r.root_data)
+            written.append(path)
+        done = commit(table, build)
+    except BaseException:
+        for path in written:  # no committed snapshot references them
+            _quiet_delete(table.io, path)
+        raise
+    summary.update(committed=True, written=written, metadata_location=done.metadata_location,
+                   commit_attempts=done.attempts, seconds=round(time.perf_counter() - start, 3))
+    return RecordResult("upgrade", f"Upgraded {table.identifier} from v{plan.from_version} to v{to}", summary)
+
+
+def _quiet_delete(io: FileIO, path: str) -> None:
+    try:
+        io.delete(path)
+    except IcectlError:
+        pass  # best effort: an unreferenced file is garbage, never data loss
