@@ -6,11 +6,15 @@ _icectl() {
         w="${COMP_WORDS[i]}"
         case "$path|$w" in
             "|add-files") path="add-files" ;;
+            "|compact") path="compact" ;;
             "|create") path="create" ;;
             "|expire-snapshots") path="expire-snapshots" ;;
             "|inspect") path="inspect" ;;
             "|list") path="list" ;;
             "|namespace") path="namespace" ;;
+            "|remove-files") path="remove-files" ;;
+            "|upgrade") path="upgrade" ;;
+            "|validate") path="validate" ;;
             "inspect|dvs") path="inspect dvs" ;;
             "inspect|entries") path="inspect entries" ;;
             "inspect|files") path="inspect files" ;;
@@ -22,6 +26,7 @@ _icectl() {
             "inspect|schema") path="inspect schema" ;;
             "inspect|snapshots") path="inspect snapshots" ;;
             "inspect|table") path="inspect table" ;;
+            "inspect|tree") path="inspect tree" ;;
             "namespace|create") path="namespace create" ;;
             "namespace|list") path="namespace list" ;;
         esac
@@ -29,6 +34,13 @@ _icectl() {
     case "$path|$prev" in
         "|--config") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "add-files|--branch"|"add-files|-b") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "compact|--catalog"|"compact|-c") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "compact|--spec-id") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "compact|--content") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "compact|--min-manifests") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "compact|--target-size") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "compact|--sort-by") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "compact|--branch") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "create|--schema") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "create|--schema-file") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "create|--like") COMPREPLY=($(compgen -f -- "$cur")); return ;;
@@ -54,21 +66,34 @@ _icectl() {
         "inspect partitions|--snapshot"|"inspect partitions|-s") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "inspect partitions|--ref"|"inspect partitions|-r") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "inspect schema|--schema-id") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "inspect tree|--snapshot"|"inspect tree|-s") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "inspect tree|--ref"|"inspect tree|-r") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "list|--catalog"|"list|-c") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "namespace create|--catalog"|"namespace create|-c") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "namespace create|--property") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "namespace list|--catalog"|"namespace list|-c") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "remove-files|--where") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "remove-files|--branch"|"remove-files|-b") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "upgrade|--to") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "validate|--rule") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "validate|--skip") COMPREPLY=($(compgen -f -- "$cur")); return ;;
     esac
     case "$path" in
         "")
             if [[ "$cur" == -* ]]; then
                 COMPREPLY=($(compgen -W "--debug --config --version --help -h" -- "$cur"))
             else
-                COMPREPLY=($(compgen -W "add-files create expire-snapshots inspect list namespace" -- "$cur"))
+                COMPREPLY=($(compgen -W "add-files compact create expire-snapshots inspect list namespace remove-files upgrade validate" -- "$cur"))
             fi ;;
         "add-files")
             if [[ "$cur" == -* ]]; then
                 COMPREPLY=($(compgen -W "--branch -b --dry-run --json --help -h" -- "$cur"))
+            else
+                COMPREPLY=($(compgen -f -- "$cur"))
+            fi ;;
+        "compact")
+            if [[ "$cur" == -* ]]; then
+                COMPREPLY=($(compgen -W "--all --catalog -c --spec-id --content --min-manifests --target-size --sort-by --branch --dry-run --json --help -h" -- "$cur"))
             else
                 COMPREPLY=($(compgen -f -- "$cur"))
             fi ;;
@@ -88,7 +113,7 @@ _icectl() {
             if [[ "$cur" == -* ]]; then
                 COMPREPLY=($(compgen -W "--help -h" -- "$cur"))
             else
-                COMPREPLY=($(compgen -W "dvs entries files history manifests metadata-log partitions refs schema snapshots table" -- "$cur"))
+                COMPREPLY=($(compgen -W "dvs entries files history manifests metadata-log partitions refs schema snapshots table tree" -- "$cur"))
             fi ;;
         "inspect dvs")
             if [[ "$cur" == -* ]]; then
@@ -156,6 +181,12 @@ _icectl() {
             else
                 COMPREPLY=($(compgen -f -- "$cur"))
             fi ;;
+        "inspect tree")
+            if [[ "$cur" == -* ]]; then
+                COMPREPLY=($(compgen -W "--snapshot -s --ref -r --json --help -h" -- "$cur"))
+            else
+                COMPREPLY=($(compgen -f -- "$cur"))
+            fi ;;
         "list")
             if [[ "$cur" == -* ]]; then
                 COMPREPLY=($(compgen -W "--all -a --catalog -c --json --help -h" -- "$cur"))
@@ -177,6 +208,24 @@ _icectl() {
         "namespace list")
             if [[ "$cur" == -* ]]; then
                 COMPREPLY=($(compgen -W "--catalog -c --json --help -h" -- "$cur"))
+            else
+                COMPREPLY=($(compgen -f -- "$cur"))
+            fi ;;
+        "remove-files")
+            if [[ "$cur" == -* ]]; then
+                COMPREPLY=($(compgen -W "--where --branch -b --dry-run --json --help -h" -- "$cur"))
+            else
+                COMPREPLY=($(compgen -f -- "$cur"))
+            fi ;;
+        "upgrade")
+            if [[ "$cur" == -* ]]; then
+                COMPREPLY=($(compgen -W "--to --yes -y --dry-run --json --help -h" -- "$cur"))
+            else
+                COMPREPLY=($(compgen -f -- "$cur"))
+            fi ;;
+        "validate")
+            if [[ "$cur" == -* ]]; then
+                COMPREPLY=($(compgen -W "--all-snapshots --deep --rule --skip --list-rules --json --help -h" -- "$cur"))
             else
                 COMPREPLY=($(compgen -f -- "$cur"))
             fi ;;

@@ -16,6 +16,7 @@ from icectl.cli import (
     namespace_cmd,
     remove_files_cmd,
     upgrade_cmd,
+    validate_cmd,
     write_cmd,
 )
 from icectl.cli.framework import state
@@ -62,6 +63,7 @@ write_cmd.register(app)
 maintenance_cmd.register(app)
 upgrade_cmd.register(app)
 remove_files_cmd.register(app)
+validate_cmd.register(app)
 
 
 def main() -> None:

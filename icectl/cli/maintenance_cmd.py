@@ -1,10 +1,11 @@
-"""`icectl expire-snapshots`: the nightly retention job, for one table or a whole catalog."""
+"""Maintenance commands: `icectl expire-snapshots` (the nightly retention job) and `icectl compact`,
+for one table or every table of a catalog or namespace (``--all``)."""
 
 from __future__ import annotations
 
 import time
 import traceback
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Annotated
 
 import typer
@@ -13,31 +14,34 @@ from icectl.catalog import open_catalog, walk_tables
 from icectl.cli.catalog_cmd import CatalogOpt
 from icectl.cli.framework import command, load_config_and_io, state
 from icectl.cli.options import DryRunOpt, JsonOpt
+from icectl.compact import compact
+from icectl.compact_plan import CompactOptions, parse_size
 from icectl.config import Config
 from icectl.errors import ExitCode, IcectlError, UsageError
 from icectl.expire import ExpirePolicy, expire_snapshots, parse_older_than
 from icectl.results import MultiResult, RecordResult
 from icectl.storage import FileIO
-from icectl.table import load_table
+from icectl.table import Table, load_table
 
 
-def _each_table(config: Config, io: FileIO, catalog: str | None, namespace: str | None, policy: ExpirePolicy,
-                **kw: object) -> Iterator[RecordResult]:
+def _each_table(config: Config, io: FileIO, catalog: str | None, namespace: str | None, view: str,
+                run: Callable[[Table], RecordResult]) -> Iterator[RecordResult]:
+    """``run`` on every table of the catalog (or of one namespace), one result per table (``--all``)."""
     cat = open_catalog(config, io, catalog)
     ns = tuple(namespace.split(".")) if namespace else ()
     for ident in walk_tables(cat, ns):
         name = ".".join(ident)
         try:
             table = load_table(f"{cat.name}.{name}" if len(ident) >= 2 else name, config, io)
-            yield expire_snapshots(table, policy, **kw)  # type: ignore[arg-type]
+            yield run(table)
         except IcectlError as e:  # one broken table must not stop the nightly run
-            yield RecordResult("expire_snapshots", f"{name}: failed", {"table": name, "error": e.one_line()},
+            yield RecordResult(view, f"{name}: failed", {"table": name, "error": e.one_line()},
                                exit_code=e.exit_code)
         except Exception as e:  # nor may an icectl bug met on one table: report it (exit 1), go on
             if state.debug:
                 traceback.print_exc()
             error = f"internal error: {type(e).__name__}: {' '.join(str(e).split())}"
-            yield RecordResult("expire_snapshots", f"{name}: failed", {"table": name, "error": error},
+            yield RecordResult(view, f"{name}: failed", {"table": name, "error": error},
                                exit_code=ExitCode.INTERNAL)
 
 
@@ -90,7 +94,55 @@ def register(app: typer.Typer) -> None:
         if all_tables:
             if policy.snapshot_ids:
                 raise UsageError("--snapshot-id names one table's snapshots; it cannot go with --all")
-            return MultiResult("expire_snapshots", _each_table(config, io, catalog, table, policy, **kw))
+            return MultiResult("expire_snapshots", _each_table(
+                config, io, catalog, table, "expire_snapshots",
+                lambda t: expire_snapshots(t, policy, **kw)))  # type: ignore[arg-type]
         if table is None:
             raise UsageError("give a TABLE, or --all")
         return expire_snapshots(load_table(table, config, io), policy, **kw)  # type: ignore[arg-type]
+
+    @command(app, "compact")
+    def compact_cmd(
+        table: Annotated[str | None, typer.Argument(
+            metavar="[TABLE]", help="The table (path, directory or [catalog.]namespace.table); with --all, "
+                                    "a namespace to limit the run to.", show_default=False)] = None,
+        all_tables: Annotated[bool, typer.Option(
+            "--all", help="Every table of the catalog (or of the namespace given); one result per table.")] = False,
+        catalog: CatalogOpt = None,
+        spec_id: Annotated[int | None, typer.Option(
+            "--spec-id", help="Only manifests of this partition spec (default: every spec, each apart).",
+            show_default=False)] = None,
+        content: Annotated[str, typer.Option(
+            "--content", help="Which manifests: data, deletes or all.")] = "all",
+        min_manifests: Annotated[int | None, typer.Option(
+            "--min-manifests", help="Only rewrite a (spec, content) group that has at least N manifests.",
+            metavar="N", show_default=False)] = None,
+        target_size: Annotated[str | None, typer.Option(
+            "--target-size", help="Target manifest size (8388608, 8MiB, 512KiB). "
+                                  "Default: commit.manifest.target-size-bytes (8 MiB).", show_default=False)] = None,
+        sort_by: Annotated[str | None, typer.Option(
+            "--sort-by", help="Partition fields to cluster entries by first, comma-separated "
+                              "(default: the partition tuple in order).", show_default=False)] = None,
+        branch: Annotated[str, typer.Option("--branch", help="The branch whose head is compacted.")] = "main",
+        dry_run: DryRunOpt = False,
+        json_output: JsonOpt = False,
+    ) -> RecordResult | MultiResult:
+        """Rewrite and merge manifests (data and delete manifests) into few, clustered ones.
+
+        Groups the branch head's manifests by partition spec and content, clusters live entries
+        by partition value and rolls them at the target size; a group that would not improve is
+        left alone. One 'replace' commit; every file, sequence number and row id stays as it was.
+        Replaced manifests stay on disk for older snapshots until expire-snapshots removes them.
+        """
+        options = CompactOptions(
+            spec_id=spec_id, content=content, min_manifests=min_manifests,
+            target_size=parse_size(target_size) if target_size is not None else None,
+            sort_by=tuple(s.strip() for s in sort_by.split(",") if s.strip()) if sort_by else (), branch=branch)
+        options.check()
+        config, io = load_config_and_io()
+        if all_tables:
+            return MultiResult("compact", _each_table(config, io, catalog, table, "compact",
+                                                      lambda t: compact(t, options, dry_run=dry_run)))
+        if table is None:
+            raise UsageError("give a TABLE, or --all")
+        return compact(load_table(table, config, io), options, dry_run=dry_run)

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
 NAMESPACE = f"{CATALOG}.db"
 MANY_SNAPSHOTS = 250
+MANY_APPENDS = 200
 
 _MOR = ", ".join(f"'write.{op}.mode'='merge-on-read'" for op in ("delete", "update", "merge"))
 
@@ -219,6 +220,28 @@ def _build_many_snaps(spark: SparkSession, t: str) -> str:
     )
 
 
+# --------------------------------------------------------------------------- many_appends
+
+
+def _build_many_appends(spark: SparkSession, t: str) -> str:
+    spark.sql(
+        f"""CREATE TABLE {t} (id BIGINT, part INT, ts TIMESTAMP, payload STRING)
+            USING iceberg PARTITIONED BY (part)
+            TBLPROPERTIES ('format-version'='2', 'commit.manifest-merge.enabled'='false')"""
+    )
+    # Manifest merging off: each INSERT leaves its own one-entry manifest in every later snapshot,
+    # as frequent small (streaming) writers do. Seven partitions, visited round-robin, so the
+    # manifests of one partition are scattered over the whole manifest list.
+    for i in range(MANY_APPENDS):
+        spark.sql(
+            f"INSERT INTO {t} VALUES ({i}, {i % 7}, timestamp_seconds({1704067200 + i * 60}), 'p{i:04d}')"
+        )
+    return (
+        f"v2, identity(part) over 7 values, {MANY_APPENDS} single-row appends with "
+        "commit.manifest-merge.enabled=false: the current snapshot lists one manifest per append"
+    )
+
+
 # --------------------------------------------------------------------------- registry / API
 
 _BUILDERS: dict[str, tuple[int, Callable[[SparkSession, str], str]]] = {
@@ -226,8 +249,11 @@ _BUILDERS: dict[str, tuple[int, Callable[[SparkSession, str], str]]] = {
     "v2_part": (2, _build_v2_part),
     "v3_dv": (3, _build_v3_dv),
     "many_snaps": (2, _build_many_snaps),
+    "many_appends": (2, _build_many_appends),
 }
-FIXTURE_KINDS: tuple[str, ...] = tuple(_BUILDERS)
+# Built only when asked for by name (not by iterating over all kinds): slow and specialised.
+ON_DEMAND_KINDS = frozenset({"many_appends"})
+FIXTURE_KINDS: tuple[str, ...] = tuple(k for k in _BUILDERS if k not in ON_DEMAND_KINDS)
 
 # Spark table name -> kind, so clone_table() can regenerate any table it (or build_one) produced.
 _KIND_OF: dict[str, str] = {}

@@ -1,0 +1,250 @@
+"""``icectl validate``: check a table against every invariant of the spec, with named rules.
+
+:func:`validate_table` checks a loaded table; :func:`validate_address` also checks metadata
+JSON that is too broken to load (missing required fields, unsupported format version) and is
+what the CLI calls. Rules live in one module per area; :data:`CATALOGUE` lists them all.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import time
+from collections import deque
+from collections.abc import Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from icectl import progress
+from icectl.catalog import resolve
+from icectl.config import Config
+from icectl.errors import CorruptInputError, ExitCode, IcectlError, NotFoundError
+from icectl.results import RowsResult
+from icectl.scan import DEFAULT_WORKERS
+from icectl.spec.manifest import ManifestFile
+from icectl.spec.metadata import TableMetadata
+from icectl.spec.snapshots import Snapshot
+from icectl.storage import FileIO
+from icectl.table import Table
+from icectl.validate import delete_rules, file_rules, manifest_list_rules, manifest_rules, metadata_rules
+from icectl.validate.context import Context
+from icectl.validate.rules import (
+    AREAS,
+    CATALOGUE,
+    Finding,
+    Reporter,
+    Rule,
+    Severity,
+    catalogue_markdown,
+    catalogue_rows,
+    select_rules,
+)
+
+__all__ = ["CATALOGUE", "Finding", "Rule", "Severity", "ValidationResult", "catalogue_markdown", "list_rules",
+           "validate_address", "validate_table"]
+
+_AHEAD = max(2, DEFAULT_WORKERS * 2)  # bounded read-ahead: memory stays flat however big the table
+COLUMNS = ["severity", "rule", "file", "entry", "message", "values"]
+
+
+@dataclass
+class ValidationResult:
+    """Findings and what was read; :meth:`to_result` makes the CLI's rows."""
+
+    table: str
+    findings: list[Finding]
+    snapshots: int = 0
+    manifests: int = 0
+    entries: int = 0
+    seconds: float = 0.0
+    notes: tuple[str, ...] = ()  # what was not checked, and why
+
+    def count(self, severity: Severity) -> int:
+        return sum(1 for f in self.findings if f.severity == severity)
+
+    @property
+    def errors(self) -> int:
+        return self.count(Severity.ERROR)
+
+    @property
+    def warnings(self) -> int:
+        return self.count(Severity.WARNING)
+
+    @property
+    def summary(self) -> str:
+        return (f"{self.errors} error(s), {self.warnings} warning(s) in {self.snapshots} snapshot(s), "
+                f"{self.manifests} manifest(s), {self.entries} entries")
+
+    @property
+    def exit_code(self) -> int:
+        return ExitCode.FINDINGS if self.errors else ExitCode.OK
+
+    def to_result(self) -> RowsResult:
+        order = {Severity.ERROR: 0, Severity.WARNING: 1}
+        rows = [f.to_row() for f in sorted(self.findings, key=lambda f: (order[f.severity], f.rule))]
+        meta = {"table": self.table, "errors": self.errors, "warnings": self.warnings, "snapshots": self.snapshots,
+                "manifests": self.manifests, "entries": self.entries, "summary": self.summary}
+        if self.notes:
+            meta["notes"] = list(self.notes)
+        return RowsResult("validate", f"validate {self.table}", COLUMNS, rows, meta, exit_code=self.exit_code)
+
+
+def list_rules() -> RowsResult:
+    rows = sorted(catalogue_rows(), key=lambda r: AREAS.index(CATALOGUE[r["rule"]].area))
+    return RowsResult("validate_rules", "validate rules", ["rule", "severity", "summary", "spec_section"], rows,
+                      {"rules": len(rows)})
+
+
+def _raw_json(io: FileIO, location: str) -> Any:
+    data = io.read(location)
+    try:
+        if data[:2] == b"\x1f\x8b":
+            data = gzip.decompress(data)
+        return json.loads(data)
+    except (OSError, EOFError, ValueError) as e:
+        raise CorruptInputError(f"table metadata is not valid (gzip) JSON: {e}", path=location) from None
+
+
+def validate_address(address: str, config: Config, io: FileIO, *, all_snapshots: bool = False, deep: bool = False,
+                     rules: Iterable[str] | None = None, skip: Iterable[str] | None = None) -> ValidationResult:
+    """Validate the table at any accepted address; metadata too broken to load is reported, not raised."""
+    enabled = select_rules(rules, skip)
+    where = resolve(address, config, io)
+    location = where.metadata_location
+    raw = _raw_json(io, location)
+    reporter = Reporter(enabled)
+    metadata_rules.check_raw(reporter, raw, location)
+    try:
+        metadata = TableMetadata.from_json(raw)
+    except IcectlError as e:
+        if any(f.severity == Severity.ERROR for f in reporter.findings):  # the findings say what is wrong
+            return ValidationResult(where.identifier, reporter.findings)
+        e.path = e.path or location
+        raise
+    table = Table(address=where, metadata=metadata, io=io)
+    return _run(table, reporter, raw, all_snapshots=all_snapshots, deep=deep, raw_checked=True)
+
+
+def validate_table(table: Table, *, all_snapshots: bool = False, deep: bool = False,
+                   rules: Iterable[str] | None = None, skip: Iterable[str] | None = None) -> ValidationResult:
+    """Check ``table`` against every enabled rule: its metadata, then the current snapshot's (or, with
+    ``all_snapshots``, every snapshot's) manifest lists and manifests; ``deep`` also opens the files."""
+    reporter = Reporter(select_rules(rules, skip))
+    raw = _raw_json(table.io, table.metadata_location)
+    return _run(table, reporter, raw, all_snapshots=all_snapshots, deep=deep, raw_checked=False)
+
+
+def _run(table: Table, reporter: Reporter, raw: Any, *, all_snapshots: bool, deep: bool,
+         raw_checked: bool) -> ValidationResult:
+    t0 = time.perf_counter()
+    md = table.metadata
+    ctx = Context(md, table.io, table.metadata_location, reporter, deep=deep, raw=raw)
+    if not raw_checked:
+        metadata_rules.check_raw(reporter, raw, table.metadata_location)
+    metadata_rules.check_metadata(ctx)
+    if md.format_version >= 4:  # icectl's experimental v4 layout: its own module will check it
+        return ValidationResult(table.identifier, reporter.findings, seconds=time.perf_counter() - t0,
+                                notes=("format v4 manifests are not checked yet: table metadata only",))
+    if all_snapshots:
+        snapshots = list(md.snapshots)
+    else:
+        current = md.current_snapshot()
+        snapshots = [current] if current is not None else []
+    _check_snapshots(ctx, snapshots)
+    entries = sum(s.entries for s in ctx.summaries.values())
+    if deep:
+        file_rules.check_files(ctx, (f for s in ctx.summaries.values() for f in s.live_files))
+        file_rules.check_statistics(ctx)
+    return ValidationResult(table.identifier, reporter.findings, snapshots=len(snapshots),
+                            manifests=len(ctx.summaries), entries=entries, seconds=time.perf_counter() - t0)
+
+
+def _file_sequence_bounds(ctx: Context, lowest: dict[str, manifest_list_rules.Listing]) -> None:
+    """Entries' file sequence numbers against the lowest sequence number of the snapshots listing them."""
+    if ctx.metadata.format_version < 2:
+        return
+    for path, listing in lowest.items():
+        s = ctx.summaries.get(path)
+        if s is not None and s.max_file_sequence_number is not None \
+                and s.max_file_sequence_number > listing.sequence_number:
+            snap = listing.snapshot
+            ctx.reporter.report(manifest_rules.SEQUENCE_ORDER, path,
+                                f"file sequence number {s.max_file_sequence_number} is above snapshot "
+                                f"{snap.snapshot_id}'s sequence number {snap.sequence_number}",
+                                entry=s.max_file_sequence_entry, file_sequence_number=s.max_file_sequence_number,
+                                snapshot_sequence_number=snap.sequence_number)
+
+
+def _fetch_lists(ctx: Context, pool: ThreadPoolExecutor,
+                 snapshots: list[Snapshot]) -> Iterator[tuple[Snapshot, bytes | NotFoundError | None]]:
+    """Each snapshot with its manifest list's bytes, fetched a few snapshots ahead in threads."""
+
+    def fetch(path: str) -> bytes | NotFoundError:
+        try:
+            return ctx.io.read(path)
+        except NotFoundError as e:  # a finding, reported by read_list
+            return e
+
+    pending: deque[tuple[Snapshot, Future[bytes | NotFoundError] | None]] = deque()
+    it = iter(snapshots)
+
+    def submit() -> None:
+        snap = next(it, None)
+        if snap is not None:
+            pending.append((snap, pool.submit(fetch, snap.manifest_list) if snap.manifest_list else None))
+
+    for _ in range(_AHEAD):
+        submit()
+    while pending:
+        snap, fut = pending.popleft()
+        submit()
+        yield snap, (fut.result() if fut is not None else None)
+
+
+def _check_snapshots(ctx: Context, snapshots: list[Snapshot]) -> None:
+    """Snapshot by snapshot: its list, the manifests no earlier snapshot listed, then the per-snapshot rules.
+
+    Only per-manifest summaries are kept, never whole manifest lists, so memory stays small with
+    thousands of snapshots; each manifest is read once however many snapshots list it.
+    """
+    checked: set[str] = set()
+    lowest: dict[str, manifest_list_rules.Listing] = {}
+    with (progress.task("checking snapshots", len(snapshots)) as advance,
+          ThreadPoolExecutor(max_workers=DEFAULT_WORKERS) as pool):
+        for snap, data in _fetch_lists(ctx, pool, snapshots):
+            advance(1)
+            manifests = manifest_list_rules.read_list(ctx, snap, data)
+            if manifests is None:
+                continue
+            new: list[tuple[str | None, int, ManifestFile]] = []
+            for i, m in enumerate(manifests):
+                if m.manifest_path not in checked:
+                    checked.add(m.manifest_path)
+                    if manifest_list_rules.check_manifest_file(ctx, snap.manifest_list, m, i):
+                        new.append((snap.manifest_list, i, m))
+            _read_manifests(ctx, pool, new)
+            manifest_list_rules.check_snapshot_list(ctx, snap, manifests)
+            manifest_list_rules.note_listings(snap, manifests, lowest)
+            delete_rules.check_snapshot_deletes(ctx, snap, manifests)
+    manifest_list_rules.check_sequence_bounds(ctx, lowest)
+    _file_sequence_bounds(ctx, lowest)
+
+
+def _read_manifests(ctx: Context, pool: ThreadPoolExecutor, todo: list[tuple[str | None, int, ManifestFile]]) -> None:
+    """Check each manifest of ``todo``; reads run ahead in the pool's threads, checks in this one."""
+    pending: deque[tuple[str | None, int, ManifestFile, Future[bytes]]] = deque()
+    it = iter(todo)
+
+    def submit() -> None:
+        nxt = next(it, None)
+        if nxt is not None:
+            pending.append((*nxt, pool.submit(ctx.io.read, nxt[2].manifest_path)))
+
+    for _ in range(_AHEAD):
+        submit()
+    while pending:
+        list_path, i, m, fut = pending.popleft()
+        data = fut.result()
+        submit()
+        ctx.summaries[m.manifest_path] = manifest_rules.check_manifest(ctx, list_path, m, i, data)

@@ -1,0 +1,82 @@
+"""What the rule areas share during one validation run: the table, the reporter and read caches."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from icectl.errors import IcectlError, NotFoundError
+from icectl.puffin import PuffinFileMetadata, read_puffin_footer
+from icectl.spec.manifest import ManifestFile
+from icectl.spec.metadata import TableMetadata
+from icectl.spec.schema import Schema
+from icectl.storage import FileIO
+from icectl.validate.rules import Reporter
+
+
+@dataclass
+class LiveFile:
+    """A live data or delete file, for the per-snapshot and ``--deep`` checks."""
+
+    path: str
+    size: int
+    record_count: int
+    file_format: str
+    content: int
+    entry: str
+
+
+@dataclass
+class ManifestSummary:
+    """What the per-snapshot checks need from one manifest, kept after its entries are gone."""
+
+    manifest: ManifestFile
+    entries: int = 0
+    max_file_sequence_number: int | None = None
+    max_file_sequence_entry: str | None = None
+    live_data_files: list[str] = field(default_factory=list)
+    live_data_ordinals: list[int] = field(default_factory=list)  # each live data file's row in the manifest
+    # (referenced data file, entry) of live DVs and of live position delete files naming one file
+    dv_targets: list[tuple[str, str]] = field(default_factory=list)
+    position_delete_targets: list[tuple[str, str]] = field(default_factory=list)
+    live_files: list[LiveFile] = field(default_factory=list)  # only with --deep
+    # v3: rows of data files written with a null first_row_id, i.e. the ids the manifest's own
+    # first_row_id hands out by inheritance (its real row-id range; files with ids keep theirs)
+    inherited_rows: int = 0
+    # v3: row-id ranges of live data files written with their own first_row_id, adjacent ones merged
+    explicit_row_ids: list[tuple[int, int]] = field(default_factory=list)
+
+
+@dataclass
+class Context:
+    metadata: TableMetadata
+    io: FileIO
+    metadata_location: str
+    reporter: Reporter
+    deep: bool = False
+    raw: dict[str, Any] | None = None  # the metadata JSON as read
+    summaries: dict[str, ManifestSummary] = field(default_factory=dict)
+    _puffin: dict[str, PuffinFileMetadata | IcectlError] = field(default_factory=dict)
+    _schemas: dict[str, Schema | None] = field(default_factory=dict)
+
+    def puffin_footer(self, path: str) -> PuffinFileMetadata | IcectlError:
+        """The footer of a Puffin file, read once; an error is returned (the caller reports it)."""
+        if path not in self._puffin:
+            try:
+                size = self.io.size(path)
+                self._puffin[path] = read_puffin_footer(lambda off, n: self.io.read_range(path, off, n), size)
+            except (IcectlError, FileNotFoundError) as e:
+                self._puffin[path] = e if isinstance(e, IcectlError) else NotFoundError(str(e), path=path)
+        return self._puffin[path]
+
+    def manifest_schema(self, schema_json: str | None) -> Schema | None:
+        """The table schema a manifest was written with (its ``schema`` key), parsed once per text."""
+        if schema_json is None:
+            return None
+        if schema_json not in self._schemas:
+            try:
+                self._schemas[schema_json] = Schema.from_json(json.loads(schema_json))
+            except (ValueError, IcectlError, TypeError, KeyError):
+                self._schemas[schema_json] = None
+        return self._schemas[schema_json]

@@ -1,0 +1,267 @@
+"""Rules on manifests and their entries (spec "Manifests", "Manifest Entry Fields", Appendix B and D)."""
+
+from __future__ import annotations
+
+import dataclasses
+import decimal
+import uuid
+from typing import Any
+
+from icectl.avro_manifests import read_manifest, read_manifest_metadata
+from icectl.errors import IcectlError
+from icectl.scan import partition_type
+from icectl.spec.manifest import DataFileContent, ManifestContent, ManifestEntry, ManifestEntryStatus, ManifestFile
+from icectl.spec.partitioning import PartitionSpec
+from icectl.spec.schema import IcebergType, PrimitiveType, Schema, StructType
+from icectl.spec.transforms import BucketTransform, IdentityTransform
+from icectl.spec.values import from_bytes
+from icectl.validate import delete_rules
+from icectl.validate.context import Context, LiveFile, ManifestSummary
+from icectl.validate.manifest_list_rules import EntryTotals, PartitionStats, check_against_entries
+from icectl.validate.rules import Severity, entry_name, rule
+
+E, W = Severity.ERROR, Severity.WARNING
+
+SCHEMA_ID_KEY = rule("manifest.schema-id-key", W,
+                     "the manifest's metadata has a 'schema-id' key (Iceberg Java does not write one)", "Manifests")
+METADATA_KEYS = rule("manifest.metadata-keys", E,
+                     "the manifest's metadata has schema, partition-spec, partition-spec-id and, from v2, "
+                     "format-version and content", "Manifests")
+SPEC_ID = rule("manifest.partition-spec-id", E,
+               "the manifest's partition-spec-id equals the manifest list's partition_spec_id", "Manifests")
+CONTENT = rule("manifest.content", E, "a data manifest holds only data files, a delete manifest only delete files",
+               "Manifests")
+PARTITION_TUPLE = rule("manifest.partition-tuple", E,
+                       "every entry's partition tuple has the spec's fields with values of their types",
+                       "Partitioning; Manifests")
+EXPLICIT_SEQUENCE = rule("manifest.explicit-sequence-numbers", E,
+                         "EXISTING and DELETED entries carry explicit data and file sequence numbers (v2+)",
+                         "Sequence Number Inheritance")
+SEQUENCE_ORDER = rule("manifest.sequence-number-order", E,
+                      "data sequence number <= file sequence number <= the snapshot's sequence number",
+                      "Sequence Numbers")
+ADDED_SNAPSHOT = rule("manifest.added-by-snapshot", E,
+                      "ADDED entries belong to the snapshot that added the manifest", "Manifest Entry Fields")
+BOUNDS_DECODE = rule("manifest.bounds-decode", E,
+                     "lower and upper bounds decode as values of their column's type", "Appendix D")
+BOUNDS_ORDER = rule("manifest.bounds-order", E, "every column's lower bound is <= its upper bound",
+                    "Manifest Entry Fields")
+IDENTITY_BOUNDS = rule("manifest.identity-partition-bounds", E,
+                       "an identity partition value equals its column's bounds when they are exact (lower == upper)",
+                       "Partition Transforms")
+BUCKET_BOUNDS = rule("manifest.bucket-partition-bounds", E,
+                     "a bucket partition value equals the bucket (Murmur3) of its column's exact bound",
+                     "Bucket Transform Details; Appendix B")
+
+_INTS = {"int", "long", "date", "time", "timestamp", "timestamptz", "timestamp_ns", "timestamptz_ns"}
+_ORDERED = _INTS | {"float", "double", "string", "binary", "fixed", "decimal", "boolean"}
+
+
+def _value_fits(t: IcebergType, v: Any) -> bool:
+    if v is None:
+        return True
+    name = t.name if isinstance(t, PrimitiveType) else ""
+    if name == "boolean":
+        return isinstance(v, bool)
+    if name in _INTS:
+        return isinstance(v, int) and not isinstance(v, bool)
+    if name in ("float", "double"):
+        return isinstance(v, float)
+    if name == "string":
+        return isinstance(v, str)
+    if name in ("binary", "fixed"):
+        return isinstance(v, (bytes, bytearray))
+    if name == "decimal":
+        return isinstance(v, decimal.Decimal)
+    if name == "uuid":
+        return isinstance(v, uuid.UUID)
+    return name != "unknown"
+
+
+def check_manifest(ctx: Context, list_path: str | None, m: ManifestFile, ordinal: int, data: bytes) -> ManifestSummary:
+    """Every entry rule over one manifest, then the list row against the entries; entries are not kept."""
+    md, rep = ctx.metadata, ctx.reporter
+    path = m.manifest_path
+    summary = ManifestSummary(m)
+    try:
+        kv = read_manifest_metadata(data)
+    except IcectlError as e:
+        e.path = e.path or path
+        e.message = f"{e.message} in {path}" if path not in e.message else e.message
+        raise
+    if "schema-id" not in kv:
+        rep.report(SCHEMA_ID_KEY, path, "manifest metadata has no 'schema-id' key", key="schema-id")
+    required = ["schema", "partition-spec", "partition-spec-id"]
+    if md.format_version >= 2:
+        required += ["format-version", "content"]
+    for key in required:
+        if key not in kv:
+            rep.report(METADATA_KEYS, path, f"manifest metadata lacks the {key!r} key", key=key)
+    if "partition-spec-id" in kv and kv["partition-spec-id"] != str(m.partition_spec_id):
+        rep.report(SPEC_ID, path, f"manifest says partition-spec-id {kv['partition-spec-id']}, the manifest list "
+                   f"says {m.partition_spec_id}", manifest=kv["partition-spec-id"], listed=m.partition_spec_id)
+    ptype = partition_type(md, m.partition_spec_id)
+    spec = md.spec_by_id(m.partition_spec_id)
+    assert spec is not None  # checked by check_manifest_file
+    schema = ctx.manifest_schema(kv.get("schema")) or md.schema()
+    totals = EntryTotals(partitions=[PartitionStats() for _ in ptype.fields])
+    checker = _EntryChecker(ctx, m, spec, ptype, schema, summary, totals)
+    # Read without the manifest's first_row_id, so entries show the first_row_id they were written
+    # with (no entry rule uses the inherited value): a null one draws on the manifest's range.
+    as_written = dataclasses.replace(m, first_row_id=None)
+    try:
+        for i, e in enumerate(read_manifest(data, manifest=as_written, partition_type=ptype,
+                                            format_version=md.format_version)):
+            checker.check(i, e)
+            df = e.data_file
+            if df.content == DataFileContent.DATA:
+                if df.first_row_id is None:
+                    summary.inherited_rows += df.record_count
+                elif e.is_live:
+                    summary.explicit_row_ids.append((df.first_row_id, df.first_row_id + df.record_count))
+    except IcectlError as e:
+        e.path = e.path or path
+        e.message = f"{e.message} in {path}" if path not in e.message else e.message
+        raise
+    check_against_entries(ctx, list_path, m, ordinal, totals, ptype, kv.get("content"))
+    summary.explicit_row_ids = _merge_adjacent(summary.explicit_row_ids)
+    return summary
+
+
+def _merge_adjacent(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Touching ranges as one (a manifest's files usually hold one run of ids); overlaps stay apart
+    so the per-snapshot check still sees them."""
+    out: list[tuple[int, int]] = []
+    for start, end in sorted(ranges):
+        if out and out[-1][1] == start:
+            out[-1] = (out[-1][0], end)
+        else:
+            out.append((start, end))
+    return out
+
+
+class _EntryChecker:
+    def __init__(self, ctx: Context, m: ManifestFile, spec: PartitionSpec, ptype: StructType, schema: Schema,
+                 summary: ManifestSummary, totals: EntryTotals) -> None:
+        self.ctx, self.rep, self.m = ctx, ctx.reporter, m
+        self.ptype, self.schema, self.summary, self.totals = ptype, schema, summary, totals
+        self.version = ctx.metadata.format_version
+        self.types = [f.field_type for f in ptype.fields]
+        # (position in the tuple, source column id, transform) of identity and bucket fields
+        self.derived = [(i, f.source_id, f.transform) for i, f in enumerate(spec.fields)
+                        if isinstance(f.transform, (IdentityTransform, BucketTransform))]
+        self._types: dict[int, IcebergType | None] = {}
+        self.on_bounds = self.rep.any_on(BOUNDS_DECODE, BOUNDS_ORDER, IDENTITY_BOUNDS, BUCKET_BOUNDS)
+
+    def _type(self, field_id: int) -> IcebergType | None:
+        if field_id in self._types:  # asked once per bound of every entry: cache
+            return self._types[field_id]
+        t = self.schema.find_type(field_id)
+        if t is None:
+            for s in reversed(self.ctx.metadata.schemas):
+                t = s.find_type(field_id)
+                if t is not None:
+                    break
+        self._types[field_id] = t
+        return t
+
+    def check(self, i: int, e: ManifestEntry) -> None:
+        rep, m, df, path = self.rep, self.m, e.data_file, self.m.manifest_path
+        where = entry_name(path, i)
+        totals = self.totals
+        totals.files[e.status] += 1
+        self.summary.entries += 1
+        totals.rows[e.status] += df.record_count
+        if e.is_live and e.sequence_number is not None and (
+                totals.min_live_sequence_number is None or e.sequence_number < totals.min_live_sequence_number):
+            totals.min_live_sequence_number = e.sequence_number
+        is_data = df.content == DataFileContent.DATA
+        if is_data != (m.content == ManifestContent.DATA):
+            rep.report(CONTENT, path, f"{m.content.name.lower()} manifest holds a {df.content.name} file "
+                       f"{df.file_path}", entry=where, manifest_content=m.content.name, file_content=df.content.name)
+        partition = df.partition or ()
+        if len(partition) != len(self.types) or not all(
+                _value_fits(t, v) for t, v in zip(self.types, partition, strict=False)):
+            rep.report(PARTITION_TUPLE, path, f"partition {partition!r} of {df.file_path} does not match the "
+                       f"spec's type {self.ptype}", entry=where, partition=list(partition),
+                       partition_type=str(self.ptype))
+        else:
+            for stats, v in zip(totals.partitions, partition, strict=True):
+                stats.update(v)
+        if self.version >= 2 and e.status != ManifestEntryStatus.ADDED and (
+                e.sequence_number is None or e.file_sequence_number is None):
+            rep.report(EXPLICIT_SEQUENCE, path, f"{e.status.name} entry for {df.file_path} has no explicit "
+                       "sequence number", entry=where, status=e.status.name, sequence_number=e.sequence_number,
+                       file_sequence_number=e.file_sequence_number)
+        if e.sequence_number is not None and e.file_sequence_number is not None \
+                and e.sequence_number > e.file_sequence_number:
+            rep.report(SEQUENCE_ORDER, path, f"data sequence number {e.sequence_number} of {df.file_path} is above "
+                       f"its file sequence number {e.file_sequence_number}", entry=where,
+                       sequence_number=e.sequence_number, file_sequence_number=e.file_sequence_number)
+        fseq = e.file_sequence_number if e.file_sequence_number is not None else e.sequence_number
+        s = self.summary
+        if fseq is not None and (s.max_file_sequence_number is None or fseq > s.max_file_sequence_number):
+            s.max_file_sequence_number, s.max_file_sequence_entry = fseq, where
+        if e.status == ManifestEntryStatus.ADDED and e.snapshot_id != m.added_snapshot_id:
+            rep.report(ADDED_SNAPSHOT, path, f"ADDED entry for {df.file_path} has snapshot_id {e.snapshot_id}, the "
+                       f"manifest was added by {m.added_snapshot_id}", entry=where, snapshot_id=e.snapshot_id,
+                       added_snapshot_id=m.added_snapshot_id)
+        if self.on_bounds:
+            self._bounds(e, where, partition)
+        if e.is_live:
+            if is_data:
+                s.live_data_files.append(df.file_path)
+            if self.ctx.deep:
+                s.live_files.append(LiveFile(df.file_path, df.file_size_in_bytes, df.record_count,
+                                             df.file_format, int(df.content), where))
+        if not is_data:
+            delete_rules.check_delete_entry(self.ctx, e, where, s, self.schema)
+
+    def _bounds(self, e: ManifestEntry, where: str, partition: tuple[Any, ...]) -> None:
+        rep, df, path = self.rep, e.data_file, self.m.manifest_path
+        lowers: dict[int, Any] = {}
+        uppers: dict[int, Any] = {}
+        for label, raw_bounds, out in (("lower", df.lower_bounds, lowers), ("upper", df.upper_bounds, uppers)):
+            for fid, raw in (raw_bounds or {}).items():
+                t = self._type(fid)
+                if t is None or not t.is_primitive:
+                    continue
+                try:
+                    out[fid] = from_bytes(t, raw)
+                except (IcectlError, ValueError) as err:
+                    rep.report(BOUNDS_DECODE, path, f"{label} bound of column {fid} in {df.file_path} is not a {t}: "
+                               f"{getattr(err, 'message', err)}", entry=where, field_id=fid, type=str(t),
+                               bound=bytes(raw).hex())
+        for fid, lo in lowers.items():
+            hi = uppers.get(fid)
+            t = self._type(fid)
+            if hi is None or t is None or not isinstance(t, PrimitiveType) or t.name not in _ORDERED:
+                continue
+            if isinstance(lo, float) and (lo != lo or hi != hi):  # NaN bounds compare with nothing
+                continue
+            # Java orders strings by UTF-16 code units (Comparators.charSequences), not code points.
+            if (lo.encode("utf-16-be") > hi.encode("utf-16-be")) if isinstance(lo, str) else lo > hi:
+                rep.report(BOUNDS_ORDER, path, f"column {fid} of {df.file_path}: lower bound {lo!r} > upper bound "
+                           f"{hi!r}", entry=where, field_id=fid, lower=lo, upper=hi)
+        if len(partition) != len(self.types):
+            return
+        for pos, source_id, transform in self.derived:
+            lo, hi = lowers.get(source_id), uppers.get(source_id)
+            value = partition[pos]
+            source_type = self._type(source_id)
+            if lo is None or lo != hi or source_type is None or getattr(source_type, "name", "") in ("float", "double"):
+                continue
+            if isinstance(transform, IdentityTransform):
+                if value != lo:
+                    rep.report(IDENTITY_BOUNDS, path, f"identity partition value {value!r} of {df.file_path} differs "
+                               f"from column {source_id}'s exact bound {lo!r}", entry=where, partition_value=value,
+                               bound=lo, field_id=source_id)
+            else:
+                try:
+                    expected = transform.apply(lo, source_type)
+                except (ValueError, TypeError):
+                    continue
+                if value != expected:
+                    rep.report(BUCKET_BOUNDS, path, f"bucket partition value {value!r} of {df.file_path} is not "
+                               f"{transform}({lo!r}) = {expected}", entry=where, partition_value=value,
+                               expected=expected, bound=lo, field_id=source_id)
