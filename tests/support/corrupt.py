@@ -12,19 +12,17 @@ from __future__ import annotations
 
 import io
 import json
-import struct
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import fastavro
 
-from icectl.puffin import MAGIC, read_puffin_footer
 from icectl.scan import manifests_of
 from icectl.spec.manifest import ManifestFile
 from icectl.spec.metadata import TableMetadata
 from icectl.storage import FileIO
-from support.s3 import _PathMapper, _read_raw_avro, _write_avro, relocate_table
+from support.s3 import _read_raw_avro, _write_avro, relocate_table
 
 Records = list[dict[str, Any]]
 
@@ -36,37 +34,9 @@ def _put(url: str, data: bytes) -> None:
 
 
 def copy_table(src: Path, dst: Path) -> Path:
-    """A private copy of the table directory ``src`` at ``dst`` (every path in it rewritten).
-
-    Puffin footers name the data file of each DV (``referenced-data-file``), so they are rewritten
-    too, and the new Puffin sizes are set in the manifests (DV blob offsets do not move).
-    """
+    """A private copy of the table directory ``src`` at ``dst`` (every path in it rewritten, DV
+    Puffin footers included: see :func:`support.s3.relocate_table`)."""
     relocate_table(Path(src), str(dst), _put)
-    mapper = _PathMapper(Path(src), str(dst))
-    sizes: dict[str, int] = {}
-    for puffin in dst.rglob("*.puffin"):
-        data = puffin.read_bytes()
-        footer = read_puffin_footer(data)
-        start = len(data) - footer.footer_size
-        doc = json.loads(data[start + 4:start + footer.footer_size - 12])
-        for blob in doc["blobs"]:
-            props = blob.get("properties") or {}
-            if "referenced-data-file" in props:
-                props["referenced-data-file"] = mapper(props["referenced-data-file"])
-        payload = json.dumps(doc, separators=(",", ":")).encode()
-        new = data[:start] + MAGIC + payload + struct.pack("<iI", len(payload), 0) + MAGIC
-        puffin.write_bytes(new)
-        sizes[str(puffin)] = len(new)
-    for manifest in (dst / "metadata").glob("*.avro"):
-        if manifest.name.startswith("snap-"):
-            continue
-        records = read_avro(manifest)[2]
-        if any(r["data_file"]["file_path"] in sizes for r in records):
-            def fix(_schema: dict[str, Any], _meta: dict[str, bytes], rs: Records) -> None:
-                for r in rs:
-                    if r["data_file"]["file_path"] in sizes:
-                        r["data_file"]["file_size_in_bytes"] = sizes[r["data_file"]["file_path"]]
-            edit_manifest(dst, str(manifest), fix)
     return dst
 
 

@@ -20,6 +20,7 @@ import io
 import json
 import logging
 import socket
+import struct
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -28,6 +29,9 @@ from typing import Any
 from urllib.parse import urlparse
 
 import pytest
+
+from icectl.puffin import MAGIC as PUFFIN_MAGIC
+from icectl.puffin import read_puffin_footer
 
 HOST = "127.0.0.1"  # loopback only: tests never talk to anything else
 ACCESS_KEY = "icectl-test-key"  # moto accepts any credentials; these only have to exist
@@ -164,6 +168,7 @@ _MANIFEST_LENGTH_ID = 501
 _DATA_FILE_ID = 2
 _FILE_PATH_ID = 100
 _REFERENCED_DATA_FILE_ID = 143
+_FILE_SIZE_ID = 104
 
 # Keys of the metadata JSON that must name a file of the table (anything else is left alone
 # unless it starts with the table location, e.g. write.data.path).
@@ -305,18 +310,41 @@ def _avro_kind(data: bytes) -> str:
     return "other"
 
 
-def _rewrite_manifest(data: bytes, mapper: _PathMapper) -> bytes:
+def _rewrite_manifest(data: bytes, mapper: _PathMapper, sizes: dict[str, int]) -> bytes:
     schema, meta, sync, records = _read_raw_avro(data)
     df_field = _field_name(schema, _DATA_FILE_ID, "data_file")
     df_schema = _record_type(next(f["type"] for f in schema["fields"] if f["name"] == df_field))
     path_field = _field_name(df_schema, _FILE_PATH_ID, "file_path")
+    size_field = _field_name(df_schema, _FILE_SIZE_ID, "file_size_in_bytes")
     ref_field = _field_name(df_schema, _REFERENCED_DATA_FILE_ID, "referenced_data_file")
     for rec in records:
         df = rec[df_field]
         df[path_field] = mapper(df[path_field])
+        if df[path_field] in sizes:  # a Puffin file whose footer was rewritten
+            df[size_field] = sizes[df[path_field]]
         if df.get(ref_field) is not None:
             df[ref_field] = mapper(df[ref_field])
     return _write_avro(schema, meta, sync, records)
+
+
+def _rewrite_puffin(data: bytes, mapper: _PathMapper) -> bytes:
+    """A DV's footer names its data file (``referenced-data-file``): relocate that name too.
+
+    Blob offsets do not move (only the footer changes); the footer is written uncompressed.
+    """
+    footer = read_puffin_footer(data)
+    start = len(data) - footer.footer_size
+    doc = json.loads(data[start + 4:start + footer.footer_size - 12])
+    changed = False
+    for blob in doc.get("blobs", ()):
+        props = blob.get("properties") or {}
+        if "referenced-data-file" in props:
+            props["referenced-data-file"] = mapper(props["referenced-data-file"])
+            changed = True
+    if not changed:
+        return data
+    payload = json.dumps(doc, separators=(",", ":")).encode()
+    return data[:start] + PUFFIN_MAGIC + payload + struct.pack("<iI", len(payload), 0) + PUFFIN_MAGIC
 
 
 def _rewrite_manifest_list(data: bytes, mapper: _PathMapper, lengths: dict[str, int]) -> bytes:
@@ -343,8 +371,10 @@ def relocate_table(src_table_dir: Path, dst_location: str, fs_put: FsPut) -> str
     stores one object (it is called from several threads).  Metadata JSON (plain or gzip) gets
     every path under the table directory rewritten; manifests and manifest lists are re-encoded
     with their own writer schema, codec and key-value metadata, with new ``file_path``,
-    ``referenced_data_file``, ``manifest_path`` and ``manifest_length``.  Everything else (data,
-    Puffin, statistics, ``version-hint.text``) is copied byte for byte; Hadoop ``.crc`` side files
+    ``referenced_data_file``, ``manifest_path`` and ``manifest_length``; Puffin deletion-vector
+    files get their footers' ``referenced-data-file`` rewritten (and their new sizes recorded in
+    the manifests).  Everything else (data, statistics, ``version-hint.text``) is copied byte for
+    byte; Hadoop ``.crc`` side files
     are skipped.  Works for format v1-v3.  Returns the new table location.
     """
     src = Path(src_table_dir)
@@ -368,10 +398,16 @@ def relocate_table(src_table_dir: Path, dst_location: str, fs_put: FsPut) -> str
         else:
             plain.append((url, data))
 
-    out: list[tuple[str, bytes]] = list(plain)
+    out: list[tuple[str, bytes]] = []
+    sizes: dict[str, int] = {}
+    for url, data in plain:
+        if url.endswith(".puffin"):
+            data = _rewrite_puffin(data, mapper)
+            sizes[url] = len(data)
+        out.append((url, data))
     lengths: dict[str, int] = {}
     for url, data in manifests:
-        new = _rewrite_manifest(data, mapper)
+        new = _rewrite_manifest(data, mapper, sizes)
         lengths[url] = len(new)
         out.append((url, new))
     out.extend((url, _rewrite_manifest_list(data, mapper, lengths)) for url, data in manifest_lists)
