@@ -7,8 +7,19 @@ The v4 twin is the same table after ``icectl upgrade --to 4`` (its time is print
 * append one file: ``icectl add-files`` of one small Parquet file (v3: a manifest, a manifest list
   and the table metadata; v4: one root and the table metadata);
 * remove one file: v4 ``icectl remove-files`` (one root with a manifest DV); v3 as Iceberg Java's
-  ``DeleteFiles`` commits it (icectl has no v3 remove-files): the manifest holding the file is
-  rewritten with it DELETED, plus a new manifest list and the table metadata.
+  ``DeleteFiles`` commits it (icectl has no v3 remove-files), in two variants:
+
+  - Java's defaults (``commit.manifest-merge.enabled=true``, ``min-count-to-merge`` 100): the
+    manifest holding the file is rewritten with it DELETED (ManifestFilterManager), then
+    ManifestMergeManager bin-packs the 100 manifests (8 MiB target): one bin of 100 manifests,
+    not below the minimum count, so all are merged into ONE manifest of every entry; the
+    filtered manifest is deleted after the commit (counted in the bytes written, not the files).
+    Real Spark 3.5 / Iceberg 1.10.2 does this: a whole-file DELETE on a table of 100 one-file
+    manifests leaves one manifest (99 EXISTING, 1 DELETED);
+  - ``commit.manifest-merge.enabled=false``: the rewritten manifest and a new manifest list.
+
+File names are Spark's (``00000-0-<uuid>-0-00001.parquet``, ``<uuid>-m0.avro``) unless
+``--short-names`` (``f-000123.parquet``, which compresses far better than real tables' names).
 
 ``--upgrade-manifests N`` also times ``upgrade --to 4`` on a table of N one-file manifests
 (the issue asks for 10,000). ``--s3`` runs on moto's S3 server (127.0.0.1) as well as local disk.
@@ -23,6 +34,7 @@ import argparse
 import sys
 import tempfile
 import time
+import uuid
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -49,6 +61,7 @@ from icectl.spec.manifest import (  # noqa: E402
     ManifestContent,
     ManifestEntry,
     ManifestEntryStatus,
+    ManifestFile,
 )
 from icectl.spec.snapshots import Snapshot  # noqa: E402
 from icectl.spec.values import to_bytes  # noqa: E402
@@ -57,10 +70,12 @@ from icectl.table import Table, load_table  # noqa: E402
 from icectl.upgrade import upgrade  # noqa: E402
 
 SCHEMA = "id long, ts timestamptz, name string"
+TARGET_MANIFEST_BYTES = 8 * 1024 * 1024  # commit.manifest.target-size-bytes
+MIN_COUNT_TO_MERGE = 100  # commit.manifest.min-count-to-merge
 DAY_US = 86_400_000_000
 
 
-def build(location: str, io: FileIO, files: int, manifests: int) -> Table:
+def build(location: str, io: FileIO, files: int, manifests: int, short_names: bool = False) -> Table:
     """A v3 table with one append snapshot of ``files`` synthetic data files in ``manifests`` manifests."""
     schema = parse_schema(SCHEMA, format_version=3)
     spec = parse_partition_spec("days(ts)", schema)
@@ -77,7 +92,7 @@ def build(location: str, io: FileIO, files: int, manifests: int) -> Table:
         entries = []
         for i in range(m * per, min(files, (m + 1) * per)):
             day = 19700 + i % 30
-            df = DataFile(DataFileContent.DATA, f"{location}/data/ts_day={day}/f-{i:06d}.parquet", "PARQUET", (day,),
+            df = DataFile(DataFileContent.DATA, data_path(location, i, short_names), "PARQUET", (day,),
                           1000, 40_000, column_sizes={1: 8000, 2: 8000, 3: 20000},
                           value_counts={1: 1000, 2: 1000, 3: 1000}, null_value_counts={1: 0, 2: 0, 3: 0},
                           lower_bounds={1: to_bytes(schema.find_type(1), i * 1000), 3: b"name-a"},
@@ -86,7 +101,7 @@ def build(location: str, io: FileIO, files: int, manifests: int) -> Table:
             entries.append(ManifestEntry(ManifestEntryStatus.ADDED, sid, None, None, df))
         w = write_manifest(entries, schema=md.schema(), spec=md.spec(), partition_type=ptype, format_version=3,
                            content=ManifestContent.DATA, snapshot_id=sid)
-        path = join(location, "metadata", f"bench-m{m}.avro")
+        path = join(location, "metadata", f"bench-m{m}.avro" if short_names else f"{uuid.uuid4()}-m0.avro")
         io.write(path, w.data)
         rows.append(w.to_manifest_file(path, len(w.data), 0, sid, -1))
     lst = write_manifest_list(rows, format_version=3, snapshot_id=sid, parent_snapshot_id=None, sequence_number=1,
@@ -101,33 +116,78 @@ def build(location: str, io: FileIO, files: int, manifests: int) -> Table:
     return table
 
 
-def v3_remove_one(table: Table, path: str) -> None:
-    """Iceberg Java's DeleteFiles on v3: rewrite the manifest holding ``path``, write a new list."""
+def data_path(location: str, i: int, short_names: bool) -> str:
+    day = 19700 + i % 30
+    name = f"f-{i:06d}.parquet" if short_names else f"{i % 200:05d}-{i // 200}-{uuid.UUID(int=i)}-0-00001.parquet"
+    return f"{location}/data/ts_day={day}/{name}"
+
+
+def _pack_end(manifests: list[ManifestFile], target: int) -> list[list[ManifestFile]]:
+    """Iceberg's ListPacker(target, lookback 1).packEnd by manifest length."""
+    bins: list[list[ManifestFile]] = []
+    size = 0
+    for m in reversed(manifests):
+        if bins and size + m.manifest_length <= target:
+            bins[-1].insert(0, m)
+            size += m.manifest_length
+        else:
+            bins.append([m])
+            size = m.manifest_length
+    return bins[::-1]
+
+
+def v3_remove_one(table: Table, path: str, *, merge: bool) -> int:
+    """Iceberg Java's DeleteFiles on v3 (see the module docstring); returns the bytes of files it
+    wrote and deleted again before returning (the filtered manifest a merge replaced)."""
     md = table.metadata
     head = md.current_snapshot()
     assert head is not None
     ms = manifests_of(md, head, table.io)
     sid = new_snapshot_id(md)
     seq = md.last_sequence_number + 1
+    ptype = md.spec().partition_type(md.schema(), md.schemas)
+    metadata_dir = join(md.location or "", "metadata")
+
+    def write(entries: list[ManifestEntry]) -> ManifestFile:
+        w = write_manifest(entries, schema=md.schema(), spec=md.spec(), partition_type=ptype, format_version=3,
+                           content=ManifestContent.DATA, snapshot_id=sid)
+        new_path = join(metadata_dir, f"{uuid.uuid4()}-m{len(written)}.avro")
+        table.io.write(new_path, w.data)
+        written.append(new_path)
+        return w.to_manifest_file(new_path, len(w.data), 0, sid, -1)
+
+    written: list[str] = []
     target = None
     kept = []
     for m in ms:
         entries = [e for _, e in iter_entries(md, table.io, [m], live_only=True)]
         if target is None and any(e.data_file.file_path == path for e in entries):
             target = m
-            out = [ManifestEntry(ManifestEntryStatus.DELETED if e.data_file.file_path == path
-                                 else ManifestEntryStatus.EXISTING,
-                                 sid if e.data_file.file_path == path else e.snapshot_id,
-                                 e.sequence_number, e.file_sequence_number, e.data_file) for e in entries]
-            ptype = md.spec().partition_type(md.schema(), md.schemas)
-            w = write_manifest(out, schema=md.schema(), spec=md.spec(), partition_type=ptype, format_version=3,
-                               content=ManifestContent.DATA, snapshot_id=sid)
-            new_path = join(md.location or "", "metadata", f"bench-rm-{sid}.avro")
-            table.io.write(new_path, w.data)
-            kept.append(w.to_manifest_file(new_path, len(w.data), 0, sid, -1))
+            kept.append(write([ManifestEntry(ManifestEntryStatus.DELETED if e.data_file.file_path == path
+                                             else ManifestEntryStatus.EXISTING,
+                                             sid if e.data_file.file_path == path else e.snapshot_id,
+                                             e.sequence_number, e.file_sequence_number, e.data_file)
+                               for e in entries]))
         else:
             kept.append(m)
     assert target is not None
+    transient = 0
+    if merge:  # ManifestMergeManager.mergeGroup (one spec here)
+        first, merged = kept[0], []
+        for b in _pack_end(kept, TARGET_MANIFEST_BYTES):
+            if len(b) == 1 or (first in b and len(b) < MIN_COUNT_TO_MERGE):
+                merged += b
+                continue
+            entries = []
+            for m in b:
+                for _, e in iter_entries(md, table.io, [m]):
+                    if e.status == ManifestEntryStatus.DELETED and e.snapshot_id != sid:
+                        continue  # deletes of earlier snapshots are dropped
+                    status = e.status if e.snapshot_id == sid else ManifestEntryStatus.EXISTING
+                    entries.append(ManifestEntry(status, e.snapshot_id, e.sequence_number, e.file_sequence_number,
+                                                 e.data_file))
+            merged.append(write(entries))
+        kept = merged
     kept = [replace(m, first_row_id=None) if m.added_snapshot_id == sid else m for m in kept]
     lst = write_manifest_list(kept, format_version=3, snapshot_id=sid, parent_snapshot_id=head.snapshot_id,
                               sequence_number=seq, first_row_id=md.next_row_id)
@@ -137,6 +197,11 @@ def v3_remove_one(table: Table, path: str) -> None:
                     summary={"operation": "delete"}, schema_id=0, first_row_id=md.next_row_id,
                     added_rows=lst.added_rows)
     commit(table, lambda base: add_snapshot(base, snap))
+    for p in written:  # Java's cleanUncommitted: manifests the committed list does not use
+        if p not in {m.manifest_path for m in kept}:
+            transient += table.io.size(p)
+            table.io.delete(p)
+    return transient
 
 
 def listing(io: FileIO, location: str) -> dict[str, int]:
@@ -145,41 +210,45 @@ def listing(io: FileIO, location: str) -> dict[str, int]:
 
 
 def measure(io: FileIO, location: str, fn: Any) -> tuple[int, str, float]:
+    """Files the operation leaves behind, and the bytes it wrote (with any it deleted again)."""
     before = listing(io, location)
     t0 = time.perf_counter()
-    fn()
+    result = fn()
+    transient = result if isinstance(result, int) else 0  # v3_remove_one's deleted-again bytes
     seconds = time.perf_counter() - t0
     after = listing(io, location)
     new = {p: s for p, s in after.items() if p not in before and not p.endswith("version-hint.text")}
-    avro = sum(s for p, s in new.items() if p.endswith(".avro"))
-    return len(new), f"{sum(new.values())} ({avro} Avro)", seconds
+    avro = sum(s for p, s in new.items() if p.endswith(".avro")) + transient
+    return len(new), f"{sum(new.values()) + transient} ({avro} Avro)", seconds
 
 
 def run(where: str, base: str, io: FileIO, args: argparse.Namespace, small: str) -> list[tuple[str, ...]]:
     out = []
-    for version in (3, 4):
-        loc = f"{base}/v{version}"
+    short = args.short_names
+    victim_index = args.files // 2
+    for version, label in ((3, "v3"), (3, "v3, no merge"), (4, "v4")):
+        loc = f"{base}/{label.replace(', ', '-').replace(' ', '-')}"
         t0 = time.perf_counter()
-        table = build(loc, io, args.files, args.manifests)
+        table = build(loc, io, args.files, args.manifests, short)
         built = time.perf_counter() - t0
         if version == 4:
             n, b, s = measure(io, loc, lambda t=table: upgrade(t, 4))
             out.append((where, "v4", f"upgrade ({args.manifests} manifests)", str(n), str(b), f"{s:.2f}"))
         table = load_table(loc, Config(catalogs={}), io)
-        n, b, s = measure(io, loc, lambda t=table: add_files(t, [small]))
-        out.append((where, f"v{version}", "append 1 file", str(n), str(b), f"{s:.2f}"))
-        i = args.files // 2
-        victim = f"{loc}/data/ts_day={19700 + i % 30}/f-{i:06d}.parquet"
+        if label != "v3, no merge":  # add-files is a fast append either way
+            n, b, s = measure(io, loc, lambda t=table: add_files(t, [small]))
+            out.append((where, label, "append 1 file", str(n), str(b), f"{s:.2f}"))
+        victim = data_path(loc, victim_index, short)
         table = load_table(loc, Config(catalogs={}), io)
         if version == 4:
             n, b, s = measure(io, loc, lambda t=table, v=victim: remove_files(t, [v]))
         else:
-            n, b, s = measure(io, loc, lambda t=table, v=victim: v3_remove_one(t, v))
-        out.append((where, f"v{version}", "remove 1 file", str(n), str(b), f"{s:.2f}"))
-        print(f"  [{where} v{version}: table built in {built:.1f}s]", file=sys.stderr)
+            n, b, s = measure(io, loc, lambda t=table, v=victim, m=label == "v3": v3_remove_one(t, v, merge=m))
+        out.append((where, label, "remove 1 file", str(n), str(b), f"{s:.2f}"))
+        print(f"  [{where} {label}: table built in {built:.1f}s]", file=sys.stderr)
     if args.upgrade_manifests:
         loc = f"{base}/up"
-        build(loc, io, args.upgrade_manifests, args.upgrade_manifests)
+        build(loc, io, args.upgrade_manifests, args.upgrade_manifests, short)
         n, b, s = measure(io, loc, lambda: upgrade(load_table(loc, Config(catalogs={}), io), 4))
         out.append((where, "v3->v4", f"upgrade ({args.upgrade_manifests} manifests)", str(n), str(b), f"{s:.2f}"))
     return out
@@ -191,6 +260,7 @@ def main() -> None:
     p.add_argument("--manifests", type=int, default=100)
     p.add_argument("--upgrade-manifests", type=int, default=10_000)
     p.add_argument("--s3", action="store_true", help="also run on moto's S3 server")
+    p.add_argument("--short-names", action="store_true", help="f-000123.parquet instead of Spark's uuid names")
     args = p.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="bench-v4-"))
     small = tmp / "one.parquet"

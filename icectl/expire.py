@@ -11,6 +11,14 @@ Java's incremental shortcut): manifest lists, manifests, data files, delete file
 (only when no retained DV uses them), statistics and partition-statistics files. Paths are
 compared as locations (``file:///x`` is ``/x``), where Java compares strings; Hadoop's ``.crc``
 sidecars of local files go with their files, as when Spark deletes them.
+
+Format v4 (layout page section 8): a v4 snapshot reaches its root manifest, the leaves its root
+lists as live (v1-v4 manifests), the rows of each leaf not removed by that snapshot's manifest
+DV, its live root-level data and delete files, and the Puffin files of its live manifest DVs. A
+root counts as ``manifest_lists`` (it takes the manifest list's place) and a Puffin file of
+manifest DVs as ``manifest_files`` (it is part of the manifest tree), so the counts keep Spark's
+names. A leaf's rows are judged per snapshot: one snapshot's manifest DV never hides a row that
+another retained snapshot still reaches.
 """
 
 from __future__ import annotations
@@ -22,6 +30,8 @@ from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
+
+from pyroaring import BitMap64
 
 from icectl import progress
 from icectl.avro_manifests import read_manifest_list, scan_manifest_list_paths
@@ -38,6 +48,7 @@ from icectl.errors import (
 )
 from icectl.results import RecordResult
 from icectl.scan import iter_entries, manifests_of
+from icectl.scan_v4 import TreeFiles, leaf_rows, tree_files
 from icectl.spec.manifest import DataFileContent, ManifestFile
 from icectl.spec.metadata import TableMetadata
 from icectl.spec.snapshots import MAIN_BRANCH, Snapshot, SnapshotLogEntry, ancestors_of
@@ -241,6 +252,8 @@ class ReadCache:
     scanned: dict[str, list[str]] = field(default_factory=dict)  # the same, found by the shortcut
     manifests: dict[str, ManifestFile] = field(default_factory=dict)  # every manifest-list row built
     contents: dict[str, list[tuple[str, str]]] = field(default_factory=dict)  # manifest -> live (path, category)
+    trees: dict[str, TreeFiles] = field(default_factory=dict)  # v4 root -> what it references
+    leaf_rows: dict[str, list[tuple[str, DataFileContent, bool]]] = field(default_factory=dict)  # every row
 
 
 def _manifest_paths(md: TableMetadata, s: Snapshot, io: FileIO, cache: ReadCache, *, shortcut: bool) -> list[str]:
@@ -283,16 +296,21 @@ def _listing_manifest(path: str, md: TableMetadata, cache: ReadCache) -> Manifes
 
 def reachable_files(md: TableMetadata, snapshot_ids: Iterable[int], io: FileIO,
                     skip_manifests: set[str] | None = None,
-                    cache: ReadCache | None = None, *, shortcut: bool = False) -> tuple[FileSet, set[str]]:
-    """Every file the given snapshots reach, and the set of their manifest paths.
+                    cache: ReadCache | None = None, *, shortcut: bool = False,
+                    whole: set[str] | None = None) -> tuple[FileSet, set[str]]:
+    """Every file the given snapshots reach, and the set of their manifest paths (v4: live leaves).
 
     Each manifest list and each manifest is read once however many snapshots share it; manifests
     in ``skip_manifests`` are listed but not opened (their content is known to stay reachable).
-    ``shortcut``: see :func:`_manifest_paths`; never for the retained side.
+    ``shortcut``: see :func:`_manifest_paths`; never for the retained side. ``whole``, when given,
+    receives the manifests whose every live row these snapshots reach: all but the v4 leaves that
+    each of them reaches through a manifest DV (the only safe ``skip_manifests`` for another call).
     """
     cache = cache if cache is not None else ReadCache()
     out = FileSet()
-    snaps = [s for s in (md.snapshot_by_id(i) for i in snapshot_ids) if s is not None]
+    every = [s for s in (md.snapshot_by_id(i) for i in snapshot_ids) if s is not None]
+    snaps = [s for s in every if not s.root_manifest]
+    roots = [s for s in every if s.root_manifest]
 
     def paths_of(s: Snapshot) -> list[str]:
         return _manifest_paths(md, s, io, cache, shortcut=shortcut)
@@ -304,7 +322,10 @@ def reachable_files(md: TableMetadata, snapshot_ids: Iterable[int], io: FileIO,
                 out.add(s.manifest_list, "manifest_lists")
             manifests.update(dict.fromkeys(paths))
             advance(1)
+    leaves = _tree_reach(md, roots, io, cache, out) if roots else {}
     for p in manifests:
+        out.add(p, "manifest_files")
+    for p in leaves:
         out.add(p, "manifest_files")
     wanted = [p for p in manifests if not skip_manifests or p not in skip_manifests]
     to_read = [_listing_manifest(p, md, cache) for p in wanted if p not in cache.contents]
@@ -315,7 +336,61 @@ def reachable_files(md: TableMetadata, snapshot_ids: Iterable[int], io: FileIO,
     for p in wanted:
         for path, category in cache.contents[p]:
             out.add(path, category)
-    return out, set(manifests)
+    if not roots:
+        if whole is not None:
+            whole.update(manifests)
+        return out, set(manifests)
+    skip = skip_manifests or set()
+    _leaf_contents(md, io, cache, out, {p: v for p, v in leaves.items() if p not in skip})
+    for s in roots:
+        for t in cache.trees[s.root_manifest or ""].files:
+            out.add(t[0], _content_category(t[1]))
+    for s in roots:
+        for p in cache.trees[s.root_manifest or ""].manifest_dv_files:
+            out.add(p, "manifest_files")
+    if whole is not None:
+        whole.update(manifests)
+        whole.update(p for p, (_m, dv) in leaves.items() if not dv)
+    return out, set(manifests) | set(leaves)
+
+
+def _tree_reach(md: TableMetadata, roots: list[Snapshot], io: FileIO, cache: ReadCache,
+                out: FileSet) -> dict[str, tuple[ManifestFile, BitMap64 | None]]:
+    """Read the v4 snapshots' roots (each once per run); add the roots to ``out``; return each
+    live leaf with the rows removed in EVERY one of these snapshots (the intersection of their
+    manifest DVs; None: some snapshot removes none), since a row stays reachable while any of
+    them keeps it."""
+    todo = [s for s in roots if (s.root_manifest or "") not in cache.trees]
+    with progress.task("reading root manifests", len(todo)) as advance, ThreadPoolExecutor(16) as pool:
+        for s, t in zip(todo, pool.map(lambda s: tree_files(md, s, io), todo), strict=True):
+            cache.trees[s.root_manifest or ""] = t
+            advance(1)
+    leaves: dict[str, tuple[ManifestFile, BitMap64 | None]] = {}
+    for s in roots:
+        t = cache.trees[s.root_manifest or ""]
+        out.add(t.root, "manifest_lists")
+        for m, dv in t.leaves:
+            seen = leaves.get(m.manifest_path)
+            if seen is None:
+                leaves[m.manifest_path] = (m, BitMap64(dv) if dv else None)
+            elif seen[1] is not None:
+                both = seen[1] & dv if dv else None
+                leaves[m.manifest_path] = (seen[0], both or None)
+    return leaves
+
+
+def _leaf_contents(md: TableMetadata, io: FileIO, cache: ReadCache, out: FileSet,
+                   leaves: dict[str, tuple[ManifestFile, BitMap64 | None]]) -> None:
+    """Add the live rows of each leaf that are not removed (``leaves``: from :func:`_tree_reach`)."""
+    todo = [m for p, (m, _dv) in leaves.items() if p not in cache.leaf_rows]
+    with progress.task("reading leaf manifests", len(todo)) as advance, ThreadPoolExecutor(16) as pool:
+        for m, rows in zip(todo, pool.map(lambda m: leaf_rows(md, io, m), todo), strict=True):
+            cache.leaf_rows[m.manifest_path] = rows
+            advance(1)
+    for p, (_m, removed) in leaves.items():
+        for ordinal, (path, content, live) in enumerate(cache.leaf_rows[p]):
+            if live and (removed is None or ordinal not in removed):
+                out.add(path, _content_category(content))
 
 
 def statistics_files(md: TableMetadata) -> set[str]:
@@ -325,7 +400,8 @@ def statistics_files(md: TableMetadata) -> set[str]:
 def files_to_delete(before: TableMetadata, expired: list[int], after: TableMetadata, io: FileIO,
                     cache: ReadCache | None = None) -> FileSet:
     """Reachable from the expired snapshots of ``before`` and from no snapshot of ``after``."""
-    kept, kept_manifests = reachable_files(after, [s.snapshot_id for s in after.snapshots], io, cache=cache)
+    kept_manifests: set[str] = set()
+    kept, _ = reachable_files(after, [s.snapshot_id for s in after.snapshots], io, cache=cache, whole=kept_manifests)
     for p in statistics_files(after):
         kept.add(p, "statistics_files")
     gone, _ = reachable_files(before, expired, io, skip_manifests=kept_manifests, cache=cache, shortcut=True)

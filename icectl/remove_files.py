@@ -27,8 +27,9 @@ from icectl.spec.schema import StructType
 from icectl.spec.values import to_human
 from icectl.storage import file_key, join
 from icectl.table import Table
-from icectl.v4_commit import V4Change, cleanup, commit_v4_change, head_root
+from icectl.v4_commit import V4Change, cleanup, commit_v4_change, head_root, root_file_key
 from icectl.v4_manifests import FORMAT_VERSION as V4
+from icectl.v4_manifests import ContentType
 
 
 def parse_where(clauses: Iterable[str]) -> list[tuple[str, str]]:
@@ -103,7 +104,8 @@ def remove_files(table: Table, paths: Sequence[str] = (), *, where: Sequence[str
         partition = spec.partition_path(f.partition or (), md.schema()) if spec and f.partition else ""
         change.summary.removed_file(f, partition)
         if m.root_entries is not None:
-            change.removed_root_files.add(f.file_path)
+            change.removed_root_files.add(root_file_key(f.file_path, ContentType(int(f.content)),
+                                                        f.referenced_data_file))
         else:
             change.removed_leaf_rows.setdefault(m.manifest_path, BitMap64()).add(ordinal)
         via = "root DELETED entry" if m.root_entries is not None else f"manifest DV on {m.manifest_path}"

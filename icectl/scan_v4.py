@@ -159,6 +159,42 @@ def _root_group(path: str, size: int, content: ManifestContent, spec_id: int,
         root_location=path, root_entries=tuple(entries))
 
 
+@dataclass(frozen=True, slots=True)
+class TreeFiles:
+    """Every file a v4 snapshot references, for reachability (expire): its root, its live leaves
+    with the positions of their live manifest DV (None: no DV), its live root-level data and
+    delete files, and the Puffin files of its live manifest DVs (an inline DV names no file)."""
+
+    root: str
+    leaves: tuple[tuple[ManifestFile, BitMap64 | None], ...]
+    files: tuple[tuple[str, DataFileContent], ...]
+    manifest_dv_files: tuple[str, ...]
+
+
+def tree_files(metadata: TableMetadata, snapshot: Snapshot, io: FileIO) -> TreeFiles:
+    """What a v4 snapshot reaches through its root (leaf contents: :func:`leaf_rows`)."""
+    root = read_root(metadata, snapshot, io)
+    dvs = live_manifest_dvs(root.entries)
+    leaves = []
+    for e in root.entries:
+        if e.is_manifest and e.is_live:
+            dv = dvs.get(e.location)
+            leaves.append((manifest_file_of(e), dv_positions(dv, io) if dv is not None else None))
+    files = tuple((e.location, DataFileContent(int(e.content_type))) for e in root.entries if e.is_file and e.is_live)
+    # A DV whose leaf is not live is a corrupt root; its Puffin file still counts as reached.
+    puffins = tuple(dict.fromkeys(e.location for e in dvs.values()
+                                  if e.deletion_vector is not None and e.deletion_vector.inline_content is None))
+    return TreeFiles(snapshot.root_manifest or "", tuple(leaves), files, puffins)
+
+
+def leaf_rows(metadata: TableMetadata, io: FileIO, manifest: ManifestFile) -> list[tuple[str, DataFileContent, bool]]:
+    """Every row of a leaf in file order (a row's index is its manifest-DV ordinal): file path,
+    content and whether the row is live (not DELETED); no manifest DV applied."""
+    rows = read_leaf(metadata, io, manifest, _spec_type(metadata, manifest.partition_spec_id),
+                     fields=("content", "file_path", "file_format"))
+    return [(e.data_file.file_path, e.data_file.content, e.is_live) for e in rows]
+
+
 def read_leaf(metadata: TableMetadata, io: FileIO, manifest: ManifestFile, ptype: StructType,
               fields: Iterable[str] | None = None, data: bytes | None = None) -> list[ManifestEntry]:
     """Every row of a leaf (v1-v4), in file order, inherited from ``manifest``; no DV applied."""

@@ -64,6 +64,19 @@ def root_max_added_files(md: TableMetadata) -> int:
                            hint=f"fix or remove it (default {default})") from None
 
 
+RootFileKey = tuple[str, str | None]
+
+
+def root_file_key(location: str, content_type: ContentType, referenced_file: str | None) -> RootFileKey:
+    """Which root-level file entry this is: its location, and for a delete file the data file it
+    refers to, since the DVs in one Puffin file share their location (one DV per data file)."""
+    return location, referenced_file if content_type != ContentType.DATA else None
+
+
+def _key(e: ContentEntry) -> RootFileKey:
+    return root_file_key(e.location, e.content_type, e.referenced_file)
+
+
 @dataclass
 class NewLeaf:
     """A leaf written before the commit; its root entry is completed at each attempt."""
@@ -80,7 +93,7 @@ class V4Change:
     summary: SummaryBuilder
     added: list[ContentEntry] = field(default_factory=list)  # root-level files
     new_leaves: list[NewLeaf] = field(default_factory=list)
-    removed_root_files: set[str] = field(default_factory=set)  # locations of root-level entries
+    removed_root_files: set[RootFileKey] = field(default_factory=set)  # root-level entries, by root_file_key
     removed_leaf_rows: dict[str, BitMap64] = field(default_factory=dict)  # leaf -> ordinals
 
 
@@ -105,18 +118,18 @@ def _carried(e: ContentEntry, status: ManifestEntryStatus, snapshot_id: int | No
 def build_root(base: TableMetadata, root: V4Manifest, change: V4Change, snapshot_id: int, seq: int,
                io: FileIO) -> tuple[list[ContentEntry], int]:
     """The new root's entries and the number of row ids they assign (from ``base.next_row_id``)."""
-    live = {e.location: e for e in root.entries if e.is_live and e.is_file}
+    live = {_key(e): e for e in root.entries if e.is_live and e.is_file}
     leaves = {e.location: e for e in root.entries if e.is_live and e.is_manifest}
     gone = change.removed_root_files - live.keys()
     if gone:
-        raise CommitConflictError(f"{sorted(gone)[0]} is no longer a live root-level file of the branch head",
+        raise CommitConflictError(f"{min(gone)[0]} is no longer a live root-level file of the branch head",
                                   hint="another commit changed it; run the command again")
     old_dvs = live_manifest_dvs(root.entries)
     out: list[ContentEntry] = []
     for e in root.entries:
         if not e.is_live:
             continue  # the head's own DELETED rows are not carried forward
-        if e.is_file and e.location in change.removed_root_files:
+        if e.is_file and _key(e) in change.removed_root_files:
             out.append(_carried(e, DELETED, snapshot_id))
         elif e.is_manifest_dv and e.referenced_file in change.removed_leaf_rows:
             out.append(_carried(e, DELETED, snapshot_id))
