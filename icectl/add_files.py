@@ -128,10 +128,16 @@ def partition_of(path: str, pfile: pq.ParquetFile, schema: Schema, spec: Partiti
             raise CorruptInputError(f"partition source field {pf.source_id} is not in the table schema")
         column = by_id.get(pf.source_id) or schema.column_name(pf.source_id)
         try:
-            col = pfile.read(columns=[column]).column(0)
+            read = pfile.read(columns=[column])
         except (KeyError, pa.ArrowInvalid) as e:
+            read = None
+            cause: BaseException | None = e
+        else:
+            cause = None
+        if read is None or read.num_columns == 0:  # pyarrow returns no column for an unknown name
             raise UsageError(f"{path} has no column {column} needed for partition field {pf.name}",
-                             path=path) from e
+                             path=path, hint="add files whose columns match the table schema") from cause
+        col = read.column(0)
         distinct = {pf.transform.apply(v, src.field_type) if v is not None else None
                     for v in _internal_column(col, src.field_type)}
         if len(distinct) > 1:

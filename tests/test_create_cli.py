@@ -77,3 +77,17 @@ def test_add_files_refuses_the_same_file_spelled_another_way(tmp_path: Path) -> 
     assert run("add-files", "db.t", str(f), wh=wh)[0] == 0
     code, _, err = run("add-files", "db.t", f"file://{f}", wh=wh)  # /x and file:///x: one file
     assert code == ExitCode.REFUSED and "already in table" in err
+
+
+def test_add_files_without_a_partition_source_column_is_one_line_and_changes_nothing(tmp_path: Path) -> None:
+    wh = tmp_path / "wh"
+    assert run("create", "db.t", "--schema", "id long, part int", "--partition-by", "part", wh=wh)[0] == 0
+    meta = wh / "db" / "t" / "metadata"
+    before = sorted(p.name for p in meta.iterdir())
+    f = tmp_path / "x.parquet"
+    pq.write_table(pa.table({"id": pa.array([1], pa.int64())}), f)
+    code, out, err = run("add-files", "db.t", str(f), wh=wh)
+    assert code == ExitCode.USAGE, err
+    assert out == "" and len(err.splitlines()) == 1
+    assert "has no column part" in err and str(f) in err
+    assert sorted(p.name for p in meta.iterdir()) == before
