@@ -51,6 +51,7 @@ from icectl.compact_plan import (
     sort_fields,
     table_target_size,
 )
+from icectl.compact_v4 import compact_v4
 from icectl.errors import CommitConflictError, CorruptInputError, IcectlError, NotFoundError, UsageError
 from icectl.manifest_writer import UNASSIGNED_SEQ, write_manifest_list
 from icectl.results import RecordResult
@@ -353,6 +354,8 @@ def compact(table: Table, options: CompactOptions, *, dry_run: bool = False,
     ``on_planned`` runs after the new manifests are written, before the commit (tests use it to
     commit as a concurrent writer would).
     """
+    if table.metadata.format_version >= 4:  # roots and leaves (icectl.compact_v4)
+        return compact_v4(table, options, dry_run=dry_run, on_planned=on_planned)
     plan = plan_compaction(table, options)
     if dry_run or not plan.rewritten:
         return _result(plan, dry_run=dry_run)

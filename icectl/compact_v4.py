@@ -1,0 +1,674 @@
+"""`icectl compact` on format v4: rewrite a branch head's root and leaves in one `replace` commit.
+
+The layout page's compaction (section 8), with v1-v3 compaction's planning per (spec, content)
+group (:mod:`icectl.compact_plan`) and its three steps:
+
+1. :func:`plan_v4_compaction`: read the head's root. In each selected group, a leaf is kept as it
+   is when it has no live manifest DV, is at least half the target size and not oversized (more
+   than twice the target with more than one file). The other leaves and the group's root-level
+   data/delete files are the inputs: a group is rewritten when it has root-level files (they are
+   flushed into leaves) or a leaf with a manifest DV (applied: the rows it marks are dropped, the
+   DV leaves the root), or when merging its small leaves (or splitting an oversized one) improves
+   it as for v1-v3. The inputs' live rows are clustered and rolled at the target size; DELETED
+   rows are dropped, and so are the root's DELETED entries (which alone justify a new root).
+2. :func:`write_v4_compaction`: write the new v4 leaves, rows EXISTING with snapshot id, data and
+   file sequence numbers and (data) ``first_row_id`` explicit, read each back through the v4
+   reader (inheritance from its root entry included) and compare its live rows with the inputs'.
+3. :func:`commit_v4_compaction`: one snapshot, operation ``replace``, no net change (same
+   ``total-*``, no new row ids), whose root lists the new leaves (ADDED, first) and every other
+   live entry of the head at commit time (EXISTING). When another writer committed meanwhile the
+   plan is re-applied on its head if every replaced leaf is still live there with the same
+   manifest DV and every flushed file is still a live root-level file; otherwise the plan is
+   stale and :func:`compact_v4` plans once more, then gives up with the conflict exit code.
+
+Tree depth stays 2: leaves hold only data/delete files.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+import uuid
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from pyroaring import BitMap64
+
+from icectl import progress
+from icectl.catalog.operations import CommitStateUnknownError
+from icectl.commit import add_snapshot, commit, new_snapshot_id
+from icectl.compact_plan import (
+    SPLIT_FACTOR,
+    Bin,
+    CompactOptions,
+    GroupPlan,
+    ManifestShape,
+    as_existing,
+    check_sort_by,
+    cluster,
+    decide,
+    improves,
+    roll,
+    sort_fields,
+    table_target_size,
+)
+from icectl.errors import CommitConflictError, CorruptInputError, IcectlError, NotFoundError, RefusedError, UsageError
+from icectl.inspect import unified_partition_type
+from icectl.results import RecordResult
+from icectl.scan import DEFAULT_WORKERS, partition_type
+from icectl.scan_v4 import dv_positions, partition_field_types, read_leaf, read_root
+from icectl.snapshot_summary import SummaryBuilder
+from icectl.spec.manifest import DataFile, DataFileContent, ManifestContent, ManifestEntry, ManifestEntryStatus
+from icectl.spec.manifest import ManifestFile as ManifestFileRow
+from icectl.spec.metadata import TableMetadata
+from icectl.spec.schema import IcebergType, StructType
+from icectl.spec.snapshots import Snapshot
+from icectl.storage import FileIO, join
+from icectl.table import Table
+from icectl.v4_commit import column_types, leaf_entry
+from icectl.v4_manifests import (
+    DATA,
+    DELETES,
+    ROOT,
+    ContentEntry,
+    ContentType,
+    V4Manifest,
+    VersionInfo,
+    content_entry_of,
+    live_manifest_dvs,
+    manifest_entry_of,
+    manifest_file_of,
+    read_v4_manifest,
+    write_v4_manifest,
+)
+
+WRITE_WORKERS = 8
+KEEP_FILL = 0.5  # a leaf at least this fraction of the target (without DV, not oversized) is kept
+EXISTING, ADDED = ManifestEntryStatus.EXISTING, ManifestEntryStatus.ADDED
+
+
+class StaleV4PlanError(CommitConflictError):
+    """A leaf, manifest DV or root-level file the plan replaces changed in the branch head."""
+
+    def __init__(self, message: str, fresh: TableMetadata) -> None:
+        super().__init__(message, hint="run compact again")
+        self.fresh = fresh
+
+
+@dataclass
+class V4GroupPlan(GroupPlan):
+    """A (spec, content) group of a root: ``manifests`` are the leaves it replaces."""
+
+    root_files: list[ManifestEntry] = field(default_factory=list)  # live root-level files flushed
+    dvs: dict[str, BitMap64] = field(default_factory=dict)  # replaced leaf -> its live manifest DV
+    dv_rows_dropped: int = 0  # rows the applied manifest DVs removed
+    kept_leaves: int = 0
+    forced: str = ""  # why the group must be rewritten whatever its size ("" when not)
+
+
+@dataclass
+class V4CompactPlan:
+    """What one compaction of ``branch`` at ``base_snapshot`` (a v4 head) does."""
+
+    table: str
+    metadata: TableMetadata
+    branch: str
+    base_snapshot: Snapshot | None
+    root: V4Manifest
+    target_size: int
+    groups: list[V4GroupPlan]
+    root_deleted: int  # DELETED entries of the head's root (dropped by any new root)
+    snapshot_id: int
+    commit_id: str
+    metadata_dir: str
+
+    @property
+    def rewritten(self) -> list[V4GroupPlan]:
+        return [g for g in self.groups if g.rewrite]
+
+    @property
+    def replaced(self) -> list[ManifestFileRow]:
+        return [m for g in self.rewritten for m in g.manifests]
+
+    @property
+    def flushed(self) -> list[FileKey]:
+        return [_file_key(e.data_file) for g in self.rewritten for e in g.root_files]
+
+    @property
+    def commits(self) -> bool:
+        return bool(self.rewritten) or self.root_deleted > 0
+
+    @property
+    def leaves(self) -> int:
+        return sum(1 for e in self.root.entries if e.is_live and e.is_manifest)
+
+    def manifest_path(self, index: int) -> str:
+        return join(self.metadata_dir, f"{self.commit_id}-m{index}.avro")
+
+    def root_path(self) -> str:
+        return join(self.metadata_dir, f"root-{self.snapshot_id}-{uuid.uuid4()}.avro")  # one per attempt
+
+
+@dataclass
+class WrittenLeaf:
+    entry: ContentEntry  # its root entry, ADDED; version_info completed at commit time
+    group: V4GroupPlan
+    entries: int
+
+
+@dataclass
+class V4CommitOutcome:
+    metadata_location: str
+    snapshot: Snapshot
+    attempts: int
+    kept: int  # live leaves carried over
+    reapplied_on: list[int]
+
+
+@dataclass(frozen=True)
+class V4LeafShape(ManifestShape):
+    """Encodes a group's rows as a v4 leaf (so rolling measures the bytes it will write)."""
+
+    unified: StructType
+
+    def content_entries(self, entries: Iterable[ManifestEntry]) -> list[ContentEntry]:
+        return [content_entry_of(e, self.spec.spec_id, self.partition_type) for e in entries]
+
+    def encode(self, entries: Iterable[ManifestEntry]) -> bytes:
+        return write_v4_manifest(self.content_entries(entries), content=_leaf_content(self.content),
+                                 partition_type=self.unified).data
+
+
+FileKey = tuple[str, int, str | None, int | None]
+
+
+def _file_key(f: DataFile) -> FileKey:
+    # DVs share Puffin files: a root-level file is its location, content, DV target and blob offset.
+    return (f.file_path, int(f.content), f.referenced_data_file, f.content_offset)
+
+
+def _entry_key(e: ContentEntry) -> FileKey:
+    dv = e.deletion_vector
+    return (e.location, int(e.content_type), e.referenced_file if e.content_type != ContentType.DATA else None,
+            dv.offset if dv is not None else None)
+
+
+def _leaf_content(content: ManifestContent) -> str:
+    return DATA if content == ManifestContent.DATA else DELETES
+
+
+def _content_of(e: ContentEntry) -> ManifestContent:
+    if e.content_type in (ContentType.DATA, ContentType.DATA_MANIFEST):
+        return ManifestContent.DATA
+    return ManifestContent.DELETES
+
+
+# --------------------------------------------------------------------------- 1. plan
+
+
+def _head(md: TableMetadata, branch: str, table: str) -> Snapshot | None:
+    ref = md.ref(branch)
+    if ref is None:
+        if not md.snapshots and branch == "main":
+            return None  # an empty table: nothing to compact
+        raise NotFoundError(f"no branch named '{branch}' in table {table}", hint="list refs with 'icectl inspect refs'")
+    if not ref.is_branch:
+        raise UsageError(f"'{branch}' is a tag of table {table}; compact rewrites a branch head",
+                         hint="give a branch with --branch")
+    snap = md.snapshot_by_id(ref.snapshot_id)
+    if snap is None:
+        raise CorruptInputError(f"branch '{branch}' points at snapshot {ref.snapshot_id}, which the table lacks")
+    if not snap.root_manifest:
+        raise RefusedError(f"the head of branch '{branch}' of v4 table {table} (snapshot {snap.snapshot_id}) has no "
+                           "root manifest", hint="run 'icectl upgrade --to 4' so every branch head gets one")
+    return snap
+
+
+def _keeps(m: ManifestFileRow, target: int) -> bool:
+    files = (m.added_files_count or 0) + (m.existing_files_count or 0)
+    oversized = m.manifest_length > SPLIT_FACTOR * target and files != 1
+    return m.manifest_length >= KEEP_FILL * target and not oversized
+
+
+def plan_v4_compaction(table: Table, options: CompactOptions, metadata: TableMetadata | None = None) -> V4CompactPlan:
+    """Group the root, decide, read the inputs and roll them (nothing is written)."""
+    options.check()
+    md = metadata or table.metadata
+    target = options.target_size or table_target_size(md)
+    if options.spec_id is not None and md.spec_by_id(options.spec_id) is None:
+        raise NotFoundError(f"table {table.identifier} has no partition spec {options.spec_id}")
+    head = _head(md, options.branch, table.identifier)
+    root = read_root(md, head, table.io) if head is not None else V4Manifest([], {})
+    contents = {"data": (ManifestContent.DATA,), "deletes": (ManifestContent.DELETES,)}.get(
+        options.content, (ManifestContent.DATA, ManifestContent.DELETES))
+    leaves: dict[tuple[int, int], list[ManifestFileRow]] = {}
+    files: dict[tuple[int, int], list[ManifestEntry]] = {}
+    for e in root.entries:
+        if not e.is_live or e.is_manifest_dv:
+            continue
+        key = (e.partition_spec_id, int(_content_of(e)))
+        if (options.spec_id is not None and key[0] != options.spec_id) or ManifestContent(key[1]) not in contents:
+            continue
+        if e.is_manifest:
+            leaves.setdefault(key, []).append(manifest_file_of(e))
+        else:
+            files.setdefault(key, []).append(manifest_entry_of(e, partition_type(md, e.partition_spec_id)))
+    live_leaves = {e.location for e in root.entries if e.is_live and e.is_manifest}
+    dv_entries = live_manifest_dvs(root.entries)
+    orphan = sorted(set(dv_entries) - live_leaves)
+    if orphan:
+        raise CorruptInputError(f"the root of branch '{options.branch}' has a live manifest DV for {orphan[0]}, "
+                                "which is not one of its live leaves", path=head.root_manifest if head else None)
+    if options.sort_by:
+        keys = leaves.keys() | files.keys()
+        check_sort_by(md, {sid for sid, _ in keys} or {s.spec_id for s in md.partition_specs}, options.sort_by)
+    snapshot_id = new_snapshot_id(md)
+    unified = unified_partition_type(md)
+    groups: list[V4GroupPlan] = []
+    shapes: dict[tuple[int, int], V4LeafShape] = {}
+    for key in sorted(leaves.keys() | files.keys()):
+        spec = md.spec_by_id(key[0])
+        if spec is None:
+            raise CorruptInputError(f"root entry uses partition spec {key[0]}, which the table metadata lacks")
+        shape = shapes[key] = V4LeafShape(md, spec, partition_type(md, key[0]), ManifestContent(key[1]),
+                                          snapshot_id, unified)
+        groups.append(_decide_group(key, leaves.get(key, []), files.get(key, []), dv_entries, options, target,
+                                    len(shape.encode([]))))
+    leaves_kept = {(g.spec_id, int(g.content)): [m for m in leaves.get((g.spec_id, int(g.content)), [])
+                                                 if m not in g.manifests] for g in groups}
+    _read_inputs(table, md, [g for g in groups if g.rewrite], dv_entries)
+    for g in groups:
+        if not g.rewrite:
+            continue
+        shape = shapes[g.spec_id, int(g.content)]
+        positions, g.sort_by = sort_fields(shape.spec, options.sort_by)
+        g.bins, capacity = roll([as_existing(e) for e in cluster(g.live, positions)], shape, target)
+        if not g.forced and not improves(g, capacity):
+            g.reason = (f"rewriting would not improve {len(g.manifests)} small leaves "
+                        f"({g.live_entries} live entries, {capacity} per leaf at the target size)")
+            g.rewrite, g.bins, g.manifests = False, [], [*g.manifests, *leaves_kept[g.spec_id, int(g.content)]]
+            g.kept_leaves = len(g.manifests)
+    metadata_dir = join(md.location or table.address.table_dir or "", "metadata")
+    root_deleted = sum(1 for e in root.entries if not e.is_live)
+    return V4CompactPlan(table.identifier, md, options.branch, head, root, target, groups, root_deleted, snapshot_id,
+                         str(uuid.uuid4()), metadata_dir)
+
+
+def _decide_group(key: tuple[int, int], leaves: list[ManifestFileRow], files: list[ManifestEntry],
+                  dvs: dict[str, ContentEntry], options: CompactOptions, target: int, header: int) -> V4GroupPlan:
+    spec_id, content = key
+    with_dv = [m for m in leaves if m.manifest_path in dvs]
+    inputs = [m for m in leaves if m.manifest_path in dvs or not _keeps(m, target)]
+    g = V4GroupPlan(spec_id, ManifestContent(content), inputs, False, "", root_files=list(files),
+                    kept_leaves=len(leaves) - len(inputs))
+    units = len(leaves) + (1 if files else 0)  # root-level files count as one manifest, as readers group them
+    if options.min_manifests is not None and units < options.min_manifests:
+        g.manifests, g.root_files, g.kept_leaves = leaves, [], len(leaves)
+        g.reason = f"{units} manifest(s), fewer than --min-manifests {options.min_manifests}"
+        return g
+    reasons = []
+    if files:
+        reasons.append(f"{len(files)} root-level file(s) to flush into leaves")
+    if with_dv:
+        reasons.append(f"{len(with_dv)} leaf(s) with a manifest DV to apply")
+    if reasons:
+        g.rewrite, g.forced = True, "; ".join(reasons)
+        g.reason = g.forced
+        return g
+    g.rewrite, g.reason = decide(inputs, target, None, header) if inputs else (False, "every leaf is full")
+    if not g.rewrite:
+        g.manifests, g.kept_leaves = leaves, len(leaves)
+    return g
+
+
+def _read_inputs(table: Table, md: TableMetadata, groups: list[V4GroupPlan], dvs: dict[str, ContentEntry]) -> None:
+    """The live rows of every replaced leaf (manifest DV applied, DELETED rows dropped) and of the
+    root-level files flushed; all fields, since they are copied."""
+    jobs = [(g, m) for g in groups for m in g.manifests]
+
+    def read(job: tuple[V4GroupPlan, ManifestFileRow]) -> tuple[list[ManifestEntry], BitMap64 | None]:
+        g, m = job
+        dv = dv_positions(dvs[m.manifest_path], table.io) if m.manifest_path in dvs else None
+        return read_leaf(md, table.io, m, partition_type(md, g.spec_id)), dv
+
+    with progress.task("reading leaves", len(jobs)) as advance, \
+            ThreadPoolExecutor(max(1, min(DEFAULT_WORKERS, len(jobs)))) as pool:
+        for (g, m), (rows, dv) in zip(jobs, pool.map(read, jobs), strict=True):
+            advance(1)
+            if dv is not None:
+                if dv and dv.max() >= len(rows):
+                    raise CorruptInputError(f"manifest DV position {dv.max()} is past the {len(rows)} rows of "
+                                            f"{m.manifest_path}", path=m.manifest_path)
+                g.dvs[m.manifest_path] = dv
+            for i, e in enumerate(rows):
+                if dv is not None and i in dv:
+                    g.dv_rows_dropped += 1
+                elif not e.is_live:
+                    g.deleted_entries += 1
+                else:
+                    _take(g, m.manifest_path, e)
+    for g in groups:
+        for e in g.root_files:
+            _take(g, "", e)
+        g.live_entries = len(g.live)
+
+
+def _take(g: V4GroupPlan, source: str, e: ManifestEntry) -> None:
+    if e.sequence_number is None or e.file_sequence_number is None or e.snapshot_id is None:
+        raise CorruptInputError(f"{e.status.name} entry for {e.data_file.file_path} lacks a snapshot id or sequence "
+                                "number; it cannot be rewritten", path=source or None)
+    if e.data_file.content == DataFileContent.DATA and e.data_file.first_row_id is None:
+        raise CorruptInputError(f"data file {e.data_file.file_path} has no first_row_id in a v4 table; "
+                                "it cannot be rewritten without changing its row ids", path=source or None)
+    g.live.append(e)
+    if source:
+        g.live_per_manifest[source] = g.live_per_manifest.get(source, 0) + 1
+
+
+# --------------------------------------------------------------------------- 2. write and check
+
+
+def _v4_view(f: DataFile) -> DataFile:
+    # What the v4 content entry holds of a v1-v3 data_file (layout page section 3): file_format is
+    # lower case, sort_order_id only for data, equality_ids only for equality deletes.
+    return dataclasses.replace(
+        f, file_format=f.file_format.lower(),
+        sort_order_id=f.sort_order_id if f.content == DataFileContent.DATA else None,
+        equality_ids=f.equality_ids if f.content == DataFileContent.EQUALITY_DELETES else None,
+        first_row_id=f.first_row_id if f.content == DataFileContent.DATA else None)
+
+
+def _live_content(entries: Iterable[ManifestEntry]) -> list[tuple[Any, ...]]:
+    rows = [(e.data_file.file_path, int(e.data_file.content), e.data_file.content_offset or -1, e.snapshot_id,
+             e.sequence_number, e.file_sequence_number, repr(_v4_view(e.data_file))) for e in entries]
+    return sorted(rows)
+
+
+def verify_v4_group(md: TableMetadata, io: FileIO, group: V4GroupPlan, written: Sequence[WrittenLeaf]) -> None:
+    """Read the new leaves back as the v4 reader will (from their root entries) and compare their
+    live rows with the group's inputs: snapshot ids, sequence numbers and every data_file field."""
+    seq = md.last_sequence_number + 1
+    got: list[ManifestEntry] = []
+    for w in written:
+        e = _completed(w.entry, 0, seq)
+        rows = read_leaf(md, io, manifest_file_of(e), partition_type(md, group.spec_id))  # from storage
+        if any(r.status != EXISTING for r in rows) or len(rows) != w.entries:
+            raise IcectlError(f"leaf {e.location} does not hold what was written", path=e.location)
+        got.extend(rows)
+    if _live_content(got) != _live_content(group.live):
+        raise IcectlError(f"the rewritten leaves of spec {group.spec_id} ({group.content_name}) do not hold the same "
+                          "live files as the leaves and root-level files they replace; nothing was committed")
+
+
+def _completed(e: ContentEntry, snapshot_id: int, seq: int) -> ContentEntry:
+    """A new leaf's root entry as committed: ADDED with explicit snapshot id and sequence numbers."""
+    return dataclasses.replace(e, version_info=VersionInfo(ADDED, snapshot_id, seq, seq))
+
+
+def _first_row_id(content: ManifestContent, b: Bin) -> int | None:
+    # Every row carries its first_row_id explicitly (checked when read), so the leaf needs no range
+    # of its own; the smallest keeps the DATA_MANIFEST entry informative, as v1-v3 compaction does.
+    if content != ManifestContent.DATA or not b.entries:
+        return None
+    return min(e.data_file.first_row_id for e in b.entries)  # type: ignore[type-var]
+
+
+def write_v4_compaction(table: Table, plan: V4CompactPlan) -> list[WrittenLeaf]:
+    """Write the new leaves and check their content; returns them in root order."""
+    md = plan.metadata
+    unified = unified_partition_type(md)
+    ftypes: dict[int, IcebergType] = column_types(md)
+    jobs: list[tuple[V4GroupPlan, Bin, str]] = []
+    for g in plan.rewritten:
+        for b in g.bins:
+            jobs.append((g, b, plan.manifest_path(len(jobs))))
+
+    def one(job: tuple[V4GroupPlan, Bin, str]) -> WrittenLeaf:
+        g, b, path = job
+        spec = md.spec_by_id(g.spec_id)
+        assert spec is not None
+        shape = V4LeafShape(md, spec, partition_type(md, g.spec_id), g.content, plan.snapshot_id, unified)
+        result = write_v4_manifest(shape.content_entries(b.entries), content=_leaf_content(g.content),
+                                   partition_type=unified, field_types=ftypes)
+        table.io.write(path, result.data)
+        content_type = ContentType.DATA_MANIFEST if g.content == ManifestContent.DATA else ContentType.DELETE_MANIFEST
+        entry = leaf_entry(path, len(result.data), g.spec_id, result.stats, content_type, result.content_stats)
+        return WrittenLeaf(dataclasses.replace(entry, first_row_id=_first_row_id(g.content, b)), g, len(b.entries))
+
+    written: list[WrittenLeaf] = []
+    try:
+        with progress.task("writing leaves", len(jobs)) as advance, \
+                ThreadPoolExecutor(max(1, min(WRITE_WORKERS, len(jobs)))) as pool:
+            for w in pool.map(one, jobs):
+                written.append(w)
+                advance(1)
+        for g in plan.rewritten:
+            verify_v4_group(md, table.io, g, [w for w in written if w.group is g])
+    except BaseException:
+        for _, _, path in jobs:  # also those a failed pool task may have left half-done
+            _quiet_delete(table.io, path)
+        raise
+    return written
+
+
+# --------------------------------------------------------------------------- 3. commit
+
+
+def _stale(plan: V4CompactPlan, root: V4Manifest, io: FileIO) -> str | None:
+    """Why the plan cannot be re-applied on a newer head's root (None: it can)."""
+    leaves = {e.location for e in root.entries if e.is_live and e.is_manifest}
+    files = {_entry_key(e) for e in root.entries if e.is_live and e.is_file}
+    dvs = live_manifest_dvs(root.entries)
+    for g in plan.rewritten:
+        for m in g.manifests:
+            if m.manifest_path not in leaves:
+                return f"leaf {m.manifest_path} was replaced by a concurrent commit"
+            now = dv_positions(dvs[m.manifest_path], io) if m.manifest_path in dvs else None
+            if (now or BitMap64()) != (g.dvs.get(m.manifest_path) or BitMap64()):
+                return f"a concurrent commit removed files from leaf {m.manifest_path}"
+        for e in g.root_files:
+            if _file_key(e.data_file) not in files:
+                return f"root-level file {e.data_file.file_path} was removed by a concurrent commit"
+    return None
+
+
+def new_root_entries(plan: V4CompactPlan, root: V4Manifest, written: Sequence[WrittenLeaf], snapshot_id: int,
+                     seq: int) -> tuple[list[ContentEntry], int]:
+    """The new leaves (ADDED) first, then every other live entry of ``root`` (EXISTING); the
+    replaced leaves, their manifest DVs, the flushed files and every DELETED entry go. Returns the
+    entries and the number of live leaves carried over."""
+    replaced = {m.manifest_path for m in plan.replaced}
+    flushed = set(plan.flushed)
+    out = [_completed(w.entry, snapshot_id, seq) for w in written]
+    kept = 0
+    for e in root.entries:
+        if (not e.is_live or (e.is_manifest and e.location in replaced) or (e.is_file and _entry_key(e) in flushed)
+                or (e.is_manifest_dv and e.referenced_file in replaced)):
+            continue
+        kept += e.is_manifest
+        vi = e.version_info
+        out.append(dataclasses.replace(e, version_info=VersionInfo(EXISTING, vi.snapshot_id, vi.sequence_number,
+                                                                   vi.file_sequence_number)))
+    return out, kept
+
+
+def _summary(plan: V4CompactPlan, created: int, kept: int, parent: Snapshot) -> dict[str, str]:
+    extra = {"manifests-created": str(created), "manifests-kept": str(kept),
+             "manifests-replaced": str(len(plan.replaced)),
+             "entries-processed": str(sum(g.live_entries for g in plan.rewritten)),
+             "changed-partition-count": "0"}
+    return SummaryBuilder().build("replace", parent.summary, extra)
+
+
+def commit_v4_compaction(table: Table, plan: V4CompactPlan, written: Sequence[WrittenLeaf]) -> V4CommitOutcome:
+    """One ``replace`` snapshot whose root is built on the branch head at commit time."""
+    attempt = 0
+    roots: list[str] = []
+    reapplied: list[int] = []
+    kept_count = [0]
+
+    def build(fresh: TableMetadata) -> TableMetadata:
+        nonlocal attempt
+        attempt += 1
+        if fresh.format_version < 4:
+            raise RefusedError(f"table {table.identifier} is not format v4 anymore")
+        head = fresh.snapshot_for_ref(plan.branch)
+        if head is None or plan.base_snapshot is None or not head.root_manifest:
+            raise StaleV4PlanError(f"branch '{plan.branch}' of {table.identifier} changed meanwhile", fresh)
+        if head.snapshot_id == plan.base_snapshot.snapshot_id:
+            root = plan.root
+        else:
+            root = read_root(fresh, head, table.io)
+            why = _stale(plan, root, table.io)
+            if why is not None:
+                raise StaleV4PlanError(f"{why} to {table.identifier}", fresh)
+            if head.snapshot_id not in reapplied:
+                reapplied.append(head.snapshot_id)
+        seq = fresh.last_sequence_number + 1
+        entries, kept_count[0] = new_root_entries(plan, root, written, plan.snapshot_id, seq)
+        data = write_v4_manifest(entries, content=ROOT, partition_type=unified_partition_type(fresh),
+                                 snapshot_id=plan.snapshot_id, sequence_number=seq,
+                                 parent_snapshot_id=head.snapshot_id).data
+        _check_root(fresh, data, entries)
+        path = plan.root_path()
+        table.io.write(path, data)
+        roots.append(path)
+        snapshot = Snapshot(
+            snapshot_id=plan.snapshot_id, timestamp_ms=max(time.time_ns() // 1_000_000, head.timestamp_ms + 1),
+            parent_snapshot_id=head.snapshot_id, sequence_number=seq, root_manifest=path,
+            summary=_summary(plan, len(written), kept_count[0], head), schema_id=fresh.current_schema_id,
+            first_row_id=fresh.next_row_id, added_rows=0)  # every row keeps its row id: none assigned
+        return add_snapshot(fresh, snapshot, branch=plan.branch)
+
+    try:
+        done = commit(table, build)
+    except CommitStateUnknownError:
+        raise  # the new version may be live: its files must stay
+    except BaseException:
+        for p in roots:
+            _quiet_delete(table.io, p)
+        raise
+    snap = done.metadata.snapshot_by_id(plan.snapshot_id)
+    assert snap is not None
+    for p in roots:
+        if p != snap.root_manifest:  # roots of attempts that lost a conflict
+            _quiet_delete(table.io, p)
+    return V4CommitOutcome(done.metadata_location, snap, done.attempts, kept_count[0], reapplied)
+
+
+def _check_root(md: TableMetadata, data: bytes, entries: list[ContentEntry]) -> None:
+    # The root decodes to exactly the entries built (a writer bug must not reach the table).
+    decoded = read_v4_manifest(data, partition_types=partition_field_types(md)).entries
+    if [(e.content_type, e.location, e.status, e.referenced_file) for e in decoded] != \
+            [(e.content_type, e.location, e.status, e.referenced_file) for e in entries]:
+        raise IcectlError("the new root does not decode to the entries written; nothing was committed")
+
+
+# --------------------------------------------------------------------------- the operation
+
+
+def compact_v4(table: Table, options: CompactOptions, *, dry_run: bool = False,
+               on_planned: Callable[[Any], None] | None = None) -> RecordResult:
+    """Compact the root and leaves of a v4 branch head (see the module docstring)."""
+    plan = plan_v4_compaction(table, options)
+    if dry_run or not plan.commits:
+        return _result(plan, dry_run=dry_run)
+    replanned = False
+    while True:
+        written: list[WrittenLeaf] = []
+        try:
+            written = write_v4_compaction(table, plan)
+            if on_planned is not None:
+                on_planned(plan)
+            outcome = commit_v4_compaction(table, plan, written)
+            break
+        except StaleV4PlanError as e:
+            _delete_leaves(table.io, written)
+            if replanned:
+                raise CommitConflictError(f"compacting {table.identifier} lost to concurrent commits twice "
+                                          f"({e.message})", hint="run it again when the other writer is done") from e
+            replanned = True
+            plan = plan_v4_compaction(table, options, metadata=e.fresh)
+            if not plan.commits:
+                return _result(plan, dry_run=False, replanned=True)
+        except CommitStateUnknownError:
+            raise  # the new version may be live: its leaves must stay
+        except BaseException:
+            _delete_leaves(table.io, written)
+            raise
+    return _result(plan, dry_run=False, written=written, outcome=outcome, replanned=replanned)
+
+
+def _delete_leaves(io: FileIO, written: Sequence[WrittenLeaf]) -> None:
+    for w in written:  # never referenced by a committed snapshot
+        _quiet_delete(io, w.entry.location)
+
+
+def _quiet_delete(io: FileIO, path: str) -> None:
+    try:
+        io.delete(path)
+    except IcectlError:
+        pass  # best effort: an unreferenced file is garbage, never data loss
+
+
+def _group_row(g: V4GroupPlan, written: Sequence[WrittenLeaf] | None, dry_run: bool) -> dict[str, Any]:
+    row: dict[str, Any] = {
+        "spec_id": g.spec_id, "content": g.content_name, "action": "rewrite" if g.rewrite else "skip",
+        "reason": g.reason, "manifests_in": len(g.manifests), "bytes_in": g.bytes_in,
+        "leaves_kept": g.kept_leaves, "root_files_in": len(g.root_files) if g.rewrite else 0}
+    if not g.rewrite:
+        return row
+    row.update({"live_entries": g.live_entries, "deleted_entries_dropped": g.deleted_entries,
+                "manifest_dvs_applied": len(g.dvs), "dv_rows_dropped": g.dv_rows_dropped,
+                "sort_by": list(g.sort_by), "manifests_out": len(g.bins)})
+    if written is None:
+        row["estimated_bytes_out"] = sum(b.estimated_bytes for b in g.bins)
+        if dry_run:
+            row["replaced"] = [{"path": m.manifest_path, "bytes": m.manifest_length} for m in g.manifests]
+            row["flushed"] = [e.data_file.file_path for e in g.root_files]
+    else:
+        mine = [w for w in written if w.group is g]
+        row["bytes_out"] = sum(w.entry.file_size_in_bytes or 0 for w in mine)
+        row["written"] = [{"path": w.entry.location, "bytes": w.entry.file_size_in_bytes, "entries": w.entries}
+                          for w in mine]
+    return row
+
+
+def _result(plan: V4CompactPlan, *, dry_run: bool, written: Sequence[WrittenLeaf] | None = None,
+            outcome: V4CommitOutcome | None = None, replanned: bool = False) -> RecordResult:
+    rewritten = plan.rewritten
+    data: dict[str, Any] = {
+        "table": plan.table, "branch": plan.branch, "dry_run": dry_run, "format_version": 4,
+        "base_snapshot_id": plan.base_snapshot.snapshot_id if plan.base_snapshot else None,
+        "target_size_bytes": plan.target_size,
+        "manifests_replaced": len(plan.replaced),
+        "manifests_created": sum(len(g.bins) for g in rewritten),
+        "manifests_kept": plan.leaves - len(plan.replaced),
+        "entries_processed": sum(g.live_entries for g in rewritten),
+        "root_files_flushed": len(plan.flushed),
+        "manifest_dvs_applied": sum(len(g.dvs) for g in rewritten),
+        "root_deleted_entries_dropped": plan.root_deleted if plan.commits else 0,
+        "groups": [_group_row(g, written, dry_run) for g in plan.groups],
+    }
+    n_in, n_out = len(plan.replaced), data["manifests_created"]
+    what = f"{n_in} leaves and {len(plan.flushed)} root-level files into {n_out} leaves"
+    if dry_run:
+        if plan.commits:
+            data["would_write"] = [*({"path": plan.manifest_path(i)} for i in range(n_out)),
+                                   {"path": join(plan.metadata_dir, f"root-{plan.snapshot_id}-<uuid>.avro")},
+                                   {"path": "a new table metadata file (the next version)"}]
+        else:
+            data["would_write"] = []
+        data["would_delete"] = []  # replaced leaves stay for older snapshots; expiry removes them
+        title = f"Would compact {plan.table}: {what}" if plan.commits else f"Nothing to compact in {plan.table}"
+        return RecordResult("compact", title, data)
+    if outcome is None:
+        data["replanned"] = replanned
+        return RecordResult("compact", f"Nothing to compact in {plan.table}", data)
+    data["manifests_kept"] = outcome.kept
+    data.update({"snapshot_id": outcome.snapshot.snapshot_id, "sequence_number": outcome.snapshot.sequence_number,
+                 "metadata_location": outcome.metadata_location, "root_manifest": outcome.snapshot.root_manifest,
+                 "commit_attempts": outcome.attempts, "reapplied_on": outcome.reapplied_on, "replanned": replanned})
+    return RecordResult("compact", f"Compacted {plan.table}: {what}", data)
