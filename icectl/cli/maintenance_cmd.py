@@ -133,6 +133,8 @@ def register(app: typer.Typer) -> None:
         by partition value and rolls them at the target size; a group that would not improve is
         left alone. One 'replace' commit; every file, sequence number and row id stays as it was.
         Replaced manifests stay on disk for older snapshots until expire-snapshots removes them.
+        On v4 tables the leaves of the root: root-level files are flushed into leaves, manifest
+        DVs applied and DELETED root entries dropped.
         """
         options = CompactOptions(
             spec_id=spec_id, content=content, min_manifests=min_manifests,
