@@ -120,8 +120,11 @@ def fs_table(tmp_path: Path, name: str = "t", **props: str) -> Path:
 
 
 def start_worker(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen:
+    # The checkout's icectl, whatever is installed: the worker runs as a script from tests/.
+    path = os.pathsep.join(p for p in (str(HERE.parent), os.environ.get("PYTHONPATH", "")) if p)
     return subprocess.Popen([sys.executable, str(Path(__file__).resolve()), *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env={**os.environ, **(env or {})}, cwd=HERE)
+                            stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": path, **(env or {})},
+                            cwd=HERE)
 
 
 _table_ids = itertools.count(1)

@@ -30,6 +30,7 @@ from support.corrupt import (
     set_bounds,
     set_manifest_key,
 )
+from test_validate_v4 import CASES as V4_CASES
 from typer.testing import CliRunner
 
 from icectl.cli.app import app
@@ -454,7 +455,8 @@ PRESENT_IN_FIXTURES = {"manifest.schema-id-key": "v2_part"}
 
 
 def test_every_rule_has_a_breaking_case() -> None:
-    covered = {c.rule for c in CASES} | set(PRESENT_IN_FIXTURES)
+    # the v4 rules' cases break upgraded v4 copies (tests/test_validate_v4.py)
+    covered = {c.rule for c in CASES} | set(PRESENT_IN_FIXTURES) | {c.rule for c in V4_CASES}
     assert sorted(set(CATALOGUE) - covered) == []
     assert len([c.rule for c in CASES]) == len({c.rule for c in CASES})
 

@@ -8,6 +8,7 @@ what the CLI calls. Rules live in one module per area; :data:`CATALOGUE` lists t
 from __future__ import annotations
 
 import gzip
+import itertools
 import json
 import time
 from collections import deque
@@ -21,13 +22,13 @@ from icectl.catalog import resolve
 from icectl.config import Config
 from icectl.errors import CorruptInputError, ExitCode, IcectlError, NotFoundError
 from icectl.results import RowsResult
-from icectl.scan import DEFAULT_WORKERS
+from icectl.scan import DEFAULT_WORKERS, partition_type
 from icectl.spec.manifest import ManifestFile
 from icectl.spec.metadata import TableMetadata
 from icectl.spec.snapshots import Snapshot
 from icectl.storage import FileIO
 from icectl.table import Table
-from icectl.validate import delete_rules, file_rules, manifest_list_rules, manifest_rules, metadata_rules
+from icectl.validate import delete_rules, file_rules, manifest_list_rules, manifest_rules, metadata_rules, v4_rules
 from icectl.validate.context import Context
 from icectl.validate.rules import (
     AREAS,
@@ -115,6 +116,7 @@ def validate_address(address: str, config: Config, io: FileIO, *, all_snapshots:
     raw = _raw_json(io, location)
     reporter = Reporter(enabled)
     metadata_rules.check_raw(reporter, raw, location)
+    v4_rules.check_raw_snapshots(reporter, raw, location)
     try:
         metadata = TableMetadata.from_json(raw)
     except IcectlError as e:
@@ -142,26 +144,28 @@ def _run(table: Table, reporter: Reporter, raw: Any, *, all_snapshots: bool, dee
     ctx = Context(md, table.io, table.metadata_location, reporter, deep=deep, raw=raw)
     if not raw_checked:
         metadata_rules.check_raw(reporter, raw, table.metadata_location)
+        v4_rules.check_raw_snapshots(reporter, raw, table.metadata_location)
     metadata_rules.check_metadata(ctx)
-    if md.format_version >= 4:  # icectl's experimental v4 layout: its own module will check it
-        return ValidationResult(table.identifier, reporter.findings, seconds=time.perf_counter() - t0,
-                                notes=("format v4 manifests are not checked yet: table metadata only",))
     if all_snapshots:
         snapshots = list(md.snapshots)
     else:
         current = md.current_snapshot()
         snapshots = [current] if current is not None else []
-    _check_snapshots(ctx, snapshots)
-    entries = sum(s.entries for s in ctx.summaries.values())
+    listed, v4 = _check_snapshots(ctx, snapshots)
+    entries = sum(s.entries for s in ctx.summaries.values()) + v4.entries
     if deep:
-        file_rules.check_files(ctx, (f for s in ctx.summaries.values() for f in s.live_files))
+        # A leaf's rows under a manifest DV are not live in that root: v4 snapshots bring their own list.
+        file_rules.check_files(ctx, itertools.chain(
+            (f for p, s in ctx.summaries.items() if p in listed for f in s.live_files), v4.files.values()))
         file_rules.check_statistics(ctx)
     return ValidationResult(table.identifier, reporter.findings, snapshots=len(snapshots),
-                            manifests=len(ctx.summaries), entries=entries, seconds=time.perf_counter() - t0)
+                            manifests=len(ctx.summaries) + v4.roots, entries=entries,
+                            seconds=time.perf_counter() - t0)
 
 
 def _file_sequence_bounds(ctx: Context, lowest: dict[str, manifest_list_rules.Listing]) -> None:
-    """Entries' file sequence numbers against the lowest sequence number of the snapshots listing them."""
+    """Entries' file sequence numbers against the lowest sequence number of the snapshots listing them
+    (v4 leaves: of the roots listing them)."""
     if ctx.metadata.format_version < 2:
         return
     for path, listing in lowest.items():
@@ -178,7 +182,7 @@ def _file_sequence_bounds(ctx: Context, lowest: dict[str, manifest_list_rules.Li
 
 def _fetch_lists(ctx: Context, pool: ThreadPoolExecutor,
                  snapshots: list[Snapshot]) -> Iterator[tuple[Snapshot, bytes | NotFoundError | None]]:
-    """Each snapshot with its manifest list's bytes, fetched a few snapshots ahead in threads."""
+    """Each snapshot with its manifest list's (v4: root's) bytes, fetched a few snapshots ahead in threads."""
 
     def fetch(path: str) -> bytes | NotFoundError:
         try:
@@ -192,7 +196,8 @@ def _fetch_lists(ctx: Context, pool: ThreadPoolExecutor,
     def submit() -> None:
         snap = next(it, None)
         if snap is not None:
-            pending.append((snap, pool.submit(fetch, snap.manifest_list) if snap.manifest_list else None))
+            path = snap.root_manifest if _is_v4(snap) else snap.manifest_list
+            pending.append((snap, pool.submit(fetch, path) if path else None))
 
     for _ in range(_AHEAD):
         submit()
@@ -202,18 +207,28 @@ def _fetch_lists(ctx: Context, pool: ThreadPoolExecutor,
         yield snap, (fut.result() if fut is not None else None)
 
 
-def _check_snapshots(ctx: Context, snapshots: list[Snapshot]) -> None:
+def _is_v4(snap: Snapshot) -> bool:
+    return snap.root_manifest is not None  # with a manifest list too: v4.snapshot-manifest-key says so
+
+
+def _check_snapshots(ctx: Context, snapshots: list[Snapshot]) -> tuple[set[str], v4_rules.V4State]:
     """Snapshot by snapshot: its list, the manifests no earlier snapshot listed, then the per-snapshot rules.
 
     Only per-manifest summaries are kept, never whole manifest lists, so memory stays small with
-    thousands of snapshots; each manifest is read once however many snapshots list it.
+    thousands of snapshots; each manifest is read once however many snapshots list it (a v4 root's
+    leaves too, whether a manifest list or a root named them first). Returns the manifests that
+    manifest lists name, and what the v4 snapshots left for the ``--deep`` checks.
     """
     checked: set[str] = set()
     lowest: dict[str, manifest_list_rules.Listing] = {}
+    v4 = v4_rules.V4State()
     with (progress.task("checking snapshots", len(snapshots)) as advance,
           ThreadPoolExecutor(max_workers=DEFAULT_WORKERS) as pool):
         for snap, data in _fetch_lists(ctx, pool, snapshots):
             advance(1)
+            if _is_v4(snap):
+                v4_rules.check_root_snapshot(ctx, v4, pool, snap, data)
+                continue
             manifests = manifest_list_rules.read_list(ctx, snap, data)
             if manifests is None:
                 continue
@@ -221,6 +236,9 @@ def _check_snapshots(ctx: Context, snapshots: list[Snapshot]) -> None:
             for i, m in enumerate(manifests):
                 if m.manifest_path not in checked:
                     checked.add(m.manifest_path)
+                    if m.manifest_path in ctx.summaries:  # a v4 root's leaf, read already: this row against it
+                        _recheck_row(ctx, snap.manifest_list, m, i)
+                        continue
                     if manifest_list_rules.check_manifest_file(ctx, snap.manifest_list, m, i):
                         new.append((snap.manifest_list, i, m))
             _read_manifests(ctx, pool, new)
@@ -229,6 +247,15 @@ def _check_snapshots(ctx: Context, snapshots: list[Snapshot]) -> None:
             delete_rules.check_snapshot_deletes(ctx, snap, manifests)
     manifest_list_rules.check_sequence_bounds(ctx, lowest)
     _file_sequence_bounds(ctx, lowest)
+    _file_sequence_bounds(ctx, v4.lowest)
+    return checked, v4
+
+
+def _recheck_row(ctx: Context, list_path: str | None, m: ManifestFile, ordinal: int) -> None:
+    s = ctx.summaries[m.manifest_path]
+    if manifest_list_rules.check_manifest_file(ctx, list_path, m, ordinal) and s.totals is not None:
+        ptype = partition_type(ctx.metadata, m.partition_spec_id)
+        manifest_list_rules.check_against_entries(ctx, list_path, m, ordinal, s.totals, ptype, None)
 
 
 def _read_manifests(ctx: Context, pool: ThreadPoolExecutor, todo: list[tuple[str | None, int, ManifestFile]]) -> None:

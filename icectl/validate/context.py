@@ -46,6 +46,8 @@ class ManifestSummary:
     inherited_rows: int = 0
     # v3: row-id ranges of live data files written with their own first_row_id, adjacent ones merged
     explicit_row_ids: list[tuple[int, int]] = field(default_factory=list)
+    # The entries' totals (EntryTotals), for a v4 root naming a leaf checked before: its manifest_stats
+    totals: Any = None
 
 
 @dataclass

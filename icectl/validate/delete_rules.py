@@ -115,12 +115,17 @@ def _check_dv(ctx: Context, e: ManifestEntry, where: str, path: str) -> None:
                    f"{df.record_count}", entry=where, cardinality=len(positions), record_count=df.record_count)
 
 
-def check_snapshot_deletes(ctx: Context, snap: Snapshot, manifests: list[ManifestFile]) -> None:
-    """Per snapshot: one DV per data file, and deletes aimed at live data files only."""
+def check_snapshot_deletes(ctx: Context, snap: Snapshot, manifests: list[ManifestFile],
+                           summaries: list[ManifestSummary] | None = None) -> None:
+    """Per snapshot: one DV per data file, and deletes aimed at live data files only.
+
+    ``summaries``: the manifests' summaries as the snapshot sees them (a v4 snapshot's leaves with
+    their manifest DVs applied); by default those of ``manifests``."""
     rep = ctx.reporter
     if not any(m.content == ManifestContent.DELETES for m in manifests):
         return
-    summaries = [ctx.summaries[m.manifest_path] for m in manifests if m.manifest_path in ctx.summaries]
+    if summaries is None:
+        summaries = [ctx.summaries[m.manifest_path] for m in manifests if m.manifest_path in ctx.summaries]
     deletes = [s for s in summaries if s.manifest.content == ManifestContent.DELETES]
     if not any(s.dv_targets or s.position_delete_targets for s in deletes):
         return

@@ -14,7 +14,7 @@ from icectl.spec.schema import IcebergType, StructType
 from icectl.spec.snapshots import Snapshot
 from icectl.spec.values import from_bytes
 from icectl.validate.context import Context
-from icectl.validate.rules import Severity, rule
+from icectl.validate.rules import Rule, Severity, rule
 
 E, W = Severity.ERROR, Severity.WARNING
 
@@ -74,6 +74,10 @@ class EntryTotals:
     rows: dict[ManifestEntryStatus, int] = field(default_factory=lambda: dict.fromkeys(ManifestEntryStatus, 0))
     min_live_sequence_number: int | None = None
     partitions: list[PartitionStats] = field(default_factory=list)
+    # Lowest lower and highest upper bound of each column over the live entries, for a v4 root
+    # entry's aggregated content_stats (None: the bounds rules did not run)
+    lowers: dict[int, Any] | None = None
+    uppers: dict[int, Any] | None = None
 
 
 def read_list(ctx: Context, snap: Snapshot, data: bytes | NotFoundError | None = None) -> list[ManifestFile] | None:
@@ -119,10 +123,21 @@ def check_manifest_file(ctx: Context, list_path: str | None, m: ManifestFile, or
     return True
 
 
+@dataclass(frozen=True)
+class ListRules:
+    """The rules a listed manifest's row is checked under (a v4 root entry's manifest_stats has its own)."""
+
+    counts: Rule = COUNTS
+    min_sequence_number: Rule = MIN_SEQUENCE_NUMBER
+    content: Rule = CONTENT
+
+
 def check_against_entries(ctx: Context, list_path: str | None, m: ManifestFile, ordinal: int,
-                          totals: EntryTotals, ptype: StructType, manifest_content: str | None) -> None:
+                          totals: EntryTotals, ptype: StructType, manifest_content: str | None,
+                          rules: ListRules | None = None) -> None:
     """The list row against what the manifest itself holds."""
     rep = ctx.reporter
+    rules = rules or ListRules()
     entry = f"{list_path}#{ordinal}"
     names = (("added", ManifestEntryStatus.ADDED), ("existing", ManifestEntryStatus.EXISTING),
              ("deleted", ManifestEntryStatus.DELETED))
@@ -130,18 +145,18 @@ def check_against_entries(ctx: Context, list_path: str | None, m: ManifestFile, 
         for kind, counted in (("files", totals.files[status]), ("rows", totals.rows[status])):
             listed = getattr(m, f"{word}_{kind}_count")
             if listed is not None and listed != counted:
-                rep.report(COUNTS, list_path, f"manifest {m.manifest_path}: {word}_{kind}_count is {listed}, "
+                rep.report(rules.counts, list_path, f"manifest {m.manifest_path}: {word}_{kind}_count is {listed}, "
                            f"the entries have {counted}", entry=entry, field=f"{word}_{kind}_count",
                            listed=listed, actual=counted)
     if ctx.metadata.format_version >= 2 and totals.min_live_sequence_number is not None \
             and m.min_sequence_number != totals.min_live_sequence_number:
-        rep.report(MIN_SEQUENCE_NUMBER, list_path, f"manifest {m.manifest_path}: min_sequence_number is "
+        rep.report(rules.min_sequence_number, list_path, f"manifest {m.manifest_path}: min_sequence_number is "
                    f"{m.min_sequence_number}, the live entries' lowest is {totals.min_live_sequence_number}",
                    entry=entry, listed=m.min_sequence_number, actual=totals.min_live_sequence_number)
     if manifest_content is not None:
         expected = "data" if m.content == ManifestContent.DATA else "deletes"
         if manifest_content != expected:
-            rep.report(CONTENT, list_path, f"manifest {m.manifest_path}: the list says content {expected}, the "
+            rep.report(rules.content, list_path, f"manifest {m.manifest_path}: the list says content {expected}, the "
                        f"manifest's metadata says {manifest_content}", entry=entry, listed=expected,
                        manifest=manifest_content)
     _summaries(ctx, list_path, m, entry, totals, ptype)

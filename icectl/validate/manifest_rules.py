@@ -17,8 +17,8 @@ from icectl.spec.transforms import BucketTransform, IdentityTransform
 from icectl.spec.values import from_bytes
 from icectl.validate import delete_rules
 from icectl.validate.context import Context, LiveFile, ManifestSummary
-from icectl.validate.manifest_list_rules import EntryTotals, PartitionStats, check_against_entries
-from icectl.validate.rules import Severity, entry_name, rule
+from icectl.validate.manifest_list_rules import EntryTotals, ListRules, PartitionStats, check_against_entries
+from icectl.validate.rules import Rule, Severity, entry_name, rule
 
 E, W = Severity.ERROR, Severity.WARNING
 
@@ -78,8 +78,12 @@ def _value_fits(t: IcebergType, v: Any) -> bool:
     return name != "unknown"
 
 
-def check_manifest(ctx: Context, list_path: str | None, m: ManifestFile, ordinal: int, data: bytes) -> ManifestSummary:
-    """Every entry rule over one manifest, then the list row against the entries; entries are not kept."""
+def check_manifest(ctx: Context, list_path: str | None, m: ManifestFile, ordinal: int, data: bytes,
+                   list_rules: ListRules | None = None) -> ManifestSummary:
+    """Every entry rule over one manifest, then the list row against the entries; entries are not kept.
+
+    ``list_rules``: the rules the list row's checks report under (a v4 root's manifest entries
+    have their own ids)."""
     md, rep = ctx.metadata, ctx.reporter
     path = m.manifest_path
     summary = ManifestSummary(m)
@@ -92,8 +96,14 @@ def check_manifest(ctx: Context, list_path: str | None, m: ManifestFile, ordinal
     if "schema-id" not in kv:
         rep.report(SCHEMA_ID_KEY, path, "manifest metadata has no 'schema-id' key", key="schema-id")
     required = ["schema", "partition-spec", "partition-spec-id"]
-    if md.format_version >= 2:
-        required += ["format-version", "content"]
+    # The manifest's own version decides: upgraded tables keep the manifests older versions wrote
+    # (Java's v1 writer has no 'content' key), and a v4 root may name v1 leaves (no key: v1).
+    declared = kv.get("format-version")
+    own = int(declared) if declared and declared.isdigit() else (1 if md.format_version >= 4 else md.format_version)
+    if 2 <= md.format_version <= 3:
+        required.append("format-version")
+    if own >= 2:
+        required.append("content")
     for key in required:
         if key not in kv:
             rep.report(METADATA_KEYS, path, f"manifest metadata lacks the {key!r} key", key=key)
@@ -105,7 +115,7 @@ def check_manifest(ctx: Context, list_path: str | None, m: ManifestFile, ordinal
     assert spec is not None  # checked by check_manifest_file
     schema = ctx.manifest_schema(kv.get("schema")) or md.schema()
     totals = EntryTotals(partitions=[PartitionStats() for _ in ptype.fields])
-    checker = _EntryChecker(ctx, m, spec, ptype, schema, summary, totals)
+    checker = EntryChecker(ctx, m, spec, ptype, schema, summary, totals)
     # Read without the manifest's first_row_id, so entries show the first_row_id they were written
     # with (no entry rule uses the inherited value): a null one draws on the manifest's range.
     as_written = dataclasses.replace(m, first_row_id=None)
@@ -114,16 +124,18 @@ def check_manifest(ctx: Context, list_path: str | None, m: ManifestFile, ordinal
                                             format_version=md.format_version)):
             checker.check(i, e)
             df = e.data_file
-            if df.content == DataFileContent.DATA:
+            # DELETED entries neither take ids nor advance the range (spec "First Row ID Inheritance")
+            if df.content == DataFileContent.DATA and e.is_live:
                 if df.first_row_id is None:
                     summary.inherited_rows += df.record_count
-                elif e.is_live:
+                else:
                     summary.explicit_row_ids.append((df.first_row_id, df.first_row_id + df.record_count))
     except IcectlError as e:
         e.path = e.path or path
         e.message = f"{e.message} in {path}" if path not in e.message else e.message
         raise
-    check_against_entries(ctx, list_path, m, ordinal, totals, ptype, kv.get("content"))
+    check_against_entries(ctx, list_path, m, ordinal, totals, ptype, kv.get("content"), list_rules)
+    summary.totals = totals
     summary.explicit_row_ids = _merge_adjacent(summary.explicit_row_ids)
     return summary
 
@@ -140,10 +152,22 @@ def _merge_adjacent(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
     return out
 
 
-class _EntryChecker:
+def bound_less(a: Any, b: Any) -> bool:
+    """a < b as Java orders bounds (strings by UTF-16 code units); False when they do not compare."""
+    try:
+        return a.encode("utf-16-be") < b.encode("utf-16-be") if isinstance(a, str) else a < b
+    except (TypeError, AttributeError):
+        return False
+
+
+class EntryChecker:
+    """The entry rules, one entry at a time (v1-v3 manifests; v4 leaves and root-level files as
+    converted entries, whose version_info explicitness a ``v4`` rule checks: ``explicit`` None)."""
+
     def __init__(self, ctx: Context, m: ManifestFile, spec: PartitionSpec, ptype: StructType, schema: Schema,
-                 summary: ManifestSummary, totals: EntryTotals) -> None:
+                 summary: ManifestSummary, totals: EntryTotals, explicit: Rule | None = EXPLICIT_SEQUENCE) -> None:
         self.ctx, self.rep, self.m = ctx, ctx.reporter, m
+        self.explicit = explicit
         self.ptype, self.schema, self.summary, self.totals = ptype, schema, summary, totals
         self.version = ctx.metadata.format_version
         self.types = [f.field_type for f in ptype.fields]
@@ -188,9 +212,9 @@ class _EntryChecker:
         else:
             for stats, v in zip(totals.partitions, partition, strict=True):
                 stats.update(v)
-        if self.version >= 2 and e.status != ManifestEntryStatus.ADDED and (
+        if self.explicit is not None and self.version >= 2 and e.status != ManifestEntryStatus.ADDED and (
                 e.sequence_number is None or e.file_sequence_number is None):
-            rep.report(EXPLICIT_SEQUENCE, path, f"{e.status.name} entry for {df.file_path} has no explicit "
+            rep.report(self.explicit, path, f"{e.status.name} entry for {df.file_path} has no explicit "
                        "sequence number", entry=where, status=e.status.name, sequence_number=e.sequence_number,
                        file_sequence_number=e.file_sequence_number)
         if e.sequence_number is not None and e.file_sequence_number is not None \
@@ -211,11 +235,27 @@ class _EntryChecker:
         if e.is_live:
             if is_data:
                 s.live_data_files.append(df.file_path)
+                s.live_data_ordinals.append(i)
             if self.ctx.deep:
                 s.live_files.append(LiveFile(df.file_path, df.file_size_in_bytes, df.record_count,
                                              df.file_format, int(df.content), where))
         if not is_data:
             delete_rules.check_delete_entry(self.ctx, e, where, s, self.schema)
+
+    def _aggregate(self, lowers: dict[int, Any], uppers: dict[int, Any]) -> None:
+        """Widen the manifest's per-column bounds by one live entry's (NaN and unordered types left out)."""
+        totals = self.totals
+        if totals.lowers is None or totals.uppers is None:
+            totals.lowers, totals.uppers = {}, {}
+        for values, acc, below in ((lowers, totals.lowers, True), (uppers, totals.uppers, False)):
+            for fid, v in values.items():
+                if isinstance(v, float) and v != v:
+                    continue
+                t = self._type(fid)
+                if not isinstance(t, PrimitiveType) or t.name not in _ORDERED:
+                    continue
+                if fid not in acc or (bound_less(v, acc[fid]) if below else bound_less(acc[fid], v)):
+                    acc[fid] = v
 
     def _bounds(self, e: ManifestEntry, where: str, partition: tuple[Any, ...]) -> None:
         rep, df, path = self.rep, e.data_file, self.m.manifest_path
@@ -232,6 +272,8 @@ class _EntryChecker:
                     rep.report(BOUNDS_DECODE, path, f"{label} bound of column {fid} in {df.file_path} is not a {t}: "
                                f"{getattr(err, 'message', err)}", entry=where, field_id=fid, type=str(t),
                                bound=bytes(raw).hex())
+        if e.is_live:
+            self._aggregate(lowers, uppers)
         for fid, lo in lowers.items():
             hi = uppers.get(fid)
             t = self._type(fid)

@@ -124,6 +124,8 @@ def check_raw(rep: Reporter, raw: Any, path: str) -> None:
             required.remove("manifest-list")
         if "first-row-id" in required and not _after_v3_upgrade(snap, snaps):
             required.remove("first-row-id")  # spec "Row Lineage for Upgraded Tables": older snapshots keep none
+        if version >= 2 and _v1_snapshot(snap, snaps):  # Appendix E: v1 snapshots read as sequence number 0
+            required = [k for k in required if k not in ("sequence-number", "summary")]
         for key in required:
             if snap.get(key) is None:
                 rep.report(REQUIRED_FIELDS, path, f"format v{version} snapshot {snap.get('snapshot-id')} lacks "
@@ -135,6 +137,16 @@ def check_raw(rep: Reporter, raw: Any, path: str) -> None:
         if version >= 2 and snap.get("manifests") is not None:
             rep.report(REQUIRED_FIELDS, path, f"format v{version} snapshot {snap.get('snapshot-id')} has v1 "
                        "'manifests' (must use manifest-list)", entry=where, field="manifests")
+
+
+def _v1_snapshot(snap: dict[str, Any], snaps: list[dict[str, Any]]) -> bool:
+    """Whether a snapshot without a sequence-number was written while the table was v1: it is older
+    than every snapshot that has one (an upgrade keeps v1 snapshots as they were)."""
+    if snap.get("sequence-number") is not None:
+        return False
+    ts = snap.get("timestamp-ms")
+    later = [s.get("timestamp-ms") for s in snaps if s.get("sequence-number") is not None]
+    return isinstance(ts, int) and all(isinstance(t, int) and ts <= t for t in later)
 
 
 def _after_v3_upgrade(snap: dict[str, Any], snaps: list[dict[str, Any]]) -> bool:
@@ -184,7 +196,9 @@ def _snapshots(ctx: Context, md: TableMetadata, path: str) -> None:
                        f"{s.sequence_number} > last-sequence-number {md.last_sequence_number}", entry=where,
                        sequence_number=s.sequence_number, last_sequence_number=md.last_sequence_number)
         parent = by_id.get(s.parent_snapshot_id) if s.parent_snapshot_id is not None else None
-        if md.format_version >= 2 and parent is not None and s.sequence_number <= parent.sequence_number:
+        # Two snapshots at 0 are both from v1 (Appendix E: a v1 snapshot reads as sequence number 0).
+        if (md.format_version >= 2 and parent is not None and s.sequence_number <= parent.sequence_number
+                and not s.sequence_number == parent.sequence_number == 0):
             rep.report(SEQUENCE_NUMBER_PARENT, path, f"snapshot {s.snapshot_id} has sequence-number "
                        f"{s.sequence_number}, not greater than its parent {parent.snapshot_id}'s "
                        f"{parent.sequence_number}", entry=where, sequence_number=s.sequence_number,

@@ -129,6 +129,11 @@ def catalogue_markdown() -> str:
         "spec's letter in a way Iceberg Java itself writes and reads. Rules of the `files` area run "
         "only with `--deep`. `--rule` and `--skip` take rule ids or area names.",
         "",
+        "The `v4` rules check icectl's experimental format v4 (docs/v4.md): \"Layout N\" is section N of "
+        "the project's v4 layout page, the other names are headings of the Single File Commits proposal. "
+        "On a v4 snapshot the v1-v3 rules apply too, with the root in the manifest list's place: a root's "
+        "manifest entries are checked like manifest-list rows, root-level files like manifest entries.",
+        "",
     ]
     for area in AREAS:
         rules = [r for r in CATALOGUE.values() if r.area == area]
