@@ -7,7 +7,8 @@ live files of every branch and every snapshot from the operations it applied, ne
 them back through the v4 reader. After every step icectl's view of each branch equals the model;
 after a compaction the compacted head's root holds only live leaves, every branch's live entries
 are unchanged (sequence numbers, row ids included) and running it again is a no-op; after an
-expiry a data file exists iff a retained snapshot has it. At the end every snapshot still reads
+expiry a data file exists iff a retained snapshot has it; after every step `validate
+--all-snapshots` finds no error. At the end every snapshot still reads
 and every file it reaches exists.
 """
 
@@ -42,6 +43,7 @@ from icectl.table import load_table
 from icectl.table_create import SchemaSource, create
 from icectl.upgrade import upgrade
 from icectl.v4_commit import ROOT_MAX_ADDED_FILES
+from icectl.validate import validate_table
 
 _names = itertools.count()
 TARGETS = (None, 6 * 1024, 12 * 1024)  # the default 8 MiB, and sizes a few dozen entries fill
@@ -77,6 +79,18 @@ def _live_entries(d: Path, ref: str) -> Counter[tuple[Any, ...]]:
 @given(steps=st.lists(STEP, min_size=10, max_size=30))
 def test_random_history_with_compaction(tmp_path_factory: pytest.TempPathFactory,
                                         steps: list[tuple[str, str, int, int]]) -> None:
+    run_history(tmp_path_factory, steps)
+
+
+@settings(max_examples=2, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(steps=st.lists(STEP, min_size=150, max_size=200))
+def test_long_random_history_with_compaction(tmp_path_factory: pytest.TempPathFactory,
+                                             steps: list[tuple[str, str, int, int]]) -> None:
+    """Hundreds of commits on one table (the issue's "long history")."""
+    run_history(tmp_path_factory, steps)
+
+
+def run_history(tmp_path_factory: pytest.TempPathFactory, steps: list[tuple[str, str, int, int]]) -> None:
     d = tmp_path_factory.mktemp("histc") / "t"
     create(str(d), SchemaSource("id long, ts timestamptz"), config=Config(catalogs={}), io=FileIO(),
            partition_by="days(ts)", properties={ROOT_MAX_ADDED_FILES[0]: "3"}, format_version=2)
@@ -146,6 +160,8 @@ def test_random_history_with_compaction(tmp_path_factory: pytest.TempPathFactory
         t = load_table(str(d))
         for name, expected in model.items():
             assert {r["file_path"] for r in file_rows(t, ref=name).rows} == expected, (name, op)
+        checked = validate_table(t, all_snapshots=True)
+        assert checked.errors == 0, [(f.rule, f.message) for f in checked.findings if str(f.severity) == "error"]
     print(f"[history+compact] {len(steps)} steps, {compactions} compactions, "
           f"{len(load_table(str(d)).metadata.snapshots)} snapshots")
     t = load_table(str(d))
