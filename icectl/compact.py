@@ -42,6 +42,7 @@ from icectl.compact_plan import (
     GroupPlan,
     ManifestShape,
     as_existing,
+    branch_head,
     check_sort_by,
     cluster,
     decide,
@@ -52,7 +53,7 @@ from icectl.compact_plan import (
     table_target_size,
 )
 from icectl.compact_v4 import compact_v4
-from icectl.errors import CommitConflictError, CorruptInputError, IcectlError, NotFoundError, UsageError
+from icectl.errors import CommitConflictError, CorruptInputError, IcectlError, NotFoundError
 from icectl.manifest_writer import UNASSIGNED_SEQ, write_manifest_list
 from icectl.results import RecordResult
 from icectl.scan import iter_entries, manifests_of, partition_type
@@ -60,7 +61,7 @@ from icectl.snapshot_summary import SummaryBuilder
 from icectl.spec.manifest import DataFile, ManifestContent, ManifestEntry, ManifestFile
 from icectl.spec.metadata import MIN_ROW_LINEAGE_VERSION, TableMetadata
 from icectl.spec.snapshots import Snapshot
-from icectl.storage import FileIO, join
+from icectl.storage import FileIO, delete_quietly, join
 from icectl.table import Table
 
 WRITE_WORKERS = 8
@@ -124,27 +125,12 @@ class CommitOutcome:
 # --------------------------------------------------------------------------- 1. plan
 
 
-def _branch_head(md: TableMetadata, branch: str, table: str) -> Snapshot | None:
-    ref = md.ref(branch)
-    if ref is None:
-        if not md.snapshots and branch == "main":
-            return None  # an empty table: nothing to compact
-        raise NotFoundError(f"no branch named '{branch}' in table {table}", hint="list refs with 'icectl inspect refs'")
-    if not ref.is_branch:
-        raise UsageError(f"'{branch}' is a tag of table {table}; compact rewrites a branch head",
-                         hint="give a branch with --branch")
-    snap = md.snapshot_by_id(ref.snapshot_id)
-    if snap is None:
-        raise CorruptInputError(f"branch '{branch}' points at snapshot {ref.snapshot_id}, which the table lacks")
-    return snap
-
-
 def plan_compaction(table: Table, options: CompactOptions, metadata: TableMetadata | None = None) -> CompactPlan:
     """Group, decide, read and roll (nothing is written)."""
     options.check()
     md = metadata or table.metadata
     target = options.target_size or table_target_size(md)
-    head = _branch_head(md, options.branch, table.identifier)
+    head = branch_head(md, options.branch, table.identifier)
     manifests = manifests_of(md, head, table.io) if head else []
     if options.spec_id is not None and md.spec_by_id(options.spec_id) is None:
         raise NotFoundError(f"table {table.identifier} has no partition spec {options.spec_id}")
@@ -268,7 +254,7 @@ def write_compaction(table: Table, plan: CompactPlan) -> list[WrittenManifest]:
             verify_group(md, table.io, g, [w for w in written if w.group is g])
     except BaseException:
         for _, _, path in jobs:  # also those a failed pool task may have left half-done
-            _quiet_delete(table.io, path)
+            delete_quietly(table.io, path)
         raise
     return written
 
@@ -296,7 +282,7 @@ def commit_compaction(table: Table, plan: CompactPlan, written: Sequence[Written
     def build(fresh: TableMetadata) -> TableMetadata:
         nonlocal attempt
         attempt += 1
-        head = _branch_head(fresh, plan.branch, table.identifier)
+        head = branch_head(fresh, plan.branch, table.identifier)
         if head is None or plan.base_snapshot is None:
             raise StalePlanError(f"branch '{plan.branch}' of {table.identifier} changed meanwhile", fresh)
         if head.snapshot_id == plan.base_snapshot.snapshot_id:
@@ -333,13 +319,13 @@ def commit_compaction(table: Table, plan: CompactPlan, written: Sequence[Written
         raise  # the new version may be live: its files must stay
     except BaseException:
         for p in lists:
-            _quiet_delete(table.io, p)
+            delete_quietly(table.io, p)
         raise
     snap = done.metadata.snapshot_by_id(plan.snapshot_id)
     assert snap is not None
     for p in lists:
         if p != snap.manifest_list:  # manifest lists of attempts that lost a conflict
-            _quiet_delete(table.io, p)
+            delete_quietly(table.io, p)
     return CommitOutcome(done.metadata_location, snap, done.attempts, kept_count[0], reapplied,
                          [snap.manifest_list] if snap.manifest_list else [])
 
@@ -387,14 +373,7 @@ def compact(table: Table, options: CompactOptions, *, dry_run: bool = False,
 
 def _delete_all(io: FileIO, written: Sequence[WrittenManifest], plan: CompactPlan) -> None:
     for w in written:  # never referenced by a committed snapshot
-        _quiet_delete(io, w.manifest.manifest_path)
-
-
-def _quiet_delete(io: FileIO, path: str) -> None:
-    try:
-        io.delete(path)
-    except IcectlError:
-        pass  # best effort: an unreferenced file is garbage, never data loss
+        delete_quietly(io, w.manifest.manifest_path)
 
 
 def _group_row(g: GroupPlan, written: Sequence[WrittenManifest] | None, dry_run: bool) -> dict[str, Any]:

@@ -16,13 +16,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from icectl.errors import CorruptInputError, UsageError
+from icectl.errors import CorruptInputError, NotFoundError, UsageError
 from icectl.manifest_writer import ManifestWriteResult, write_manifest
 from icectl.spec.manifest import ManifestContent, ManifestEntry, ManifestEntryStatus, ManifestFile
 from icectl.spec.metadata import TableMetadata
 from icectl.spec.partitioning import PartitionSpec
 from icectl.spec.schema import StructType
-from icectl.spec.snapshots import MAIN_BRANCH
+from icectl.spec.snapshots import MAIN_BRANCH, Snapshot
 
 TARGET_SIZE_PROPERTY = "commit.manifest.target-size-bytes"
 DEFAULT_TARGET_SIZE = 8 * 1024 * 1024  # Java's TableProperties.MANIFEST_TARGET_SIZE_BYTES_DEFAULT
@@ -242,3 +242,19 @@ def check_sort_by(md: TableMetadata, spec_ids: Iterable[int], sort_by: Sequence[
     if unknown:
         raise UsageError(f"--sort-by {unknown[0]!r} is not a partition field of the specs being compacted "
                          f"({', '.join(sorted(known)) or 'unpartitioned'})")
+
+
+def branch_head(md: TableMetadata, branch: str, table: str) -> Snapshot | None:
+    """The head of the branch compaction rewrites; ``None`` for an empty table's ``main``."""
+    ref = md.ref(branch)
+    if ref is None:
+        if not md.snapshots and branch == MAIN_BRANCH:
+            return None  # an empty table: nothing to compact
+        raise NotFoundError(f"no branch named '{branch}' in table {table}", hint="list refs with 'icectl inspect refs'")
+    if not ref.is_branch:
+        raise UsageError(f"'{branch}' is a tag of table {table}; compact rewrites a branch head",
+                         hint="give a branch with --branch")
+    snap = md.snapshot_by_id(ref.snapshot_id)
+    if snap is None:
+        raise CorruptInputError(f"branch '{branch}' points at snapshot {ref.snapshot_id}, which the table lacks")
+    return snap

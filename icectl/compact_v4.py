@@ -46,6 +46,7 @@ from icectl.compact_plan import (
     GroupPlan,
     ManifestShape,
     as_existing,
+    branch_head,
     check_sort_by,
     cluster,
     decide,
@@ -54,7 +55,7 @@ from icectl.compact_plan import (
     sort_fields,
     table_target_size,
 )
-from icectl.errors import CommitConflictError, CorruptInputError, IcectlError, NotFoundError, RefusedError, UsageError
+from icectl.errors import CommitConflictError, CorruptInputError, IcectlError, NotFoundError, RefusedError
 from icectl.inspect import unified_partition_type
 from icectl.results import RecordResult
 from icectl.scan import DEFAULT_WORKERS, partition_type
@@ -65,7 +66,7 @@ from icectl.spec.manifest import ManifestFile as ManifestFileRow
 from icectl.spec.metadata import TableMetadata
 from icectl.spec.schema import IcebergType, StructType
 from icectl.spec.snapshots import Snapshot
-from icectl.storage import FileIO, join
+from icectl.storage import FileIO, delete_quietly, join
 from icectl.table import Table
 from icectl.v4_commit import column_types, leaf_entry
 from icectl.v4_manifests import (
@@ -209,18 +210,8 @@ def _content_of(e: ContentEntry) -> ManifestContent:
 
 
 def _head(md: TableMetadata, branch: str, table: str) -> Snapshot | None:
-    ref = md.ref(branch)
-    if ref is None:
-        if not md.snapshots and branch == "main":
-            return None  # an empty table: nothing to compact
-        raise NotFoundError(f"no branch named '{branch}' in table {table}", hint="list refs with 'icectl inspect refs'")
-    if not ref.is_branch:
-        raise UsageError(f"'{branch}' is a tag of table {table}; compact rewrites a branch head",
-                         hint="give a branch with --branch")
-    snap = md.snapshot_by_id(ref.snapshot_id)
-    if snap is None:
-        raise CorruptInputError(f"branch '{branch}' points at snapshot {ref.snapshot_id}, which the table lacks")
-    if not snap.root_manifest:
+    snap = branch_head(md, branch, table)
+    if snap is not None and not snap.root_manifest:
         raise RefusedError(f"the head of branch '{branch}' of v4 table {table} (snapshot {snap.snapshot_id}) has no "
                            "root manifest", hint="run 'icectl upgrade --to 4' so every branch head gets one")
     return snap
@@ -448,7 +439,7 @@ def write_v4_compaction(table: Table, plan: V4CompactPlan) -> list[WrittenLeaf]:
             verify_v4_group(md, table.io, g, [w for w in written if w.group is g])
     except BaseException:
         for _, _, path in jobs:  # also those a failed pool task may have left half-done
-            _quiet_delete(table.io, path)
+            delete_quietly(table.io, path)
         raise
     return written
 
@@ -548,13 +539,13 @@ def commit_v4_compaction(table: Table, plan: V4CompactPlan, written: Sequence[Wr
         raise  # the new version may be live: its files must stay
     except BaseException:
         for p in roots:
-            _quiet_delete(table.io, p)
+            delete_quietly(table.io, p)
         raise
     snap = done.metadata.snapshot_by_id(plan.snapshot_id)
     assert snap is not None
     for p in roots:
         if p != snap.root_manifest:  # roots of attempts that lost a conflict
-            _quiet_delete(table.io, p)
+            delete_quietly(table.io, p)
     return V4CommitOutcome(done.metadata_location, snap, done.attempts, kept_count[0], reapplied)
 
 
@@ -603,14 +594,7 @@ def compact_v4(table: Table, options: CompactOptions, *, dry_run: bool = False,
 
 def _delete_leaves(io: FileIO, written: Sequence[WrittenLeaf]) -> None:
     for w in written:  # never referenced by a committed snapshot
-        _quiet_delete(io, w.entry.location)
-
-
-def _quiet_delete(io: FileIO, path: str) -> None:
-    try:
-        io.delete(path)
-    except IcectlError:
-        pass  # best effort: an unreferenced file is garbage, never data loss
+        delete_quietly(io, w.entry.location)
 
 
 def _group_row(g: V4GroupPlan, written: Sequence[WrittenLeaf] | None, dry_run: bool) -> dict[str, Any]:

@@ -338,3 +338,12 @@ def _is_precondition_failure(e: BaseException) -> bool:
     response = getattr(cause, "response", None)
     code = (response or {}).get("Error", {}).get("Code") if isinstance(response, dict) else None
     return code in {"PreconditionFailed", "ConditionalRequestConflict", "412", "409"}
+
+
+def delete_quietly(io: FileIO, path: str) -> None:
+    """Best-effort removal of a file no committed snapshot references: a leftover is garbage,
+    never data loss, so a failure is not an error."""
+    try:
+        io.delete(path)
+    except IcectlError:
+        pass
