@@ -92,7 +92,13 @@ def remove_files(table: Table, paths: Sequence[str] = (), *, where: Sequence[str
     head, _root = head_root(md, branch, table.io)
     if head is None:
         raise NotFoundError(f"branch '{branch}' of table {table.identifier} has no snapshot")
-    sel = _Selector(md, {file_key(p): p for p in paths}, parse_where(where))
+    clauses = parse_where(where)
+    known = sorted({pf.name for spec in md.partition_specs for pf in spec.fields})
+    unknown = [name for name, _ in clauses if name not in known]
+    if unknown:  # a typo would silently match no file
+        raise UsageError(f"--where {unknown[0]}: {table.identifier} has no partition field of that name",
+                         hint=f"partition fields: {', '.join(known) or 'none (unpartitioned)'}")
+    sel = _Selector(md, {file_key(p): p for p in paths}, clauses)
     change = V4Change("delete", SummaryBuilder())
     removed: list[dict[str, Any]] = []
     removed_keys: set[str] = set()

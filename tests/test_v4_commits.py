@@ -184,7 +184,7 @@ def test_remove_files_refusals(tmp_path: Path, v4: tuple[Path, list[str]]) -> No
     before = avro_files(d)
     version = (d / "metadata" / "version-hint.text").read_text()
     for args, code in ((["/no/such.parquet"], ExitCode.NOT_FOUND), ([], ExitCode.USAGE),
-                       (["--where", "nonsense"], ExitCode.USAGE)):
+                       (["--where", "nonsense"], ExitCode.USAGE), (["--where", "ts_dya=2024-03-02"], ExitCode.USAGE)):
         r = CliRunner().invoke(app, ["remove-files", str(d), *args])
         assert r.exit_code == code, r.stderr
     assert avro_files(d) == before and (d / "metadata" / "version-hint.text").read_text() == version
