@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from icectl.commit import add_snapshot, commit, new_snapshot_id
+from icectl.commit import add_snapshot, commit, discard_on_failure, new_snapshot_id
 from icectl.errors import (
     CommitConflictError,
     CorruptInputError,
@@ -49,7 +49,7 @@ from icectl.spec.schema import (
     Schema,
 )
 from icectl.spec.snapshots import Snapshot
-from icectl.storage import FileIO, basename, file_key, join, scheme_of
+from icectl.storage import FileIO, basename, delete_quietly, file_key, join, scheme_of
 from icectl.table import Table
 from icectl.v4_commit import (
     NewLeaf,
@@ -245,17 +245,13 @@ def add_files(table: Table, paths: Iterable[str], *, branch: str = "main", dry_r
             added_rows=(result.next_row_id - first_row_id) if first_row_id is not None else None)
         return add_snapshot(base, snapshot, branch=branch)
 
-    try:
+    with discard_on_failure(table.io, written):
         done = commit(table, build)
-    except BaseException:
-        for p in written:  # nothing of ours is referenced by a committed snapshot
-            _quiet_delete(table.io, p)
-        raise
     committed = done.metadata.snapshot_by_id(snapshot_id)
     kept = {manifest.manifest_path, committed.manifest_list if committed else None}
     for p in written:
         if p not in kept:  # manifest lists of attempts that lost a conflict
-            _quiet_delete(table.io, p)
+            delete_quietly(table.io, p)
     summary["snapshot_id"] = snapshot_id
     summary["metadata_location"] = done.metadata_location
     summary["commit_attempts"] = done.attempts
@@ -293,7 +289,7 @@ def _add_files_v4(table: Table, plan: AddFilesPlan, summary: dict[str, Any], bra
             raise CommitConflictError(f"table {table.identifier} changed its schema or partition spec meanwhile",
                                       hint="run add-files again")
 
-    try:
+    with discard_on_failure(table.io, written):
         if leaf_path is not None:
             leaf = write_v4_manifest(entries, content=V4_DATA, partition_type=unified_partition_type(md),
                                      field_types=column_types(md))
@@ -305,9 +301,6 @@ def _add_files_v4(table: Table, plan: AddFilesPlan, summary: dict[str, Any], bra
         else:
             change.added = entries
         done = commit_v4_change(table, branch, change, snapshot_id, written, unchanged)
-    except BaseException:
-        cleanup(table.io, written, set())
-        raise
     committed = done.metadata.snapshot_by_id(snapshot_id)
     root = committed.root_manifest if committed else None
     cleanup(table.io, written, {p for p in (leaf_path, root) if p})
@@ -333,10 +326,3 @@ def _with_sequence(m: ManifestFile, seq: int, snapshot_id: int) -> ManifestFile:
 
 def _now_ms() -> int:
     return int(time.time() * 1000)
-
-
-def _quiet_delete(io: FileIO, path: str) -> None:
-    try:
-        io.delete(path)
-    except IcectlError:
-        pass  # best effort: an unreferenced file is garbage, never data loss

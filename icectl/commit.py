@@ -22,13 +22,15 @@ import os
 import random
 import time
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from icectl.catalog import Catalog, looks_like_path, open_catalog, split_identifier
 from icectl.catalog.hadoop import check_table_dir_name, is_version_file
 from icectl.catalog.operations import (
     CommitFailedError,
+    CommitStateUnknownError,
     FileSystemOperations,
     SqlOperations,
     TableOperations,
@@ -38,7 +40,7 @@ from icectl.config import Config, load_config
 from icectl.errors import CommitConflictError, CorruptInputError, IcectlError, RefusedError, UsageError
 from icectl.spec.metadata import MIN_ROW_LINEAGE_VERSION, TableMetadata
 from icectl.spec.snapshots import MAIN_BRANCH, MetadataLogEntry, Snapshot, SnapshotLogEntry, SnapshotRef
-from icectl.storage import FileIO, basename, checksum_sidecar, local_path, parent, scheme_of
+from icectl.storage import FileIO, basename, checksum_sidecar, delete_quietly, local_path, parent, scheme_of
 from icectl.table import Table
 
 # TableProperties names and defaults (Iceberg 1.10).
@@ -314,6 +316,21 @@ def commit(table: Table, build: Callable[[TableMetadata], TableMetadata], *,
         table.address = dataclasses.replace(table.address, metadata_location=location)
         return CommitResult(location, new, attempt, deleted_metadata_files=tuple(deleted),
                             conflicts=tuple(conflicts))
+
+
+@contextmanager
+def discard_on_failure(io: FileIO, written: Sequence[str]) -> Iterator[None]:
+    """Delete the files an operation wrote (``written``, as it grows) if it fails before its commit
+    is known to be done. Not when the commit's outcome is unknown (CommitStateUnknownError): the
+    new version may be live and reference them, and deleting them would break the table."""
+    try:
+        yield
+    except CommitStateUnknownError:
+        raise
+    except BaseException:
+        for path in list(written):
+            delete_quietly(io, path)
+        raise
 
 
 def _check_same_table(table: Table, fresh: TableMetadata) -> None:

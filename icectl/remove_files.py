@@ -15,7 +15,7 @@ from typing import Any
 
 from pyroaring import BitMap64
 
-from icectl.commit import new_snapshot_id
+from icectl.commit import discard_on_failure, new_snapshot_id
 from icectl.errors import NotFoundError, UnsupportedError, UsageError
 from icectl.results import RecordResult
 from icectl.scan import DEFAULT_WORKERS
@@ -158,11 +158,8 @@ def remove_files(table: Table, paths: Sequence[str] = (), *, where: Sequence[str
         return RecordResult("remove_files", f"Would remove {len(data_removed)} files from {table.identifier}",
                             summary)
     written: list[str] = []
-    try:
+    with discard_on_failure(table.io, written):
         done = commit_v4_change(table, branch, change, snapshot_id, written)
-    except BaseException:
-        cleanup(table.io, written, set())
-        raise
     committed = done.metadata.snapshot_by_id(snapshot_id)
     root = committed.root_manifest if committed else None
     cleanup(table.io, written, {root} if root else set())

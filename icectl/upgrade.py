@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from icectl.avro_manifests import read_manifest
-from icectl.commit import add_snapshot, commit, new_snapshot_id
+from icectl.commit import add_snapshot, commit, discard_on_failure, new_snapshot_id
 from icectl.errors import CommitConflictError, CorruptInputError, IcectlError, RefusedError, UsageError
 from icectl.inspect import unified_partition_type
 from icectl.results import RecordResult
@@ -296,22 +296,11 @@ def upgrade(table: Table, to: int, *, dry_run: bool = False) -> RecordResult:
             new = add_snapshot(new, r.snapshot, branch=r.branch)
         return new
 
-    try:
+    with discard_on_failure(table.io, written):
         for r, path in zip(plan.roots, writes, strict=True):
             table.io.write(path, r.root_data)
             written.append(path)
         done = commit(table, build)
-    except BaseException:
-        for path in written:  # no committed snapshot references them
-            _quiet_delete(table.io, path)
-        raise
     summary.update(committed=True, written=written, metadata_location=done.metadata_location,
                    commit_attempts=done.attempts, seconds=round(time.perf_counter() - start, 3))
     return RecordResult("upgrade", f"Upgraded {table.identifier} from v{plan.from_version} to v{to}", summary)
-
-
-def _quiet_delete(io: FileIO, path: str) -> None:
-    try:
-        io.delete(path)
-    except IcectlError:
-        pass  # best effort: an unreferenced file is garbage, never data loss

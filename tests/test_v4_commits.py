@@ -194,3 +194,39 @@ def test_remove_files_refusals(tmp_path: Path, v4: tuple[Path, list[str]]) -> No
     icectl("create", str(v2), "--schema", "id long", "--format-version", "2")
     r = CliRunner().invoke(app, ["remove-files", str(v2), paths[0]])
     assert r.exit_code == ExitCode.CORRUPT and "v4" in r.stderr
+
+
+@pytest.mark.parametrize("operation", ["add-files v2", "add-files v4 leaf", "remove-files", "upgrade"])
+def test_commit_with_unknown_outcome_keeps_what_it_wrote(operation: str, tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """The commit happened but its answer was lost: the files it wrote must stay, or the table
+    (which now references them) would be broken. Only failures known not to have committed clean up."""
+    import icectl.add_files as add_files_module
+    import icectl.upgrade as upgrade_module
+    import icectl.v4_commit as v4_commit_module
+    from icectl.catalog.operations import CommitStateUnknownError
+
+    d = tmp_path / "t"
+    icectl("create", str(d), "--schema", "id long, ts timestamptz", "--partition-by", "days(ts)",
+           "--format-version", "2", "--property", f"{ROOT_MAX_ADDED_FILES[0]}=1")
+    first = parquet(tmp_path / "f1.parquet", range(5), 1)
+    icectl("add-files", str(d), first)
+    if operation != "add-files v2" and operation != "upgrade":
+        icectl("upgrade", str(d), "--to", "4", "--yes")
+    module = {"add-files v2": add_files_module, "upgrade": upgrade_module}.get(operation, v4_commit_module)
+    real = module.commit
+
+    def answer_lost(table: object, build: object, **kw: object) -> object:
+        real(table, build, **kw)
+        raise CommitStateUnknownError("the swap's answer was lost", location="v-unknown.metadata.json")
+
+    monkeypatch.setattr(module, "commit", answer_lost)
+    new = [parquet(tmp_path / f"g{i}.parquet", range(10 * i, 10 * i + 3), 2) for i in (2, 3)]
+    args = {"add-files v2": ["add-files", str(d), new[0]], "add-files v4 leaf": ["add-files", str(d), *new],
+            "remove-files": ["remove-files", str(d), first], "upgrade": ["upgrade", str(d), "--to", "4", "--yes"]}
+    r = CliRunner().invoke(app, args[operation])
+    assert r.exit_code == ExitCode.STORAGE and len(r.stderr.splitlines()) == 1, r.stderr
+    monkeypatch.undo()
+    # The table as committed reads whole: every manifest, root and leaf it names exists.
+    check = CliRunner().invoke(app, ["validate", str(d), "--all-snapshots", "--json"])
+    assert check.exit_code == 0, check.stdout[-1500:]
