@@ -498,10 +498,7 @@ def _commit_lost(table: Table, expired: list[int], *, committed_at: float) -> st
     ops = operations_for(table)
     if isinstance(ops, FileSystemOperations) and scheme_of(ops.table_dir) == "file":
         time.sleep(max(0.0, _SETTLE_SECONDS - (time.monotonic() - committed_at)))
-    try:
-        current = ops.refresh().metadata
-    except IcectlError as e:
-        return f"could not re-read the table before deleting: {e.one_line()}"
+    current = ops.refresh().metadata  # a failure to read deletes nothing (the caller's except)
     back = [i for i in expired if current.snapshot_by_id(i) is not None]
     if back:
         return (f"another writer replaced the committed metadata: snapshot {back[0]} is current again; "
@@ -573,7 +570,12 @@ def expire_snapshots(table: Table, policy: ExpirePolicy, *, dry_run: bool = Fals
         data.update({f"deleted_{c}_count": 0 for c in CATEGORIES})
         return RecordResult("expire_snapshots", "Expired snapshots; file deletions refused", data,
                             exit_code=ExitCode.REFUSED)
-    lost = _commit_lost(table, retention.expired, committed_at=committed_at) if doomed.files else None
+    try:
+        lost = _commit_lost(table, retention.expired, committed_at=committed_at) if doomed.files else None
+    except IcectlError as e:
+        data.update({f"deleted_{c}_count": 0 for c in CATEGORIES}, cleanup_skipped=e.one_line())
+        return RecordResult("expire_snapshots", "Expired snapshots; no file deleted (cleanup could not "
+                            "re-read the table)", data, exit_code=e.exit_code)
     if lost:
         data.update({f"deleted_{c}_count": 0 for c in CATEGORIES}, cleanup_skipped=lost)
         return RecordResult("expire_snapshots", "Expiry undone by another writer; no file deleted", data,
