@@ -63,6 +63,7 @@ from icectl.v4_commit import (
 from icectl.v4_manifests import DATA as V4_DATA
 from icectl.v4_manifests import FORMAT_VERSION as V4
 from icectl.v4_manifests import ContentType, content_entry_of, write_v4_manifest
+from icectl.write_guard import check_writable
 
 
 @dataclass
@@ -189,6 +190,7 @@ def _existing_paths(table: Table, md: TableMetadata, paths: list[str], branch: s
 
 def add_files(table: Table, paths: Iterable[str], *, branch: str = "main", dry_run: bool = False) -> RecordResult:
     """Register Parquet files as one ``append`` snapshot on ``branch`` (committed with retries)."""
+    check_writable(table)
     plan = plan_add_files(table, paths, branch)
     summary = {
         "table": table.identifier, "dry_run": dry_run, "branch": branch, "spec_id": plan.spec_id,

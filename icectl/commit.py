@@ -42,6 +42,7 @@ from icectl.spec.metadata import MIN_ROW_LINEAGE_VERSION, TableMetadata
 from icectl.spec.snapshots import MAIN_BRANCH, MetadataLogEntry, Snapshot, SnapshotLogEntry, SnapshotRef
 from icectl.storage import FileIO, basename, checksum_sidecar, delete_quietly, local_path, parent, scheme_of
 from icectl.table import Table
+from icectl.write_guard import check_metadata_sound
 
 # TableProperties names and defaults (Iceberg 1.10).
 COMMIT_NUM_RETRIES = ("commit.retry.num-retries", 4)
@@ -286,6 +287,7 @@ def commit(table: Table, build: Callable[[TableMetadata], TableMetadata], *,
     ops = ops or operations_for(table, allow_unsafe_object_store=allow_unsafe_object_store)
     current = ops.refresh()
     _check_same_table(table, current.metadata)
+    check_metadata_sound(current.metadata, current.location)
     policy = RetryPolicy.from_properties(current.metadata.properties)
     start = time.monotonic()
     attempt = 0
@@ -309,6 +311,7 @@ def commit(table: Table, build: Callable[[TableMetadata], TableMetadata], *,
             sleep(policy.delay_ms(attempt) / 1000)
             current = ops.refresh()
             _check_same_table(table, current.metadata)
+            check_metadata_sound(current.metadata, current.location)
             continue
         deleted = delete_removed_metadata_files(ops.io, base, new, base_location=current.location,
                                                 new_location=location)

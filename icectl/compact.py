@@ -63,6 +63,7 @@ from icectl.spec.metadata import MIN_ROW_LINEAGE_VERSION, TableMetadata
 from icectl.spec.snapshots import Snapshot
 from icectl.storage import FileIO, delete_quietly, join
 from icectl.table import Table
+from icectl.write_guard import check_writable
 
 WRITE_WORKERS = 8
 
@@ -340,6 +341,7 @@ def compact(table: Table, options: CompactOptions, *, dry_run: bool = False,
     ``on_planned`` runs after the new manifests are written, before the commit (tests use it to
     commit as a concurrent writer would).
     """
+    check_writable(table)
     if table.metadata.format_version >= 4:  # roots and leaves (icectl.compact_v4)
         return compact_v4(table, options, dry_run=dry_run, on_planned=on_planned)
     plan = plan_compaction(table, options)

