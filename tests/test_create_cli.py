@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 from typer.testing import CliRunner
 
 from icectl.cli.app import app
@@ -28,6 +29,26 @@ def test_namespace_create_list_and_refuse_twice(tmp_path: Path) -> None:
     assert [r["namespace"] for r in json.loads(out)["rows"]] == ["sales"]
     code, out, _ = run("namespace", "list", "sales", "--json", wh=wh)
     assert [r["namespace"] for r in json.loads(out)["rows"]] == ["sales.eu"]
+
+
+@pytest.mark.parametrize("json_flag", [[], ["--json"]])
+def test_plain_timestamp_warns_on_stderr_only(tmp_path: Path, json_flag: list[str]) -> None:
+    # Spark SQL users mean timestamptz by TIMESTAMP; icectl keeps Iceberg's meaning, so it says so.
+    wh = tmp_path / "wh"
+    code, out, err = run("create", "db.t", "--schema", "id long, ts timestamp, s struct<inner: timestamp>",
+                         *json_flag, wh=wh)
+    assert code == 0, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("icectl: warning:")
+    assert "ts, inner" in lines[0] and "timestamptz" in lines[0] and "timestamp_ntz" in lines[0]
+    assert "warning" not in out
+    if json_flag:
+        assert json.loads(out)["schema"][1] == "2: ts timestamp"  # stdout stays one JSON document
+    # The explicit spellings are not warned about.
+    for ddl in ("ts timestamptz", "ts timestamp_ntz", "ts timestamp without time zone", "timestamp long"):
+        code, _, err = run("create", "db.u", "--schema", ddl, "--dry-run", wh=wh)
+        assert code == 0 and err == "", (ddl, err)
+    assert "timestamp_ntz" in run("create", "--help", wh=wh)[1]
 
 
 def test_create_dry_run_writes_nothing(tmp_path: Path) -> None:

@@ -66,7 +66,12 @@ def register_create(app: typer.Typer) -> None:
         dry_run: DryRunOpt = False,
         json_output: JsonOpt = False,
     ) -> RecordResult:
-        """Create an empty Iceberg table (metadata as Iceberg Java would write it)."""
+        """Create an empty Iceberg table (metadata as Iceberg Java would write it).
+
+        In --schema, 'timestamp' is Iceberg's timestamp WITHOUT time zone, not Spark SQL's
+        TIMESTAMP (which is timestamptz): write timestamptz (or timestamp_ltz) for instants in
+        time, timestamp_ntz for the type without zone. Plain 'timestamp' gets a warning on stderr.
+        """
         config, io = load_config_and_io()
         return create(table, SchemaSource(schema, schema_file, like), config=config, io=io,
                       partition_by=partition_by, sort_by=sort_by, properties=parse_properties(prop or []),
