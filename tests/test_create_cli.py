@@ -112,3 +112,45 @@ def test_add_files_without_a_partition_source_column_is_one_line_and_changes_not
     assert out == "" and len(err.splitlines()) == 1
     assert "has no column part" in err and str(f) in err
     assert sorted(p.name for p in meta.iterdir()) == before
+
+
+WALKS = [["expire-snapshots", "--all"], ["compact", "--all"], ["list"], ["list", "--all"], ["list", "db"],
+         ["namespace", "list"]]
+
+
+@pytest.mark.parametrize("json_flag", [[], ["--json"]])
+@pytest.mark.parametrize("args", WALKS, ids=" ".join)
+def test_missing_warehouse_is_not_found(tmp_path: Path, args: list[str], json_flag: list[str]) -> None:
+    # A cron job pointed at a wrong warehouse must fail, not report "0 table(s)".
+    wh = tmp_path / "no-such-warehouse"
+    code, out, err = run(*args, *json_flag, wh=wh)
+    assert code == ExitCode.NOT_FOUND, (code, out, err)
+    assert out == "" and len(err.strip().splitlines()) == 1 and str(wh) in err
+    assert not wh.exists()
+
+
+@pytest.mark.parametrize("args", WALKS, ids=" ".join)
+def test_missing_sqlite_catalog_is_not_found(tmp_path: Path, args: list[str]) -> None:
+    db = tmp_path / "nope" / "catalog.db"
+    cfg = tmp_path / "icectl.toml"
+    cfg.write_text(f'default-catalog = "prod"\n[catalog.prod]\ntype = "sql"\nuri = "{db}"\n'
+                   f'warehouse = "{tmp_path}"\n')
+    r = CliRunner().invoke(app, ["--config", str(cfg), *args, "--json"])
+    assert r.exit_code == ExitCode.NOT_FOUND, r.stderr
+    assert r.stdout == "" and len(r.stderr.strip().splitlines()) == 1 and str(db) in r.stderr
+    assert not db.exists()  # reading did not create an empty catalog
+
+
+def test_readme_set_up_line_on_a_fresh_machine_and_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # `icectl namespace create db --exist-ok && icectl expire-snapshots --all` in a fresh folder.
+    monkeypatch.chdir(tmp_path)
+    env = {"ICECTL_WAREHOUSE": None, "ICECTL_CONFIG": None}
+    for _ in range(2):
+        r = CliRunner().invoke(app, ["namespace", "create", "db", "--exist-ok"], env=env)
+        assert r.exit_code == 0, r.stderr
+        r = CliRunner().invoke(app, ["expire-snapshots", "--all"], env=env)
+        assert r.exit_code == 0, r.stderr
+        assert "0 table(s)" in r.stdout
+    assert (tmp_path / "warehouse" / "db").is_dir()
+    r = CliRunner().invoke(app, ["namespace", "create", "db"], env=env)
+    assert r.exit_code == ExitCode.REFUSED and "--exist-ok" in r.stderr
