@@ -297,8 +297,9 @@ def _said(result: RecordResult, summary: dict[str, Any]) -> RecordResult:
     if created:
         start = created["from_snapshot_id"]
         verb = "would start" if summary["dry_run"] else "started"
-        result.title += (f" (new branch '{created['name']}' {verb} at main's head, snapshot {start})" if start
-                           else f" (new branch '{created['name']}' {verb} empty: main has no snapshot)")
+        result.title += (f" (new branch '{created['name']}' {verb} at main's head, snapshot {start})"
+                         if start is not None
+                         else f" (new branch '{created['name']}' {verb} empty: main has no snapshot)")
     return result
 
 

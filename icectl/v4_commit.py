@@ -101,7 +101,10 @@ def branch_head(md: TableMetadata, branch: str, identifier: str, *, create_branc
     """The snapshot a commit on ``branch`` builds on. A branch the table lacks is refused unless
     ``create_branch``: then it starts at main's head, as Spark's ``CREATE BRANCH`` does (a new
     branch without a parent would hide every row main has)."""
-    if md.ref(branch) is not None or branch == MAIN_BRANCH:  # main of an empty table has no ref yet
+    ref = md.ref(branch)
+    if ref is not None and not ref.is_branch:  # refused before any file is written or read
+        raise RefusedError(f"cannot commit to '{branch}': it is a tag, not a branch")
+    if ref is not None or branch == MAIN_BRANCH:  # main of an empty table has no ref yet
         return md.snapshot_for_ref(branch)
     if not create_branch:
         raise NotFoundError(f"table {identifier} has no branch '{branch}'",

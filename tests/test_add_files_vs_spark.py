@@ -115,6 +115,10 @@ def test_add_files_to_a_new_branch(spark: Any, spark_warehouse: str, tmp_path: P
     assert r.stdout == "" and len(r.stderr.strip().splitlines()) == 1
     assert "branch 'dev'" in r.stderr and "--create-branch" in r.stderr
     assert icectl("inspect", "refs", "db.br", warehouse=spark_warehouse) == before
+    # A tag is refused as before (exit 6), whatever --create-branch says.
+    spark.sql("ALTER TABLE local.db.br CREATE TAG t1")
+    icectl("add-files", "db.br", str(f), "--branch", "t1", "--create-branch", warehouse=spark_warehouse,
+           expect=ExitCode.REFUSED)
     # --create-branch starts it at main's head and says so.
     main_head = spark.sql("SELECT snapshot_id FROM local.db.br.refs WHERE name = 'main'").collect()[0][0]
     added = icectl("add-files", "db.br", str(f), "--branch", "dev", "--create-branch", warehouse=spark_warehouse)
