@@ -69,7 +69,7 @@ class Tbl:
         f.parent.mkdir(parents=True, exist_ok=True)
         ids = range(self.n * 100, self.n * 100 + rows)
         pq.write_table(pa.table({"id": pa.array(ids, pa.int64()), "name": [f"r{i}" for i in ids]}), f)
-        args = ["add-files", self.name, str(f), "--json"] + (["--branch", branch] if branch else [])
+        args = ["add-files", self.name, str(f), "--json"] + (["--branch", branch, "--create-branch"] if branch else [])
         code, out, err = run(self.wh, *args)
         assert code == 0, err
         time.sleep(0.003)  # distinct commit timestamps, so cutoffs can fall between snapshots
@@ -534,7 +534,7 @@ def test_a_file_named_in_another_spelling_by_a_retained_snapshot_is_kept(wh: Pat
     s0 = t.add()
     f = t.dir / "data" / "shared.parquet"
     pq.write_table(pa.table({"id": pa.array([7], pa.int64()), "name": ["x"]}), f)
-    for args in ([f"file://{f}"], [str(f), "--branch", "b"]):
+    for args in ([str(f), "--branch", "b", "--create-branch"], [f"file://{f}"]):  # b starts at s0
         code, _, err = run(wh, "add-files", t.name, *args, "--json")
         assert code == 0, err
     t.change(rollback(s0))  # the file:// snapshot is now unreferenced; branch b names the plain path
