@@ -141,7 +141,7 @@ def snapshot_ids(t: Tbl) -> set[int]:
 def test_max_ref_age_drops_tag_and_branch_never_main(wh: Path) -> None:
     t = Tbl(wh)
     s = [t.add() for _ in range(3)]
-    b = t.add(branch="b")  # a branch with its own snapshot (no parent)
+    b = t.add(branch="b")  # a branch with its own snapshot (started at main's head)
     old = t.add(branch="old_but_kept")
     t.change(with_ref("t", SnapshotRef(s[0], "tag", max_ref_age_ms=1)))
     t.change(with_ref("b", SnapshotRef(b, "branch", max_ref_age_ms=1)))
