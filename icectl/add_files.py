@@ -11,7 +11,7 @@ import dataclasses
 import os
 import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -37,6 +37,7 @@ from icectl.scan import iter_entries, manifests_of
 from icectl.snapshot_summary import SummaryBuilder
 from icectl.spec.manifest import DataFile, ManifestContent, ManifestEntry, ManifestEntryStatus, ManifestFile
 from icectl.spec.metadata import TableMetadata
+from icectl.spec.name_mapping import ensure_name_mapping
 from icectl.spec.partitioning import PartitionSpec
 from icectl.spec.schema import (
     DATE,
@@ -48,12 +49,13 @@ from icectl.spec.schema import (
     IcebergType,
     Schema,
 )
-from icectl.spec.snapshots import Snapshot
+from icectl.spec.snapshots import MAIN_BRANCH, Snapshot
 from icectl.storage import FileIO, basename, delete_quietly, file_key, join, scheme_of
 from icectl.table import Table
 from icectl.v4_commit import (
     NewLeaf,
     V4Change,
+    branch_head,
     cleanup,
     column_types,
     commit_v4_change,
@@ -163,21 +165,23 @@ def read_data_file(io: FileIO, path: str, schema: Schema, spec: PartitionSpec) -
     return df, spec.partition_path(partition, schema) if partition else ""
 
 
-def plan_add_files(table: Table, paths: Iterable[str], branch: str = "main") -> AddFilesPlan:
+def plan_add_files(table: Table, paths: Iterable[str], branch: str = "main", *,
+                   create_branch: bool = False) -> AddFilesPlan:
     md = table.metadata
     schema, spec = md.schema(), md.spec()
+    head = branch_head(md, branch, table.identifier, create_branch=create_branch)  # before reading any file
     files = expand_paths(table.io, paths)
     with ThreadPoolExecutor(max_workers=min(16, len(files))) as pool:
         read = list(pool.map(lambda p: read_data_file(table.io, p, schema, spec), files))
-    existing = _existing_paths(table, md, files, branch)
+    existing = _existing_paths(table, md, files, head)
     if existing:
         raise RefusedError(f"{existing[0]} is already in table {table.identifier}",
                            path=existing[0], hint="adding it twice would duplicate its rows")
     return AddFilesPlan(table.identifier, spec.spec_id, [d for d, _ in read], [p for _, p in read])
 
 
-def _existing_paths(table: Table, md: TableMetadata, paths: list[str], branch: str) -> list[str]:
-    snap = md.snapshot_for_ref(branch)  # the head the new snapshot goes on, not always main
+def _existing_paths(table: Table, md: TableMetadata, paths: list[str], snap: Snapshot | None) -> list[str]:
+    """Which of ``paths`` the head the new snapshot goes on (not always main's) already has."""
     if snap is None:
         return []
     # By location, not text: /x and file:///x are the same file and must not be added twice.
@@ -188,19 +192,44 @@ def _existing_paths(table: Table, md: TableMetadata, paths: list[str], branch: s
     return sorted(wanted[k] for k in live & wanted.keys())
 
 
-def add_files(table: Table, paths: Iterable[str], *, branch: str = "main", dry_run: bool = False) -> RecordResult:
-    """Register Parquet files as one ``append`` snapshot on ``branch`` (committed with retries)."""
+def add_files(table: Table, paths: Iterable[str], *, branch: str = "main", create_branch: bool = False,
+              dry_run: bool = False) -> RecordResult:
+    """Register Parquet files as one ``append`` snapshot on ``branch`` (committed with retries).
+
+    ``branch`` must exist (or be main) unless ``create_branch``: then a missing branch starts at
+    main's head. The table gets the name mapping Spark's ``add_files`` sets, in the same commit:
+    files without field ids are then read by column name, not by position.
+    """
     check_writable(table)
-    plan = plan_add_files(table, paths, branch)
-    summary = {
+    plan = plan_add_files(table, paths, branch, create_branch=create_branch)
+    new_branch = table.metadata.ref(branch) is None and branch != MAIN_BRANCH
+    main_head = table.metadata.snapshot_for_ref(MAIN_BRANCH)
+    summary: dict[str, Any] = {
         "table": table.identifier, "dry_run": dry_run, "branch": branch, "spec_id": plan.spec_id,
         "added_data_files": len(plan.files), "added_records": sum(f.record_count for f in plan.files),
         "added_files_size": sum(f.file_size_in_bytes for f in plan.files),
         "files": [{"file_path": f.file_path, "partition": p, "record_count": f.record_count}
                   for f, p in zip(plan.files, plan.partitions, strict=True)],
     }
+    if new_branch:
+        summary["created_branch"] = {"name": branch, "from": MAIN_BRANCH,
+                                     "from_snapshot_id": main_head.snapshot_id if main_head else None}
+    summary["name_mapping"] = ensure_name_mapping(table.metadata)[1]
+    if dry_run and summary["name_mapping"] != "unchanged":
+        summary["name_mapping"] = "would be " + summary["name_mapping"]
+    outcome = summary["name_mapping"]
+
+    def with_mapping(base: TableMetadata) -> TableMetadata:
+        """The name mapping, set on each attempt's fresh base (a retry must not lose a concurrent
+        change to the property, nor drop ours)."""
+        nonlocal outcome
+        base, outcome = ensure_name_mapping(base)
+        return base
     if table.metadata.format_version >= V4:  # one new root (or one leaf and the root): single-file commits
-        return _add_files_v4(table, plan, summary, branch, dry_run)
+        result = _add_files_v4(table, plan, summary, branch, dry_run, with_mapping, create_branch)
+        if not dry_run:
+            summary["name_mapping"] = outcome
+        return _said(result, summary)
     md = table.metadata
     commit_id = str(uuid.uuid4())
     metadata_dir = join(md.location or table.address.table_dir or "", "metadata")
@@ -210,7 +239,8 @@ def add_files(table: Table, paths: Iterable[str], *, branch: str = "main", dry_r
         summary["would_write"] = [manifest_path, join(metadata_dir, f"snap-{snapshot_id}-1-{commit_id}.avro"),
                                   "a new table metadata file (the next version)"]
         summary["would_delete"] = []
-        return RecordResult("add_files", f"Would add {len(plan.files)} files to {table.identifier}", summary)
+        return _said(RecordResult("add_files", f"Would add {len(plan.files)} files to {table.identifier}", summary),
+                     summary)
     written: list[str] = []
     manifest = _write_added_manifest(table, plan, snapshot_id, manifest_path)
     written.append(manifest.manifest_path)
@@ -222,8 +252,8 @@ def add_files(table: Table, paths: Iterable[str], *, branch: str = "main", dry_r
         if base.default_spec_id != plan.spec_id or base.current_schema_id != md.current_schema_id:
             raise CommitConflictError(f"table {table.identifier} changed its schema or partition spec meanwhile",
                                       hint="run add-files again")
-        parent_ref = base.ref(branch)
-        parent = base.snapshot_by_id(parent_ref.snapshot_id) if parent_ref else None
+        base = with_mapping(base)
+        parent = branch_head(base, branch, table.identifier, create_branch=create_branch)
         parent_manifests = manifests_of(base, parent, table.io) if parent else []
         seq = base.last_sequence_number + 1 if base.format_version >= 2 else 0
         new_manifest = _with_sequence(manifest, seq, snapshot_id)
@@ -257,11 +287,24 @@ def add_files(table: Table, paths: Iterable[str], *, branch: str = "main", dry_r
     summary["snapshot_id"] = snapshot_id
     summary["metadata_location"] = done.metadata_location
     summary["commit_attempts"] = done.attempts
-    return RecordResult("add_files", f"Added {len(plan.files)} files to {table.identifier}", summary)
+    summary["name_mapping"] = outcome
+    return _said(RecordResult("add_files", f"Added {len(plan.files)} files to {table.identifier}", summary), summary)
 
 
-def _add_files_v4(table: Table, plan: AddFilesPlan, summary: dict[str, Any], branch: str,
-                  dry_run: bool) -> RecordResult:
+def _said(result: RecordResult, summary: dict[str, Any]) -> RecordResult:
+    """The headline names a branch this command creates: a new branch is no small side effect."""
+    created = summary.get("created_branch")
+    if created:
+        start = created["from_snapshot_id"]
+        verb = "would start" if summary["dry_run"] else "started"
+        result.title += (f" (new branch '{created['name']}' {verb} at main's head, snapshot {start})"
+                         if start is not None
+                         else f" (new branch '{created['name']}' {verb} empty: main has no snapshot)")
+    return result
+
+
+def _add_files_v4(table: Table, plan: AddFilesPlan, summary: dict[str, Any], branch: str, dry_run: bool,
+                  adjust: Callable[[TableMetadata], TableMetadata], create_branch: bool) -> RecordResult:
     """The v4 append (layout page section 8): root-level ADDED entries, or past
     ``write.v4.root-max-added-files`` one new leaf referenced by an ADDED DATA_MANIFEST entry."""
     md = table.metadata
@@ -302,7 +345,8 @@ def _add_files_v4(table: Table, plan: AddFilesPlan, summary: dict[str, Any], bra
                 leaf.stats.added_rows_count))
         else:
             change.added = entries
-        done = commit_v4_change(table, branch, change, snapshot_id, written, unchanged)
+        done = commit_v4_change(table, branch, change, snapshot_id, written, unchanged, adjust=adjust,
+                                create_branch=create_branch)
     committed = done.metadata.snapshot_by_id(snapshot_id)
     root = committed.root_manifest if committed else None
     cleanup(table.io, written, {p for p in (leaf_path, root) if p})

@@ -6,7 +6,8 @@ spellings are accepted as aliases and mapped the way Spark's Iceberg catalog map
 (``SparkTypeToType``): ``tinyint``/``smallint`` become ``int`` (Spark widens byte and short),
 ``char(n)``/``varchar(n)`` become ``string`` (Iceberg has no length-limited strings). Unlike in
 Spark SQL, ``timestamp`` keeps the Iceberg meaning (without zone); ``timestamptz`` (or Spark's
-``timestamp_ltz``) is the zoned type, ``timestamp_ntz`` an alias of ``timestamp``.
+``timestamp_ltz``) is the zoned type, ``timestamp_ntz`` an alias of ``timestamp``. Because Spark SQL
+users mean the zoned type by ``timestamp``, :func:`schema_warnings` flags the plain spelling.
 
 Ids are assigned as Java assigns them on create (``icectl.create.assign_fresh_ids``), so a
 table made from this DDL gets the ids Spark's ``CREATE TABLE`` gives the same columns.
@@ -113,6 +114,8 @@ class _Lexer:
         self.what = what
         self.pos = 0
         self._peeked: _Token | None = None
+        self.plain_timestamps = 0  # `timestamp` without "with/without time zone": see schema_warnings
+        self.plain_timestamp_columns: list[str] = []
 
     def error(self, token: _Token, problem: str) -> UsageError:
         shown = "end of text" if token.kind == "end" else repr(token.text)
@@ -223,6 +226,23 @@ def parse_schema(text: str, *, format_version: int | None = None) -> Schema:
     return schema
 
 
+def schema_warnings(text: str, *, format_version: int | None = None) -> list[str]:
+    """What a valid schema DDL may mean other than the user meant (one line each).
+
+    Plain ``timestamp`` is Iceberg's type without zone, but Spark SQL's ``TIMESTAMP`` (what its
+    users write) is the zoned ``timestamptz``: a table made from the same DDL here and in Spark
+    would differ.
+    """
+    lx = _Lexer(text, "schema")
+    _field_list(lx, format_version, closer=None)
+    if not lx.plain_timestamp_columns:
+        return []
+    cols = ", ".join(lx.plain_timestamp_columns)
+    return [f"column(s) {cols}: 'timestamp' is a timestamp WITHOUT time zone here (Iceberg's meaning), while in "
+            "Spark SQL TIMESTAMP means timestamptz; write timestamptz for instants in time, or timestamp_ntz "
+            "to keep the type without zone (no warning)"]
+
+
 def _field_list(lx: _Lexer, fv: int | None, closer: str | None) -> list[NestedField]:
     fields: list[NestedField] = []
     seen: dict[str, str] = {}
@@ -260,7 +280,10 @@ def _field(lx: _Lexer, fv: int | None) -> NestedField:
     type_token = lx.peek()
     if type_token.kind == "end" or type_token.kind == "punct":
         raise lx.error(type_token, f"expected a type for column {name.value!r}")
+    seen, named = lx.plain_timestamps, len(lx.plain_timestamp_columns)
     field_type = _type(lx, fv)
+    if lx.plain_timestamps > seen and len(lx.plain_timestamp_columns) == named:  # not already a nested field's
+        lx.plain_timestamp_columns.append(name.value)
     required, default = False, None
     doc: str | None = None
     given: set[str] = set()
@@ -356,6 +379,8 @@ def _primitive_type(lx: _Lexer, token: _Token, name: str) -> IcebergType:
                 if not lx.accept_word(word):
                     raise lx.error(lx.peek(), f"expected '{word}' in 'timestamp {zone.value} time zone'")
             return TIMESTAMPTZ if zone.value.lower() == "with" else TIMESTAMP
+        if name == "timestamp":  # unqualified: Spark SQL users mean timestamptz
+            lx.plain_timestamps += 1
         if name == "double":
             lx.accept_word("precision")
         return _SIMPLE_TYPES[name]

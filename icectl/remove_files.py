@@ -91,7 +91,7 @@ def remove_files(table: Table, paths: Sequence[str] = (), *, where: Sequence[str
                                hint="upgrade it with 'icectl upgrade --to 4'")
     if not paths and not where:
         raise UsageError("give the files to remove (PATH...) or --where partition_field=value")
-    head, _root = head_root(md, branch, table.io)
+    head, _root = head_root(md, branch, table.io, table.identifier)
     if head is None:
         raise NotFoundError(f"branch '{branch}' of table {table.identifier} has no snapshot")
     clauses = parse_where(where)

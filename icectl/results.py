@@ -31,6 +31,7 @@ class RecordResult:
     title: str
     data: dict[str, Any]
     exit_code: int = 0
+    warnings: list[str] = field(default_factory=list)  # one line each, on stderr only (never stdout)
 
 
 @dataclass

@@ -13,7 +13,7 @@ from icectl.catalog import looks_like_path, open_catalog, split_identifier
 from icectl.commit import create_table
 from icectl.config import Config
 from icectl.create import new_table_metadata
-from icectl.ddl import parse_partition_spec, parse_schema, parse_sort_order
+from icectl.ddl import parse_partition_spec, parse_schema, parse_sort_order, schema_warnings
 from icectl.errors import UsageError
 from icectl.results import RecordResult
 from icectl.schema_io import schema_from_json_file, schema_from_parquet
@@ -84,9 +84,10 @@ def create(address: str, source: SchemaSource, *, config: Config, io: FileIO, pa
                        for f in metadata.sort_order().fields],
         "properties": dict(metadata.properties),
     }
+    warnings = schema_warnings(source.ddl, format_version=version) if source.ddl else []
     if dry_run:
         data["would_write"] = [f"{location}/metadata (first table metadata file)"]
-        return RecordResult("create", f"Would create table {address}", data)
+        return RecordResult("create", f"Would create table {address}", data, warnings=warnings)
     result = create_table(where, ident, metadata, config=config, io=io)
     data["metadata_location"] = result.metadata_location
-    return RecordResult("create", f"Created table {address}", data)
+    return RecordResult("create", f"Created table {address}", data, warnings=warnings)

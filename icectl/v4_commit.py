@@ -26,14 +26,14 @@ from dataclasses import dataclass, field
 from pyroaring import BitMap64
 
 from icectl.commit import CommitResult, add_snapshot, commit
-from icectl.errors import CommitConflictError, IcectlError, RefusedError
+from icectl.errors import CommitConflictError, IcectlError, NotFoundError, RefusedError
 from icectl.inspect import unified_partition_type
 from icectl.scan_v4 import dv_positions, read_root
 from icectl.snapshot_summary import SummaryBuilder
 from icectl.spec.manifest import ManifestEntryStatus
 from icectl.spec.metadata import TableMetadata
 from icectl.spec.schema import IcebergType
-from icectl.spec.snapshots import Snapshot
+from icectl.spec.snapshots import MAIN_BRANCH, Snapshot
 from icectl.storage import FileIO, join
 from icectl.table import Table
 from icectl.v4_manifests import (
@@ -97,9 +97,26 @@ class V4Change:
     removed_leaf_rows: dict[str, BitMap64] = field(default_factory=dict)  # leaf -> ordinals
 
 
-def head_root(md: TableMetadata, branch: str, io: FileIO) -> tuple[Snapshot | None, V4Manifest]:
-    """The branch head and its root (an empty root for a new branch)."""
-    head = md.snapshot_for_ref(branch)
+def branch_head(md: TableMetadata, branch: str, identifier: str, *, create_branch: bool = False) -> Snapshot | None:
+    """The snapshot a commit on ``branch`` builds on. A branch the table lacks is refused unless
+    ``create_branch``: then it starts at main's head, as Spark's ``CREATE BRANCH`` does (a new
+    branch without a parent would hide every row main has)."""
+    ref = md.ref(branch)
+    if ref is not None and not ref.is_branch:  # refused before any file is written or read
+        raise RefusedError(f"cannot commit to '{branch}': it is a tag, not a branch")
+    if ref is not None or branch == MAIN_BRANCH:  # main of an empty table has no ref yet
+        return md.snapshot_for_ref(branch)
+    if not create_branch:
+        raise NotFoundError(f"table {identifier} has no branch '{branch}'",
+                            hint="check the name with 'icectl inspect refs'; add-files --create-branch "
+                                 "starts a new branch at main's head")
+    return md.snapshot_for_ref(MAIN_BRANCH)
+
+
+def head_root(md: TableMetadata, branch: str, io: FileIO, identifier: str = "",
+              *, create_branch: bool = False) -> tuple[Snapshot | None, V4Manifest]:
+    """The branch head (see :func:`branch_head`) and its root (an empty root for an empty table)."""
+    head = branch_head(md, branch, identifier, create_branch=create_branch)
     if head is None:
         return None, V4Manifest([], {})
     if not head.root_manifest:
@@ -166,9 +183,12 @@ def build_root(base: TableMetadata, root: V4Manifest, change: V4Change, snapshot
 
 
 def commit_v4_change(table: Table, branch: str, change: V4Change, snapshot_id: int, written: list[str],
-                     check: Callable[[TableMetadata], None] | None = None) -> CommitResult:
+                     check: Callable[[TableMetadata], None] | None = None, *,
+                     adjust: Callable[[TableMetadata], TableMetadata] | None = None,
+                     create_branch: bool = False) -> CommitResult:
     """Commit ``change`` on ``branch`` as one new root; every root written is appended to ``written``
-    (the caller deletes the ones the committed snapshot does not reference)."""
+    (the caller deletes the ones the committed snapshot does not reference). ``adjust`` changes
+    the fresh base in the same commit (e.g. a table property), at every attempt."""
     md = table.metadata
     metadata_dir = join(md.location or table.address.table_dir or "", "metadata")
 
@@ -177,7 +197,9 @@ def commit_v4_change(table: Table, branch: str, change: V4Change, snapshot_id: i
             raise RefusedError(f"table {table.identifier} is not format v4 anymore")
         if check is not None:
             check(base)
-        head, root = head_root(base, branch, table.io)
+        if adjust is not None:
+            base = adjust(base)
+        head, root = head_root(base, branch, table.io, table.identifier, create_branch=create_branch)
         seq = base.last_sequence_number + 1
         entries, added_rows = build_root(base, root, change, snapshot_id, seq, table.io)
         path = join(metadata_dir, f"root-{snapshot_id}-{uuid.uuid4()}.avro")

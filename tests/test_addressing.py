@@ -110,9 +110,10 @@ def test_list_the_default_warehouse(spark_tables: Any, tmp_path: Path) -> None:
     assert r.exit_code == 0, r.stderr
     names = {row["identifier"] for row in json.loads(r.stdout)["rows"]}
     assert {"db.v1_unpart", "db.v2_part"} <= names
-    # A fresh machine: no warehouse yet is an empty list, not an error.
+    # A warehouse that does not exist is not found (exit 3), never an empty list: a wrong path
+    # must not look like an empty catalog. (`namespace create` starts a fresh one.)
     r = cli("list", "--all", "--json", env={"ICECTL_WAREHOUSE": str(tmp_path / "none")})
-    assert r.exit_code == 0 and json.loads(r.stdout)["rows"] == []
+    assert r.exit_code == 3 and r.stdout == "" and "does not exist" in r.stderr
 
 
 def test_bad_addresses_and_config(tmp_path: Path) -> None:

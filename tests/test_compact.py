@@ -41,7 +41,8 @@ def _parquet(path: Path, i: int, part: int) -> str:
 
 
 def _append(table_dir: str, src: Path, i: int, part: int, branch: str = "main") -> None:
-    add_files(load_table(table_dir), [_parquet(src / f"{branch}-{i:04d}.parquet", i, part)], branch=branch)
+    add_files(load_table(table_dir), [_parquet(src / f"{branch}-{i:04d}.parquet", i, part)], branch=branch,
+              create_branch=True)
 
 
 def make_table(tmp_path: Path, n: int, *, fv: int = 2, partition_by: str = "", parts: int = 1,

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 from typer.testing import CliRunner
 
 from icectl.cli.app import app
@@ -28,6 +29,26 @@ def test_namespace_create_list_and_refuse_twice(tmp_path: Path) -> None:
     assert [r["namespace"] for r in json.loads(out)["rows"]] == ["sales"]
     code, out, _ = run("namespace", "list", "sales", "--json", wh=wh)
     assert [r["namespace"] for r in json.loads(out)["rows"]] == ["sales.eu"]
+
+
+@pytest.mark.parametrize("json_flag", [[], ["--json"]])
+def test_plain_timestamp_warns_on_stderr_only(tmp_path: Path, json_flag: list[str]) -> None:
+    # Spark SQL users mean timestamptz by TIMESTAMP; icectl keeps Iceberg's meaning, so it says so.
+    wh = tmp_path / "wh"
+    code, out, err = run("create", "db.t", "--schema", "id long, ts timestamp, s struct<inner: timestamp>",
+                         *json_flag, wh=wh)
+    assert code == 0, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("icectl: warning:")
+    assert "ts, inner" in lines[0] and "timestamptz" in lines[0] and "timestamp_ntz" in lines[0]
+    assert "warning" not in out
+    if json_flag:
+        assert json.loads(out)["schema"][1] == "2: ts timestamp"  # stdout stays one JSON document
+    # The explicit spellings are not warned about.
+    for ddl in ("ts timestamptz", "ts timestamp_ntz", "ts timestamp without time zone", "timestamp long"):
+        code, _, err = run("create", "db.u", "--schema", ddl, "--dry-run", wh=wh)
+        assert code == 0 and err == "", (ddl, err)
+    assert "timestamp_ntz" in run("create", "--help", wh=wh)[1]
 
 
 def test_create_dry_run_writes_nothing(tmp_path: Path) -> None:
@@ -91,3 +112,45 @@ def test_add_files_without_a_partition_source_column_is_one_line_and_changes_not
     assert out == "" and len(err.splitlines()) == 1
     assert "has no column part" in err and str(f) in err
     assert sorted(p.name for p in meta.iterdir()) == before
+
+
+WALKS = [["expire-snapshots", "--all"], ["compact", "--all"], ["list"], ["list", "--all"], ["list", "db"],
+         ["namespace", "list"]]
+
+
+@pytest.mark.parametrize("json_flag", [[], ["--json"]])
+@pytest.mark.parametrize("args", WALKS, ids=" ".join)
+def test_missing_warehouse_is_not_found(tmp_path: Path, args: list[str], json_flag: list[str]) -> None:
+    # A cron job pointed at a wrong warehouse must fail, not report "0 table(s)".
+    wh = tmp_path / "no-such-warehouse"
+    code, out, err = run(*args, *json_flag, wh=wh)
+    assert code == ExitCode.NOT_FOUND, (code, out, err)
+    assert out == "" and len(err.strip().splitlines()) == 1 and str(wh) in err
+    assert not wh.exists()
+
+
+@pytest.mark.parametrize("args", WALKS, ids=" ".join)
+def test_missing_sqlite_catalog_is_not_found(tmp_path: Path, args: list[str]) -> None:
+    db = tmp_path / "nope" / "catalog.db"
+    cfg = tmp_path / "icectl.toml"
+    cfg.write_text(f'default-catalog = "prod"\n[catalog.prod]\ntype = "sql"\nuri = "{db}"\n'
+                   f'warehouse = "{tmp_path}"\n')
+    r = CliRunner().invoke(app, ["--config", str(cfg), *args, "--json"])
+    assert r.exit_code == ExitCode.NOT_FOUND, r.stderr
+    assert r.stdout == "" and len(r.stderr.strip().splitlines()) == 1 and str(db) in r.stderr
+    assert not db.exists()  # reading did not create an empty catalog
+
+
+def test_readme_set_up_line_on_a_fresh_machine_and_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # `icectl namespace create db --exist-ok && icectl expire-snapshots --all` in a fresh folder.
+    monkeypatch.chdir(tmp_path)
+    env = {"ICECTL_WAREHOUSE": None, "ICECTL_CONFIG": None}
+    for _ in range(2):
+        r = CliRunner().invoke(app, ["namespace", "create", "db", "--exist-ok"], env=env)
+        assert r.exit_code == 0, r.stderr
+        r = CliRunner().invoke(app, ["expire-snapshots", "--all"], env=env)
+        assert r.exit_code == 0, r.stderr
+        assert "0 table(s)" in r.stdout
+    assert (tmp_path / "warehouse" / "db").is_dir()
+    r = CliRunner().invoke(app, ["namespace", "create", "db"], env=env)
+    assert r.exit_code == ExitCode.REFUSED and "--exist-ok" in r.stderr

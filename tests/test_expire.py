@@ -69,7 +69,7 @@ class Tbl:
         f.parent.mkdir(parents=True, exist_ok=True)
         ids = range(self.n * 100, self.n * 100 + rows)
         pq.write_table(pa.table({"id": pa.array(ids, pa.int64()), "name": [f"r{i}" for i in ids]}), f)
-        args = ["add-files", self.name, str(f), "--json"] + (["--branch", branch] if branch else [])
+        args = ["add-files", self.name, str(f), "--json"] + (["--branch", branch, "--create-branch"] if branch else [])
         code, out, err = run(self.wh, *args)
         assert code == 0, err
         time.sleep(0.003)  # distinct commit timestamps, so cutoffs can fall between snapshots
@@ -141,7 +141,7 @@ def snapshot_ids(t: Tbl) -> set[int]:
 def test_max_ref_age_drops_tag_and_branch_never_main(wh: Path) -> None:
     t = Tbl(wh)
     s = [t.add() for _ in range(3)]
-    b = t.add(branch="b")  # a branch with its own snapshot (no parent)
+    b = t.add(branch="b")  # a branch with its own snapshot (started at main's head)
     old = t.add(branch="old_but_kept")
     t.change(with_ref("t", SnapshotRef(s[0], "tag", max_ref_age_ms=1)))
     t.change(with_ref("b", SnapshotRef(b, "branch", max_ref_age_ms=1)))
@@ -534,7 +534,7 @@ def test_a_file_named_in_another_spelling_by_a_retained_snapshot_is_kept(wh: Pat
     s0 = t.add()
     f = t.dir / "data" / "shared.parquet"
     pq.write_table(pa.table({"id": pa.array([7], pa.int64()), "name": ["x"]}), f)
-    for args in ([f"file://{f}"], [str(f), "--branch", "b"]):
+    for args in ([str(f), "--branch", "b", "--create-branch"], [f"file://{f}"]):  # b starts at s0
         code, _, err = run(wh, "add-files", t.name, *args, "--json")
         assert code == 0, err
     t.change(rollback(s0))  # the file:// snapshot is now unreferenced; branch b names the plain path

@@ -21,6 +21,7 @@ from icectl.errors import ExitCode
 from icectl.inspect import unified_partition_type
 from icectl.puffin import deletion_vector_blob, write_puffin
 from icectl.spec.manifest import ManifestEntryStatus
+from icectl.spec.name_mapping import DEFAULT_NAME_MAPPING
 from icectl.spec.snapshots import Snapshot
 from icectl.table import load_table
 from icectl.v4_commit import ROOT_MAX_ADDED_FILES
@@ -85,6 +86,27 @@ def test_small_append_writes_only_the_root(v4: tuple[Path, list[str]], tmp_path:
     icectl("add-files", str(d), parquet(tmp_path / "g2.parquet", range(200, 201), 5))
     assert tree(d) == {"DATA/ADDED": 1, "DATA/EXISTING": 1, "DATA_MANIFEST/EXISTING": 3}
     icectl("add-files", str(d), new, expect=ExitCode.REFUSED)  # already in the table
+
+
+def test_add_files_branch_must_exist_unless_created(v4: tuple[Path, list[str]], tmp_path: Path) -> None:
+    d, paths = v4
+    before, version = avro_files(d), (d / "metadata" / "version-hint.text").read_text()
+    new = parquet(tmp_path / "b1.parquet", range(500, 503), 7)
+    r = CliRunner().invoke(app, ["add-files", str(d), new, "--branch", "dev"])
+    assert r.exit_code == ExitCode.NOT_FOUND and len(r.stderr.strip().splitlines()) == 1
+    assert "no branch 'dev'" in r.stderr and "--create-branch" in r.stderr and r.stdout == ""
+    assert avro_files(d) == before and (d / "metadata" / "version-hint.text").read_text() == version
+    t = load_table(str(d))
+    main_head = t.metadata.current_snapshot_id
+    commit(t, lambda md: md.replace(properties={k: v for k, v in md.properties.items() if k != DEFAULT_NAME_MAPPING}))
+    out = icectl("add-files", str(d), new, "--branch", "dev", "--create-branch")
+    assert out["created_branch"] == {"name": "dev", "from": "main", "from_snapshot_id": main_head}
+    md = load_table(str(d)).metadata
+    assert md.snapshot_by_id(out["snapshot_id"]).parent_snapshot_id == main_head
+    assert md.current_snapshot_id == main_head  # main did not move
+    assert live(d, "--ref", "dev") == {*paths, new} and live(d) == set(paths)
+    # The v4 commit sets the name mapping in the same commit, as the v1-v3 one does.
+    assert out["name_mapping"] == "created" and DEFAULT_NAME_MAPPING in md.properties
 
 
 def test_large_append_writes_a_leaf(v4: tuple[Path, list[str]], tmp_path: Path) -> None:

@@ -112,8 +112,10 @@ class HadoopCatalog:
         names = self.io.list_names(metadata_dir(directory))
         return any(_VERSION_FILE.match(n) for n in names)
 
-    def create_namespace(self, namespace: tuple[str, ...], properties: dict[str, str] | None = None) -> None:
-        """A namespace is a directory (Hadoop catalogs keep no namespace properties)."""
+    def create_namespace(self, namespace: tuple[str, ...], properties: dict[str, str] | None = None, *,
+                         exist_ok: bool = False) -> bool:
+        """A namespace is a directory (Hadoop catalogs keep no namespace properties). False when it
+        existed already (refused unless ``exist_ok``)."""
         if not namespace:
             raise UsageError("empty namespace")
         for part in namespace:
@@ -122,11 +124,22 @@ class HadoopCatalog:
             raise UsageError(f"catalog '{self.name}' is a file-system warehouse: namespaces have no properties")
         d = join(self.warehouse, *namespace)
         if self.io.is_dir(d):
-            raise RefusedError(f"namespace {'.'.join(namespace)} already exists in catalog '{self.name}'", path=d)
+            if exist_ok:
+                return False
+            raise RefusedError(f"namespace {'.'.join(namespace)} already exists in catalog '{self.name}'", path=d,
+                               hint="pass --exist-ok to accept an existing namespace")
         self.io.makedirs(d)
+        return True
 
     def list_namespaces(self, parent: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
         base = join(self.warehouse, *parent) if parent else self.warehouse
+        if not self.io.is_dir(base):  # a wrong warehouse must not look like an empty one (cron: "0 tables")
+            if parent:
+                raise NotFoundError(f"namespace {'.'.join(parent)} not found in catalog '{self.name}'", path=base)
+            raise NotFoundError(f"warehouse {self.warehouse} of catalog '{self.name}' does not exist",
+                                path=self.warehouse,
+                                hint="check the catalog's warehouse in the config (or ICECTL_WAREHOUSE); "
+                                     "'icectl namespace create NAME' starts a new one")
         out = []
         for n in sorted(self.io.list_names(base)):
             d = join(base, n)

@@ -13,6 +13,7 @@ existing V0 catalog is left as it is and written in V0 form.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -68,7 +69,17 @@ class SqlCatalog:
     def table_dir(self, namespace: tuple[str, ...], table: str) -> str:
         return join(self.warehouse, *namespace, table)
 
+    def require_db(self) -> None:
+        """Reading a catalog whose database file is missing is an error, not an empty catalog
+        (sqlite3 would create the file, and a cron job on a wrong path would report 0 tables)."""
+        if not os.path.exists(self.db_path):
+            raise NotFoundError(f"SQLite catalog '{self.name}' does not exist: no database {self.db_path}",
+                                path=self.db_path,
+                                hint="check the catalog's uri in the config; 'icectl namespace create NAME' "
+                                     "starts a new one")
+
     def load_metadata_location(self, namespace: tuple[str, ...], table: str) -> str:
+        self.require_db()
         with self.connect() as c:
             try:
                 row = c.execute(
@@ -83,6 +94,7 @@ class SqlCatalog:
         return str(row[0])
 
     def list_namespaces(self, parent: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+        self.require_db()
         names: set[str] = set()
         with self.connect() as c:
             for sql in ("SELECT DISTINCT table_namespace FROM iceberg_tables WHERE catalog_name = ?",
@@ -99,6 +111,7 @@ class SqlCatalog:
         return sorted(out)
 
     def list_tables(self, namespace: tuple[str, ...]) -> list[tuple[str, ...]]:
+        self.require_db()
         with self.connect() as c:
             try:
                 rows = c.execute("SELECT table_name FROM iceberg_tables WHERE catalog_name = ? "
@@ -190,14 +203,19 @@ class SqlCatalog:
                     pass  # table not created yet
         return names
 
-    def create_namespace(self, namespace: tuple[str, ...], properties: dict[str, str] | None = None) -> None:
-        """Store a namespace as Java/PyIceberg do: its properties plus ``exists`` = ``true``."""
+    def create_namespace(self, namespace: tuple[str, ...], properties: dict[str, str] | None = None, *,
+                         exist_ok: bool = False) -> bool:
+        """Store a namespace as Java/PyIceberg do: its properties plus ``exists`` = ``true``. False
+        when it existed already (refused unless ``exist_ok``; its properties are left as they are)."""
         if not namespace or any(not part or "." in part for part in namespace):
             raise CorruptInputError(f"invalid namespace {namespace!r}")
         self.ensure_tables()
         name = ".".join(namespace)
         if self.namespace_exists(namespace):
-            raise RefusedError(f"namespace {name} already exists in catalog '{self.name}'", path=self.db_path)
+            if exist_ok:
+                return False
+            raise RefusedError(f"namespace {name} already exists in catalog '{self.name}'", path=self.db_path,
+                               hint="pass --exist-ok to accept an existing namespace")
         rows = {**(properties or {}), NAMESPACE_EXISTS_PROPERTY: "true"}
         with self.connect() as c:
             try:
@@ -206,7 +224,10 @@ class SqlCatalog:
                               "property_value) VALUES (?,?,?,?)",
                               [(self.name, name, k, v) for k, v in rows.items()])
                 c.execute("COMMIT")
-            except sqlite3.IntegrityError:
+            except sqlite3.IntegrityError:  # created by another process meanwhile
                 c.execute("ROLLBACK")
+                if exist_ok:
+                    return False
                 raise RefusedError(f"namespace {name} already exists in catalog '{self.name}'",
                                    path=self.db_path) from None
+        return True

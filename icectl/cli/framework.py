@@ -46,6 +46,8 @@ def command(group: typer.Typer, name: str, **kwargs: Any) -> Callable[[F], F]:
             try:
                 with progress.reporting(_terminal_reporter()):
                     result = fn(*args, **kw)
+                    for warning in getattr(result, "warnings", ()):  # stderr: --json keeps stdout one document
+                        print_error(f"icectl: warning: {warning}")
                     if result is not None:
                         render(result, as_json=as_json)  # rows stream, so reading goes on here
                 code = getattr(result, "exit_code", 0)

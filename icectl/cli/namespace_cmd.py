@@ -23,14 +23,22 @@ def create_namespace(
     catalog: CatalogOpt = None,
     prop: Annotated[list[str] | None, typer.Option(
         "--property", help="Namespace property key=value (SQLite catalogs; repeatable).", show_default=False)] = None,
+    exist_ok: Annotated[bool, typer.Option(
+        "--exist-ok", help="Succeed when the namespace exists already (it is left as it is).")] = False,
     json_output: JsonOpt = False,
 ) -> MessageResult:
-    """Create a namespace (a directory in a file-system warehouse, a row in a SQLite catalog)."""
+    """Create a namespace (a directory in a file-system warehouse, a row in a SQLite catalog).
+
+    Creates the warehouse (or the SQLite catalog) too when it does not exist yet. An existing
+    namespace is refused (exit 6), unless --exist-ok: then nothing changes and the command succeeds.
+    """
     config, io = load_config_and_io()
     cat = open_catalog(config, io, catalog)
-    cat.create_namespace(tuple(namespace.split(".")), parse_properties(prop or []) or None)
-    return MessageResult(f"created namespace {namespace} in catalog {cat.name}",
-                         {"namespace": namespace, "catalog": cat.name})
+    created = cat.create_namespace(tuple(namespace.split(".")), parse_properties(prop or []) or None,
+                                   exist_ok=exist_ok)
+    said = "created namespace" if created else "namespace already exists:"
+    return MessageResult(f"{said} {namespace} in catalog {cat.name}",
+                         {"namespace": namespace, "catalog": cat.name, "created": created})
 
 
 @command(namespace_app, "list")

@@ -21,7 +21,10 @@ def register(app: typer.Typer) -> None:
         paths: Annotated[list[str], typer.Argument(
             metavar="PATH...", help="Parquet files, or directories whose *.parquet files to add.",
             show_default=False)],
-        branch: Annotated[str, typer.Option("--branch", "-b", help="Branch to append to.")] = "main",
+        branch: Annotated[str, typer.Option(
+            "--branch", "-b", help="Branch to append to (it must exist, unless --create-branch).")] = "main",
+        create_branch: Annotated[bool, typer.Option(
+            "--create-branch", help="Create the --branch when missing, starting at main's head.")] = False,
         dry_run: DryRunOpt = False,
         json_output: JsonOpt = False,
     ) -> RecordResult:
@@ -29,10 +32,13 @@ def register(app: typer.Typer) -> None:
 
         Record counts and column metrics come from each file's footer; partition values from its
         rows through the table's transforms. A file spanning partitions, or already in the table,
-        is refused.
+        is refused. Like Spark's add_files, the same commit sets the table's name mapping
+        (schema.name-mapping.default), created when missing and extended to new columns, so
+        readers match the columns of files without field ids by name, not by position.
         """
         config, io = load_config_and_io()
-        return add_files(load_table(table, config, io), paths, branch=branch, dry_run=dry_run)
+        return add_files(load_table(table, config, io), paths, branch=branch, create_branch=create_branch,
+                         dry_run=dry_run)
 
 
 def register_create(app: typer.Typer) -> None:
@@ -60,7 +66,12 @@ def register_create(app: typer.Typer) -> None:
         dry_run: DryRunOpt = False,
         json_output: JsonOpt = False,
     ) -> RecordResult:
-        """Create an empty Iceberg table (metadata as Iceberg Java would write it)."""
+        """Create an empty Iceberg table (metadata as Iceberg Java would write it).
+
+        In --schema, 'timestamp' is Iceberg's timestamp WITHOUT time zone, not Spark SQL's
+        TIMESTAMP (which is timestamptz): write timestamptz (or timestamp_ltz) for instants in
+        time, timestamp_ntz for the type without zone. Plain 'timestamp' gets a warning on stderr.
+        """
         config, io = load_config_and_io()
         return create(table, SchemaSource(schema, schema_file, like), config=config, io=io,
                       partition_by=partition_by, sort_by=sort_by, properties=parse_properties(prop or []),
