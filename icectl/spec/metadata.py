@@ -43,6 +43,7 @@ from icectl.spec.snapshots import (
     str_map,
 )
 from icectl.spec.sorting import UNSORTED, SortOrder
+from icectl.spec.soundness import json_integer_problems
 
 MIN_FORMAT_VERSION = 1
 MAX_FORMAT_VERSION = 4  # v4 is icectl's experimental layout (shared/design/v4-layout.md)
@@ -168,6 +169,12 @@ class TableMetadata:
     def from_json(cls, obj: Any) -> TableMetadata:
         """Read parsed metadata JSON, applying Appendix E's defaults for v1."""
         obj = as_object(obj, "table metadata")
+        # Java reads every number as a long ("Cannot parse to a long value"); Python's unbounded
+        # ints would only fail later, writing Avro.
+        too_big = json_integer_problems(obj)
+        if too_big:
+            raise CorruptInputError(f"table metadata {too_big[0].message}",
+                                    hint="the file is damaged; restore it or an earlier metadata version")
         version = req_int(obj, "format-version", "table metadata")
         if not MIN_FORMAT_VERSION <= version <= MAX_FORMAT_VERSION:
             raise UnsupportedError(
@@ -355,4 +362,14 @@ def parse_table_metadata(text: str | bytes) -> TableMetadata:
     except json.JSONDecodeError as e:
         raise CorruptInputError(
             f"table metadata is not valid JSON: {e.msg} at line {e.lineno} column {e.colno}") from None
-    return TableMetadata.from_json(obj)
+    except RecursionError:
+        raise CorruptInputError(_TOO_DEEP) from None
+    except ValueError as e:  # e.g. an integer literal longer than Python's digit limit
+        raise CorruptInputError(f"table metadata is not valid JSON: {e}") from None
+    try:
+        return TableMetadata.from_json(obj)
+    except RecursionError:
+        raise CorruptInputError(_TOO_DEEP) from None
+
+
+_TOO_DEEP = "table metadata JSON is nested too deeply to be Iceberg metadata"
