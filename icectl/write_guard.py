@@ -27,8 +27,8 @@ def check_metadata_sound(metadata: TableMetadata, location: str) -> None:
         more = f" (and {len(problems) - 1} more problem(s))" if len(problems) > 1 else ""
         raise CorruptInputError(
             f"refusing to write: table metadata {location}: {problems[0].message}{more}", path=location,
-            hint=f"Iceberg Java refuses to load it too; see 'icectl validate {_table_of(location)}', "
-                 "then restore an earlier metadata version")
+            hint=f"'icectl validate {_table_of(location)}' lists every problem; restore an earlier "
+                 "metadata version (see its metadata-log) or repair the file")
 
 
 def check_table_home(table: Table) -> None:
