@@ -140,8 +140,11 @@ class FileIO:
 
             try:
                 self._filesystems[protocol] = fsspec.filesystem(protocol, **options)
-            except (ImportError, ValueError) as e:
-                raise StorageError(f"no storage support for '{protocol}://' paths: {e}") from e
+            except (ImportError, ValueError, OSError) as e:
+                # Not the library's own text: pyarrow's hdfs:// alone lists ~15 KB of dlopen attempts.
+                raise StorageError(f"no storage support for {protocol}:// paths "
+                                   f"({type(e).__name__} loading its client)",
+                                   hint="icectl reads local paths and s3:// (s3a://, s3n://)") from e
         return self._filesystems[protocol]
 
     @contextmanager
@@ -305,6 +308,10 @@ class FileIO:
                 supported = self.write_if_absent(probe, b"1") and not self.write_if_absent(probe, b"2")
             except StorageError:
                 supported = False  # e.g. 501 NotImplemented for the header
+            except NotFoundError:  # a PUT is "not found" only when the bucket is missing
+                raise NotFoundError(f"bucket '{bucket}' not found (writing under {directory})", path=directory,
+                                    hint="create the bucket, or check the table location and the S3 endpoint"
+                                    ) from None
             finally:
                 try:
                     self.delete(probe)

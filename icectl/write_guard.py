@@ -8,14 +8,27 @@ and :func:`icectl.commit.commit` checks each freshly read base again with
 
 from __future__ import annotations
 
+from icectl.errors import CorruptInputError
 from icectl.spec.metadata import TableMetadata
+from icectl.spec.soundness import metadata_problems
+from icectl.storage import parent
 from icectl.table import Table
 
 
 def check_metadata_sound(metadata: TableMetadata, location: str) -> None:
     """Raise :class:`~icectl.errors.CorruptInputError` (exit 4) for metadata that Iceberg Java
-    refuses to load (dangling refs, duplicate snapshot ids, parent cycles, out-of-range numbers)."""
-    return None
+    refuses to load (dangling refs, duplicate snapshot ids, parent cycles, out-of-range numbers).
+
+    Planning on such metadata is unsafe: a branch naming a missing snapshot retains nothing, so
+    expiry would delete every snapshot's files. The first problem is named; validate lists them all.
+    """
+    problems = metadata_problems(metadata)
+    if problems:
+        more = f" (and {len(problems) - 1} more problem(s))" if len(problems) > 1 else ""
+        raise CorruptInputError(
+            f"refusing to write: table metadata {location}: {problems[0].message}{more}", path=location,
+            hint=f"'icectl validate {_table_of(location)}' lists every problem; restore an earlier "
+                 "metadata version (see its metadata-log) or repair the file")
 
 
 def check_table_home(table: Table) -> None:
@@ -28,3 +41,9 @@ def check_writable(table: Table) -> None:
     """All the checks a writing command makes before it plans, writes or deletes anything."""
     check_metadata_sound(table.metadata, table.metadata_location)
     check_table_home(table)
+
+
+def _table_of(metadata_location: str) -> str:
+    """The table folder of a ``<table>/metadata/vN.metadata.json`` path, for the hint."""
+    folder = parent(metadata_location)
+    return parent(folder) if folder.rstrip("/").endswith("/metadata") else metadata_location

@@ -85,6 +85,16 @@ def _seq_after_parent(doc: dict[str, Any]) -> None:
     child["sequence-number"] = _snapshot(doc, child["parent-snapshot-id"])["sequence-number"]
 
 
+def _parent_cycle(doc: dict[str, Any]) -> None:
+    oldest = min(doc["snapshots"], key=lambda s: s["sequence-number"])
+    oldest["parent-snapshot-id"] = doc["current-snapshot-id"]
+
+
+def _negative_timestamp(doc: dict[str, Any]) -> None:
+    old = next(s for s in doc["snapshots"] if s["snapshot-id"] != doc["current-snapshot-id"])
+    old["timestamp-ms"] = -1
+
+
 def _main_elsewhere(doc: dict[str, Any]) -> None:
     current = _snapshot(doc, doc["current-snapshot-id"])
     doc["refs"]["main"]["snapshot-id"] = current["parent-snapshot-id"]
@@ -378,6 +388,9 @@ CASES: list[Case] = [
     Case("metadata.sequence-number-after-parent", "v2_part", _meta(_seq_after_parent)),
     Case("metadata.current-snapshot-is-main", "v2_part", _meta(_main_elsewhere)),
     Case("metadata.refs-exist", "v2_part", _meta(lambda d: d["refs"]["after_merge"].__setitem__("snapshot-id", 42))),
+    Case("metadata.snapshot-parent-cycle", "v2_part", _meta(_parent_cycle),
+         implied=frozenset({"metadata.sequence-number-after-parent"})),  # a cycle must step back somewhere
+    Case("metadata.number-range", "v2_part", _meta(_negative_timestamp)),
     Case("metadata.snapshot-log-ordered", "v2_part", _meta(_log_disorder("snapshot-log"))),
     Case("metadata.metadata-log-ordered", "v2_part", _meta(_log_disorder("metadata-log"))),
     Case("metadata.last-column-id", "v2_part", _meta(lambda d: d.__setitem__("last-column-id", 5))),
@@ -498,6 +511,18 @@ def test_unloadable_metadata_is_a_finding_not_a_crash(spark_tables: Any, tmp_pat
     result = run(table)
     assert [(f.rule, f.entry) for f in result.findings] == [("metadata.required-fields", "next-row-id")]
     assert result.findings[0].file == str(metadata_path(table))
+
+
+def test_number_beyond_int64_is_a_finding_not_a_crash(spark_tables: Any, tmp_path: Path) -> None:
+    table = copy_table(spark_tables["v2_part"].location, tmp_path / "t")
+
+    def overflow(doc: dict[str, Any]) -> None:
+        doc["snapshots"][0]["sequence-number"] = 2**63
+    edit_metadata(table, overflow)
+    result = run(table)
+    assert [(f.rule, f.entry) for f in result.findings if f.severity == Severity.ERROR] == [
+        ("metadata.number-range", "snapshots[0].sequence-number")]
+    assert result.exit_code == 7
 
 
 def test_corrupt_manifest_is_exit_4(spark_tables: Any, tmp_path: Path) -> None:

@@ -16,7 +16,7 @@ from typing import Protocol
 from icectl.catalog.hadoop import HadoopCatalog, current_version
 from icectl.catalog.sql import SqlCatalog
 from icectl.config import Config
-from icectl.errors import NotFoundError, UsageError
+from icectl.errors import IcectlError, NotFoundError, UsageError
 from icectl.storage import FileIO, local_path, scheme_of
 
 
@@ -86,7 +86,15 @@ def resolve(address: str, config: Config, io: FileIO) -> TableAddress:
         path = os.path.expanduser(local_path(address)) if scheme_of(address) == "file" else address
         if scheme_of(path) == "file" and not os.path.exists(path):
             raise NotFoundError(f"table directory not found: {address}", path=address)
-        _, location = current_version(io, path.rstrip("/"))
+        if scheme_of(path) == "file" and not os.path.isdir(path):
+            raise _file_not_table(io, address, path)
+        try:
+            _, location = current_version(io, path.rstrip("/"))
+        except NotFoundError:
+            # Object stores have no directories: a file's "metadata/" just lists empty.
+            if scheme_of(path) != "file" and io.exists(path) and not io.is_dir(path):
+                raise _file_not_table(io, address, path) from None
+            raise
         return TableAddress(metadata_location=location, identifier=address, table_dir=path.rstrip("/"))
     catalog_name, namespace, table = split_identifier(address, config)
     catalog = open_catalog(config, io, catalog_name)
@@ -96,6 +104,19 @@ def resolve(address: str, config: Config, io: FileIO) -> TableAddress:
                         namespace=namespace, name=table,
                         table_dir=catalog.table_dir(namespace, table)
                         if isinstance(catalog, HadoopCatalog) else None)
+
+
+def _file_not_table(io: FileIO, address: str, path: str) -> NotFoundError:
+    """The error for a table address naming a regular file (exit 3, not a storage error)."""
+    try:
+        magic = io.read_range(path, 0, 4)
+    except IcectlError:
+        magic = b""
+    if magic == b"PAR1":
+        return NotFoundError(f"{address} is a Parquet file, not an Iceberg table", path=address,
+                             hint="a Parquet file: use add-files or create --like")
+    return NotFoundError(f"{address} is a file, not an Iceberg table directory", path=address,
+                         hint="pass a table directory, a *.metadata.json file or namespace.table")
 
 
 def walk_tables(catalog: Catalog, namespace: tuple[str, ...] = ()) -> list[tuple[str, ...]]:

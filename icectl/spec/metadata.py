@@ -43,7 +43,10 @@ from icectl.spec.snapshots import (
     str_map,
 )
 from icectl.spec.sorting import UNSORTED, SortOrder
+from icectl.spec.soundness import json_integer_problems
 
+_TOO_DEEP = "table metadata JSON is nested too deeply to be Iceberg metadata"
+_RESTORE = "the file is damaged; restore it or an earlier metadata version"
 MIN_FORMAT_VERSION = 1
 MAX_FORMAT_VERSION = 4  # v4 is icectl's experimental layout (shared/design/v4-layout.md)
 MIN_NULL_CURRENT_SNAPSHOT_VERSION = 3  # Java writes null, not -1, for "no snapshot" from v3
@@ -167,7 +170,20 @@ class TableMetadata:
     @classmethod
     def from_json(cls, obj: Any) -> TableMetadata:
         """Read parsed metadata JSON, applying Appendix E's defaults for v1."""
+        try:
+            return cls._from_json(obj)
+        except RecursionError:  # types nested deeper than the interpreter's stack
+            raise CorruptInputError(_TOO_DEEP, hint=_RESTORE) from None
+
+    @classmethod
+    def _from_json(cls, obj: Any) -> TableMetadata:
         obj = as_object(obj, "table metadata")
+        # Java reads every number as a long ("Cannot parse to a long value"); Python's unbounded
+        # ints would only fail later, writing Avro.
+        too_big = json_integer_problems(obj)
+        if too_big:
+            raise CorruptInputError(f"table metadata {too_big[0].message}",
+                                    hint=_RESTORE)
         version = req_int(obj, "format-version", "table metadata")
         if not MIN_FORMAT_VERSION <= version <= MAX_FORMAT_VERSION:
             raise UnsupportedError(
@@ -355,4 +371,8 @@ def parse_table_metadata(text: str | bytes) -> TableMetadata:
     except json.JSONDecodeError as e:
         raise CorruptInputError(
             f"table metadata is not valid JSON: {e.msg} at line {e.lineno} column {e.colno}") from None
+    except RecursionError:
+        raise CorruptInputError(_TOO_DEEP, hint=_RESTORE) from None
+    except ValueError as e:  # e.g. an integer literal longer than Python's digit limit
+        raise CorruptInputError(f"table metadata is not valid JSON: {e}") from None
     return TableMetadata.from_json(obj)

@@ -103,7 +103,7 @@ def _raw_json(io: FileIO, location: str) -> Any:
         if data[:2] == b"\x1f\x8b":
             data = gzip.decompress(data)
         return json.loads(data)
-    except (OSError, EOFError, ValueError) as e:
+    except (OSError, EOFError, ValueError, RecursionError) as e:  # RecursionError: nested too deeply
         raise CorruptInputError(f"table metadata is not valid (gzip) JSON: {e}", path=location) from None
 
 

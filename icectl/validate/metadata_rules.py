@@ -18,6 +18,7 @@ from icectl.spec.schema import (
     Schema,
     StructType,
 )
+from icectl.spec.soundness import json_integer_problems, metadata_problems
 from icectl.spec.transforms import Transform
 from icectl.spec.values import from_json_single_value
 from icectl.validate.context import Context
@@ -41,6 +42,11 @@ CURRENT_SNAPSHOT_MAIN = rule("metadata.current-snapshot-is-main", E,
 REFS_EXIST = rule("metadata.refs-exist", E,
                   "current-snapshot-id and every branch and tag name a snapshot of the table",
                   "Snapshot References")
+PARENT_CYCLE = rule("metadata.snapshot-parent-cycle", E,
+                    "no snapshot is its own ancestor through parent-snapshot-id links", "Snapshots")
+NUMBER_RANGE = rule("metadata.number-range", E,
+                    "every number fits a signed 64-bit long; sequence numbers, timestamps and row ids are "
+                    ">= 0", "Table Metadata Fields; Snapshots")
 SNAPSHOT_LOG_ORDER = rule("metadata.snapshot-log-ordered", E,
                           "snapshot-log is ordered by timestamp (Java's one-minute tolerance)", "Table Metadata Fields")
 METADATA_LOG_ORDER = rule("metadata.metadata-log-ordered", E,
@@ -97,6 +103,8 @@ def check_raw(rep: Reporter, raw: Any, path: str) -> None:
     """Checks on the JSON before it is modelled (so metadata too broken to load is still reported)."""
     if not isinstance(raw, dict):
         return  # the parser's own error (exit 4) says it best
+    for p in json_integer_problems(raw):  # the loader refuses these: report them before it does
+        rep.report(NUMBER_RANGE, path, p.message, entry=p.entry, **p.values)
     version = raw.get("format-version")
     if not isinstance(version, int) or not MIN_FORMAT_VERSION <= version <= MAX_FORMAT_VERSION:
         rep.report(FORMAT_VERSION, path, f"format-version {version!r} is not one of "
@@ -159,6 +167,7 @@ def _after_v3_upgrade(snap: dict[str, Any], snaps: list[dict[str, Any]]) -> bool
 
 def check_metadata(ctx: Context) -> None:
     md, rep, path = ctx.metadata, ctx.reporter, ctx.metadata_location
+    _sound(ctx, md, path)
     _snapshots(ctx, md, path)
     _refs(ctx, md, path)
     if md.format_version >= 3:
@@ -183,18 +192,9 @@ def check_metadata(ctx: Context) -> None:
 
 def _snapshots(ctx: Context, md: TableMetadata, path: str) -> None:
     rep = ctx.reporter
-    seen: set[int] = set()
     by_id = md.snapshots_by_id
     for s in md.snapshots:
         where = f"snapshot {s.snapshot_id}"
-        if s.snapshot_id in seen:
-            rep.report(SNAPSHOT_IDS_UNIQUE, path, f"snapshot id {s.snapshot_id} appears more than once",
-                       entry=where, snapshot_id=s.snapshot_id)
-        seen.add(s.snapshot_id)
-        if md.format_version >= 2 and s.sequence_number > md.last_sequence_number:
-            rep.report(SEQUENCE_NUMBER_BOUND, path, f"snapshot {s.snapshot_id} has sequence-number "
-                       f"{s.sequence_number} > last-sequence-number {md.last_sequence_number}", entry=where,
-                       sequence_number=s.sequence_number, last_sequence_number=md.last_sequence_number)
         parent = by_id.get(s.parent_snapshot_id) if s.parent_snapshot_id is not None else None
         # Two snapshots at 0 are both from v1 (Appendix E: a v1 snapshot reads as sequence number 0).
         if (md.format_version >= 2 and parent is not None and s.sequence_number <= parent.sequence_number
@@ -214,6 +214,22 @@ def _snapshots(ctx: Context, md: TableMetadata, path: str) -> None:
                            next_row_id=md.next_row_id, first_row_id=s.first_row_id, added_rows=s.added_rows)
 
 
+# Kinds of icectl.spec.soundness problems and the rules reporting them (the write gate refuses on
+# each); current-snapshot-is-main has its own, stricter check in _refs.
+_SOUND_RULES = {"snapshot-ids-unique": SNAPSHOT_IDS_UNIQUE, "sequence-number-bound": SEQUENCE_NUMBER_BOUND,
+                "refs-exist": REFS_EXIST, "snapshot-parent-cycle": PARENT_CYCLE, "number-range": NUMBER_RANGE}
+
+
+def _sound(ctx: Context, md: TableMetadata, path: str) -> None:
+    for p in metadata_problems(md):
+        r = _SOUND_RULES.get(p.kind)
+        if r is None:
+            continue
+        if p.kind == "number-range" and not isinstance(p.values.get("value"), int):
+            continue  # beyond int64: check_raw reported it where the JSON has it
+        ctx.reporter.report(r, path, p.message, entry=p.entry, **p.values)
+
+
 def _row_id_ranges(ctx: Context, md: TableMetadata, path: str) -> None:
     ranges = sorted((s.first_row_id, s.first_row_id + (s.added_rows or 0), s.snapshot_id) for s in md.snapshots
                     if s.first_row_id is not None and (s.added_rows or 0) > 0)
@@ -226,13 +242,6 @@ def _row_id_ranges(ctx: Context, md: TableMetadata, path: str) -> None:
 
 def _refs(ctx: Context, md: TableMetadata, path: str) -> None:
     rep = ctx.reporter
-    if md.current_snapshot_id is not None and md.snapshot_by_id(md.current_snapshot_id) is None:
-        rep.report(REFS_EXIST, path, f"current-snapshot-id {md.current_snapshot_id} is not a snapshot of the table",
-                   entry="current-snapshot-id", snapshot_id=md.current_snapshot_id)
-    for name, ref in md.refs.items():
-        if md.snapshot_by_id(ref.snapshot_id) is None:
-            rep.report(REFS_EXIST, path, f"{ref.type} {name!r} names snapshot {ref.snapshot_id}, which the "
-                       "table lacks", entry=f"refs.{name}", ref=name, snapshot_id=ref.snapshot_id)
     main = md.refs.get("main")
     main_id = main.snapshot_id if main is not None else None
     if main_id != md.current_snapshot_id:

@@ -1,0 +1,104 @@
+"""Inputs that used to end in an internal error (exit 1, a traceback or kilobytes of text) or a
+misleading code: each gets one stderr line and its documented exit code (issue 11, item 11).
+
+The CLI runs as a subprocess, as in tests/test_errors.py.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from support.s3 import s3_env, s3_server  # noqa: F401
+from test_errors import assert_one_line_error, run_cli
+
+from icectl.errors import ExitCode
+
+
+def test_hdfs_path_is_one_line_exit_8() -> None:
+    for args in (["inspect", "table", "hdfs://namenode:8020/wh/db/t"],
+                 ["expire-snapshots", "hdfs://namenode:8020/wh/db/t", "--dry-run"]):
+        p = run_cli(*args)
+        assert_one_line_error(p, ExitCode.STORAGE, "no storage support for hdfs://")
+        assert len(p.stderr) < 400, len(p.stderr)  # not the library's list of dlopen attempts
+        assert "dlopen" not in p.stderr
+
+
+def _table_with_metadata(root: Path, text: str) -> tuple[Path, Path]:
+    meta = root / "metadata" / "v1.metadata.json"
+    meta.parent.mkdir(parents=True)
+    meta.write_text(text)
+    (root / "metadata" / "version-hint.text").write_text("1")
+    return root, meta
+
+
+def _minimal_metadata(location: Path, **changes: object) -> dict[str, object]:
+    doc: dict[str, object] = {
+        "format-version": 2, "table-uuid": "9c12d441-03fe-4693-9a96-a0705ddf69c1", "location": str(location),
+        "last-sequence-number": 0, "last-updated-ms": 1_700_000_000_000, "last-column-id": 1,
+        "current-schema-id": 0,
+        "schemas": [{"type": "struct", "schema-id": 0, "fields": [
+            {"id": 1, "name": "id", "required": True, "type": "long"}]}],
+        "default-spec-id": 0, "partition-specs": [{"spec-id": 0, "fields": []}], "last-partition-id": 999,
+        "default-sort-order-id": 0, "sort-orders": [{"order-id": 0, "fields": []}],
+    }
+    doc.update(changes)
+    return doc
+
+
+def test_metadata_nested_100000_levels_is_exit_4(tmp_path: Path) -> None:
+    deep = "[" * 100_000 + "]" * 100_000
+    table, meta = _table_with_metadata(tmp_path / "t", '{"format-version": 2, "properties": ' + deep + "}")
+    for args in (["inspect", "table", str(table)], ["validate", str(table)],
+                 ["expire-snapshots", str(table)], ["inspect", "table", str(meta)]):
+        assert_one_line_error(run_cli(*args), ExitCode.CORRUPT, str(meta))
+
+
+def test_types_nested_deeper_than_the_stack_are_exit_4(tmp_path: Path) -> None:
+    # Shallow enough for the JSON parser, too deep for a recursive reading of the schema.
+    t: object = "int"
+    for i in range(2, 900):
+        t = {"type": "list", "element-id": i, "element": t, "element-required": True}
+    doc = _minimal_metadata(tmp_path / "t", **{"last-column-id": 1000, "schemas": [
+        {"type": "struct", "schema-id": 0, "fields": [{"id": 1000, "name": "a", "required": True, "type": t}]}]})
+    table, meta = _table_with_metadata(tmp_path / "t", json.dumps(doc))
+    for args in (["inspect", "table", str(table)], ["validate", str(table)], ["compact", str(table)]):
+        assert_one_line_error(run_cli(*args), ExitCode.CORRUPT, str(meta), "nested too deeply")
+
+
+def test_numbers_beyond_64_bits_are_exit_4(tmp_path: Path) -> None:
+    # Written as text: Python's json refuses to print an integer of 5,001 digits.
+    for i, (key, value) in enumerate((("last-updated-ms", str(2**64)),
+                                      ("last-sequence-number", str(-(2**63) - 1)),
+                                      ("next-row-id", "1" + "0" * 5000))):
+        raw = json.dumps(_minimal_metadata(tmp_path / f"t{i}", **{key: "BIG"})).replace('"BIG"', value)
+        table, meta = _table_with_metadata(tmp_path / f"t{i}", raw)
+        for args in (["inspect", "table", str(table)], ["expire-snapshots", str(table)],
+                     ["add-files", str(table), str(tmp_path / "none.parquet")]):
+            assert_one_line_error(run_cli(*args), ExitCode.CORRUPT, str(meta))
+
+
+def test_a_regular_file_as_the_table_is_exit_3(tmp_path: Path) -> None:
+    notes = tmp_path / "notes.txt"
+    notes.write_text("not a table")
+    for args in (["inspect", "table", str(notes)], ["expire-snapshots", str(notes)], ["validate", str(notes)]):
+        p = run_cli(*args)
+        assert_one_line_error(p, ExitCode.NOT_FOUND, str(notes), "is a file, not an Iceberg table")
+        assert "storage error" not in p.stderr
+
+
+def test_a_parquet_file_as_the_table_is_exit_3_with_a_hint(tmp_path: Path) -> None:
+    data = tmp_path / "part-0.parquet"
+    pq.write_table(pa.table({"id": pa.array([1, 2], pa.int64())}), data)
+    for args in (["inspect", "snapshots", str(data)], ["compact", str(data)],
+                 ["add-files", str(data), str(data)]):
+        p = run_cli(*args)
+        assert_one_line_error(p, ExitCode.NOT_FOUND, str(data), "a Parquet file: use add-files or create --like")
+
+
+def test_missing_bucket_is_named_not_an_internal_probe_file(s3_env: str) -> None:  # noqa: F811
+    p = run_cli("create", "s3://icectl-no-such-bucket/wh/db/t", "--schema", "id long")
+    assert_one_line_error(p, ExitCode.NOT_FOUND, "bucket 'icectl-no-such-bucket' not found")
+    assert "probe" not in p.stderr
