@@ -431,8 +431,8 @@ def delete_files(io: FileIO, files: FileSet, workers: int) -> DeleteOutcome:
 
     def one(item: tuple[str, str]) -> tuple[str, str, bool | str]:
         path, cat = item
-        # Local: delete the real path the fence judged (never through a link); else as written.
-        target = file_identity(path) if scheme_of(path) == "file" else path
+        # Local: the real path the fence judged (its key; never through a link); else as written.
+        target = keys[path] if scheme_of(path) == "file" else path
         try:
             deleted = io.delete(target)
         except IcectlError as e:
@@ -445,6 +445,7 @@ def delete_files(io: FileIO, files: FileSet, workers: int) -> DeleteOutcome:
                 pass  # a stray checksum is litter, not a lost or kept table file
         return path, cat, deleted
 
+    keys = {p: k for k, (p, _c) in files.files.items()}
     by_category = files.by_category()
     total = sum(len(v) for v in by_category.values())
     with progress.task("deleting files", total) as advance, ThreadPoolExecutor(max(1, workers)) as pool:
