@@ -9,12 +9,15 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import tempfile
 import time
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from test_expire import Tbl, run, with_props, with_ref
 
 from icectl.commit import commit, set_properties
@@ -167,3 +170,73 @@ def test_write_data_path_is_inside_the_fence(wh: Path, tmp_path: Path) -> None:
     data_path = tmp_path / "store"
     t.change(with_props({"write.data.path": str(data_path)}))
     assert table_fence(load_table(str(t.dir))).contains(str(data_path / "a" / "f.parquet"))
+
+
+def _tree(root: Path) -> dict[str, tuple[int, int]]:
+    """Every file and link under ``root`` (links not followed) with size and mtime."""
+    out = {}
+    for d, dirs, names in os.walk(root):
+        for n in names + [x for x in dirs if os.path.islink(os.path.join(d, x))]:
+            st = os.lstat(os.path.join(d, n))
+            out[os.path.relpath(os.path.join(d, n), root)] = (st.st_size, st.st_mtime_ns)
+    return out
+
+
+HAZARDS = ("escape", "alias", "external", "log", "widen")
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(hazards=st.sets(st.sampled_from(HAZARDS)), allow=st.booleans(), dry=st.booleans())
+def test_property_nothing_outside_the_table_folder_nor_live_is_deleted(hazards: set[str], allow: bool,
+                                                                       dry: bool) -> None:
+    """Damaged and hostile tables (symlinks out, aliases in, files from outside, a metadata log
+    pointing anywhere, a widened location) in any combination: expire deletes nothing outside the
+    table folder unless --allow-external-deletes, never a file a retained snapshot reaches, and
+    either succeeds or refuses (exit 6) with nothing changed."""
+    with tempfile.TemporaryDirectory() as tmp:
+        wh, outside = Path(tmp) / "wh", Path(tmp) / "outside"
+        t = Tbl(wh)
+        t.add()
+        t.add()
+        live = [t.data_file(1), t.data_file(2)]  # main's files, retained
+        expired_branches: dict[str, int] = {}
+        if "escape" in hazards:
+            (outside / "esc").mkdir(parents=True)
+            os.symlink(outside / "esc", t.dir / "data" / "ext")
+            expired_branches["e"] = _add(t, _parquet(t.dir / "data" / "ext" / "x.parquet", 500), branch="e")
+        if "alias" in hazards:
+            real = _parquet(t.dir / "data" / "real" / "a.parquet", 600)
+            os.symlink(t.dir / "data" / "real", t.dir / "data" / "alias")
+            expired_branches["a"] = _add(t, real, branch="a")
+            _add(t, t.dir / "data" / "alias" / "a.parquet")
+            live.append(real)
+        if "external" in hazards:
+            expired_branches["x"] = _add(t, _parquet(outside / "ext" / "y.parquet", 700), branch="x")
+        for name, sid in expired_branches.items():
+            t.change(with_ref(name, SnapshotRef(sid, "branch", max_ref_age_ms=1)))
+        current = Path(load_table(str(t.dir)).metadata_location)
+        doc = json.loads(current.read_text())
+        if "log" in hazards:
+            bait = _parquet(outside / "log" / "v9.metadata.json", 800)
+            doc["metadata-log"] = [{"timestamp-ms": 0, "metadata-file": str(p)}
+                                   for p in (t.data_file(1), bait, doc["snapshots"][0]["manifest-list"])]
+            doc["properties"] = {**doc.get("properties", {}), "write.metadata.delete-after-commit.enabled": "true",
+                                 "write.metadata.previous-versions-max": "1"}
+        if "widen" in hazards:
+            doc["location"] = str(wh / "db")
+        current.write_text(json.dumps(doc))
+        time.sleep(0.01)
+        before_all, before_outside = _tree(Path(tmp)), _tree(outside) if outside.exists() else {}
+        code, out, err = run(wh, "expire-snapshots", str(t.dir), "--older-than", "0s", "--retain-last", "1", "--json",
+                             *(["--allow-external-deletes"] if allow else []), *(["--dry-run"] if dry else []))
+        assert code in (0, ExitCode.REFUSED), (code, out, err)
+        if code == ExitCode.REFUSED or dry:
+            assert _tree(Path(tmp)) == before_all
+        if code == ExitCode.REFUSED:
+            assert "widen" in hazards  # the only refusal here: the table folder is not the location
+            return
+        assert all(p.exists() for p in live)
+        if not allow:
+            assert (_tree(outside) if outside.exists() else {}) == before_outside
+        # The log's bait (a live data file, a manifest list, a file outside) always survives.
+        assert "log" not in hazards or (outside / "log" / "v9.metadata.json").exists()
