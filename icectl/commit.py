@@ -37,6 +37,7 @@ from icectl.catalog.operations import (
 )
 from icectl.catalog.sql import SqlCatalog
 from icectl.config import Config, load_config
+from icectl.delete_fence import metadata_files_to_delete
 from icectl.errors import CommitConflictError, CorruptInputError, IcectlError, RefusedError, UsageError
 from icectl.spec.metadata import MIN_ROW_LINEAGE_VERSION, TableMetadata
 from icectl.spec.snapshots import MAIN_BRANCH, MetadataLogEntry, Snapshot, SnapshotLogEntry, SnapshotRef
@@ -180,12 +181,17 @@ def removed_metadata_files(base: TableMetadata, new: TableMetadata, *, base_loca
 
 
 def delete_removed_metadata_files(io: FileIO, base: TableMetadata, new: TableMetadata, *, base_location: str,
-                                  new_location: str) -> list[str]:
-    """Delete them if ``write.metadata.delete-after-commit.enabled``; failures are ignored, as in Java."""
+                                  new_location: str, table: Table) -> list[str]:
+    """Delete them if ``write.metadata.delete-after-commit.enabled``; failures are ignored, as in Java.
+
+    Unlike Java, only what the delete fence allows (:func:`icectl.delete_fence.metadata_files_to_delete`):
+    a log entry naming a data file, a manifest or a file outside the table is never deleted.
+    """
     if not _bool_property(new.properties, METADATA_DELETE_AFTER_COMMIT):
         return []
+    candidates = removed_metadata_files(base, new, base_location=base_location, new_location=new_location)
     deleted = []
-    for path in removed_metadata_files(base, new, base_location=base_location, new_location=new_location):
+    for path in metadata_files_to_delete(table, candidates, new, (base, new), (base_location, new_location)):
         try:
             if io.delete(path):
                 deleted.append(path)
@@ -314,7 +320,7 @@ def commit(table: Table, build: Callable[[TableMetadata], TableMetadata], *,
             check_metadata_sound(current.metadata, current.location)
             continue
         deleted = delete_removed_metadata_files(ops.io, base, new, base_location=current.location,
-                                                new_location=location)
+                                                new_location=location, table=table)
         table.metadata = new
         table.address = dataclasses.replace(table.address, metadata_location=location)
         return CommitResult(location, new, attempt, deleted_metadata_files=tuple(deleted),

@@ -37,6 +37,7 @@ from icectl import progress
 from icectl.avro_manifests import read_manifest_list, scan_manifest_list_paths
 from icectl.catalog.operations import FileSystemOperations
 from icectl.commit import commit, operations_for
+from icectl.delete_fence import file_identity, table_fence
 from icectl.errors import (
     CorruptInputError,
     ExitCode,
@@ -52,7 +53,7 @@ from icectl.scan_v4 import TreeFiles, leaf_rows, tree_files
 from icectl.spec.manifest import DataFileContent, ManifestFile
 from icectl.spec.metadata import TableMetadata
 from icectl.spec.snapshots import MAIN_BRANCH, Snapshot, SnapshotLogEntry, ancestors_of
-from icectl.storage import FileIO, checksum_sidecar, file_key, is_within, scheme_of
+from icectl.storage import FileIO, checksum_sidecar, scheme_of
 from icectl.table import Table
 from icectl.write_guard import check_writable
 
@@ -217,10 +218,12 @@ def clean_expired_metadata(md: TableMetadata, io: FileIO) -> TableMetadata:
 class FileSet:
     """Files by category; a file in several categories counts once, in the first."""
 
-    files: dict[str, tuple[str, str]] = field(default_factory=dict)  # file_key -> (path as written, category)
+    # file_identity (local: the real path) -> (path as written, category): an in-table symlink
+    # alias and the file it names are one file, so a retained alias keeps the file.
+    files: dict[str, tuple[str, str]] = field(default_factory=dict)
 
     def add(self, path: str, category: str) -> None:
-        self.files.setdefault(file_key(path), (path, category))
+        self.files.setdefault(file_identity(path), (path, category))
 
     @property
     def paths(self) -> dict[str, str]:
@@ -428,11 +431,13 @@ def delete_files(io: FileIO, files: FileSet, workers: int) -> DeleteOutcome:
 
     def one(item: tuple[str, str]) -> tuple[str, str, bool | str]:
         path, cat = item
+        # Local: the real path the fence judged (its key; never through a link); else as written.
+        target = keys[path] if scheme_of(path) == "file" else path
         try:
-            deleted = io.delete(path)
+            deleted = io.delete(target)
         except IcectlError as e:
             return path, cat, e.one_line()
-        sidecar = checksum_sidecar(path)
+        sidecar = checksum_sidecar(target)
         if sidecar is not None:
             try:
                 io.delete(sidecar)  # usually absent (not written by Hadoop): nothing to report
@@ -440,6 +445,7 @@ def delete_files(io: FileIO, files: FileSet, workers: int) -> DeleteOutcome:
                 pass  # a stray checksum is litter, not a lost or kept table file
         return path, cat, deleted
 
+    keys = {p: k for k, (p, _c) in files.files.items()}
     by_category = files.by_category()
     total = sum(len(v) for v in by_category.values())
     with progress.task("deleting files", total) as advance, ThreadPoolExecutor(max(1, workers)) as pool:
@@ -457,31 +463,31 @@ def delete_files(io: FileIO, files: FileSet, workers: int) -> DeleteOutcome:
     return DeleteOutcome(counts, gone, failures)
 
 
-# Where Iceberg Java writes a table's own data and metadata files when set (TableProperties; the
-# last two are deprecated spellings of write.data.path): files there are the table's, as are
-# those under its location.
-_OWN_PATH_PROPERTIES = ("write.data.path", "write.metadata.path", "write.object-storage.path",
-                        "write.folder-storage.path")
-
-
-def _own_locations(table: Table) -> list[str]:
-    md = table.metadata
-    found = [md.location or table.address.table_dir or ""]
-    found += [md.properties[k] for k in _OWN_PATH_PROPERTIES if md.properties.get(k)]
-    return [loc for loc in found if loc]
-
-
-def _check_deletes(table: Table, files: FileSet, *, allow_external: bool, max_deletes: int | None) -> None:
+def _check_deletes(table: Table, files: FileSet, *, allow_external: bool, max_deletes: int | None) -> FileSet:
+    """Apply the delete fence (:func:`icectl.delete_fence.table_fence`) to ``files``: unless
+    ``allow_external``, the files outside it (added from elsewhere, or reached through a symlink
+    leading out of the table) are taken OUT of ``files`` and returned: they are kept, reported, and
+    never block the rest. Raises RefusedError when more than ``max_deletes`` remain to delete."""
+    kept = FileSet()
     if not allow_external:
-        own = _own_locations(table)
-        outside = sorted(p for p in files.paths if not any(is_within(p, loc) for loc in own))
-        if outside:
-            raise RefusedError(f"{len(outside)} file(s) to delete lie outside the table location "
-                               f"{' or '.join(own) or '(none)'}, e.g. {outside[0]}", path=outside[0],
-                               hint="they may belong to another table; --allow-external-deletes overrides")
+        fence = table_fence(table)
+        for key, (path, _category) in list(files.files.items()):
+            if not fence.contains(path):
+                kept.files[key] = files.files.pop(key)
     if max_deletes is not None and len(files.paths) > max_deletes:
         raise RefusedError(f"expiry would delete {len(files.paths)} files, more than --max-deletes {max_deletes}",
                            hint="raise --max-deletes or expire in smaller steps")
+    return kept
+
+
+def _report_kept(data: dict[str, Any], kept: FileSet, table: Table) -> str:
+    """Record the files the fence kept; the words the summary line gets for them ("" for none)."""
+    paths = sorted(kept.paths)
+    data.update(kept_external_files_count=len(paths), kept_external_files=paths)
+    if not paths:
+        return ""
+    return (f"; kept {len(paths)} file(s) outside the table location {table_fence(table).describe()} "
+            "(--allow-external-deletes deletes them)")
 
 
 # A writer that checks, then renames (Java's HadoopTableOperations on a local disk) can replace
@@ -520,7 +526,7 @@ def expire_snapshots(table: Table, policy: ExpirePolicy, *, dry_run: bool = Fals
         planned_md = clean_expired_metadata(planned_md, table.io)
     cache = ReadCache()
     planned = files_to_delete(base, plan.expired, planned_md, table.io, cache) if plan.expired else FileSet()
-    _check_deletes(table, planned, allow_external=allow_external_deletes, max_deletes=max_deletes)
+    kept = _check_deletes(table, planned, allow_external=allow_external_deletes, max_deletes=max_deletes)
     data: dict[str, Any] = {
         "table": table.identifier, "dry_run": dry_run, "expired_snapshot_count": len(plan.expired),
         "expired_snapshots": plan.expired, "removed_refs": plan.removed_refs,
@@ -530,8 +536,9 @@ def expire_snapshots(table: Table, policy: ExpirePolicy, *, dry_run: bool = Fals
         data["would_write"] = ["the next table metadata version (snapshots, refs and logs updated)"]
         data["would_delete"] = planned.by_category()
         data.update({f"deleted_{c}_count": len(v) for c, v in planned.by_category().items()})
-        return RecordResult("expire_snapshots", f"Would expire {len(plan.expired)} snapshots of {table.identifier}",
-                            data)
+        kept_note = _report_kept(data, kept, table)
+        return RecordResult("expire_snapshots", f"Would expire {len(plan.expired)} snapshots of {table.identifier}"
+                            f"{kept_note}", data)
     if not plan.expired and not plan.removed_refs and planned_md is base:
         data.update({f"deleted_{c}_count": 0 for c in CATEGORIES})
         return RecordResult("expire_snapshots", f"Nothing to expire in {table.identifier}", data)
@@ -565,7 +572,8 @@ def expire_snapshots(table: Table, policy: ExpirePolicy, *, dry_run: bool = Fals
         return RecordResult("expire_snapshots", "Expired snapshots; no file deleted (cleanup could not "
                             "read the table)", data, exit_code=e.exit_code)
     try:
-        _check_deletes(table, doomed, allow_external=allow_external_deletes, max_deletes=max_deletes)
+        kept_note = _report_kept(data, _check_deletes(table, doomed, allow_external=allow_external_deletes,
+                                                      max_deletes=max_deletes), table)
     except RefusedError as e:
         # The commit is done; only the deletions are refused. Say so and keep the table intact.
         data["deletes_refused"] = e.one_line()
@@ -585,7 +593,7 @@ def expire_snapshots(table: Table, policy: ExpirePolicy, *, dry_run: bool = Fals
     outcome = delete_files(table.io, doomed, max_concurrent_deletes)
     data.update(already_gone=outcome.already_gone, failures=outcome.failures)
     data.update({f"deleted_{c}_count": n for c, n in outcome.deleted.items()})
-    title = f"Expired {len(retention.expired)} snapshots of {table.identifier}"
+    title = f"Expired {len(retention.expired)} snapshots of {table.identifier}{kept_note}"
     return RecordResult("expire_snapshots", title, data,
                         exit_code=StorageError.exit_code if outcome.failures else ExitCode.OK)
 

@@ -8,7 +8,8 @@ and :func:`icectl.commit.commit` checks each freshly read base again with
 
 from __future__ import annotations
 
-from icectl.errors import CorruptInputError
+from icectl.delete_fence import file_identity, table_folder
+from icectl.errors import CorruptInputError, RefusedError
 from icectl.spec.metadata import TableMetadata
 from icectl.spec.soundness import metadata_problems
 from icectl.storage import parent
@@ -33,8 +34,21 @@ def check_metadata_sound(metadata: TableMetadata, location: str) -> None:
 
 def check_table_home(table: Table) -> None:
     """Raise :class:`~icectl.errors.RefusedError` (exit 6) when the folder the table was found in
-    and the location its metadata names differ (a copied table would work on the original)."""
-    return None
+    and the location its metadata names differ (a copied table would work on the original).
+
+    Compared as :func:`~icectl.delete_fence.file_identity` (real paths on a local disk). A catalog
+    table without a folder of its own is not checked: its location is where the catalog put it.
+    """
+    folder = table_folder(table)
+    location = table.metadata.location
+    if folder is None or not location or file_identity(folder) == file_identity(location):
+        return
+    raise RefusedError(
+        f"table folder {folder} is not the location its metadata names ({location}): a copied or moved "
+        "table would write into and delete from that location", path=table.metadata_location,
+        hint=f"to work on the table at {location}, address it there; to make this folder a table of its "
+             "own, rewrite its metadata and manifests to the new location (Iceberg's rewrite_table_path) "
+             "and register the result")
 
 
 def check_writable(table: Table) -> None:

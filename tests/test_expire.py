@@ -330,7 +330,8 @@ def test_clean_expired_metadata_drops_unused_schemas_and_specs_never_current(wh:
 # --------------------------------------------------------------------------- safety
 
 
-def test_files_outside_the_table_location_refuse_with_nothing_changed(wh: Path, tmp_path: Path) -> None:
+def test_files_outside_the_table_location_are_kept_and_reported_expiry_goes_on(wh: Path, tmp_path: Path) -> None:
+    """Issue 11 item 10: a file added from outside used to block every expiry (exit 6, no plan)."""
     t = Tbl(wh)
     for _ in range(2):
         t.add()
@@ -339,13 +340,37 @@ def test_files_outside_the_table_location_refuse_with_nothing_changed(wh: Path, 
     t.change(with_ref("b", SnapshotRef(b, "branch", max_ref_age_ms=1)))
     time.sleep(0.01)
     before, md_before = t.listing(), t.md()
-    for extra in ([], ["--dry-run"]):
-        r = t.expire("--older-than", "0s", "--retain-last", "1", *extra, expect=ExitCode.REFUSED)
-        assert "outside the table location" in r["stderr"] and "--allow-external-deletes" in r["stderr"]
-    assert t.listing() == before and t.md() == md_before and (outside / "f003.parquet").exists()
-    out = t.expire("--older-than", "0s", "--retain-last", "1", "--allow-external-deletes")
+    plan = t.expire("--older-than", "0s", "--retain-last", "1", "--dry-run")
+    assert plan["expired_snapshot_count"] == 2 and plan["kept_external_files_count"] == 1
+    assert plan["kept_external_files"] == [str(outside / "f003.parquet")]
+    assert str(outside / "f003.parquet") not in plan["would_delete"]["data_files"]
+    assert t.listing() == before and t.md() == md_before
+    out = t.expire("--older-than", "0s", "--retain-last", "1")
+    assert out["removed_refs"] == ["b"] and out["kept_external_files_count"] == 1
+    # The rest goes on: the manifest lists of both expired snapshots, and b's manifest, go.
+    assert out["deleted_manifest_lists_count"] == 2 and out["deleted_data_files_count"] == 0
+    assert (outside / "f003.parquet").exists()
+    assert run(wh, "expire-snapshots", str(t.dir))[0] == 0
+
+
+def test_allow_external_deletes_deletes_files_outside(wh: Path, tmp_path: Path) -> None:
+    t = Tbl(wh)
+    t.add()
+    outside = tmp_path / "elsewhere"
+    b = t.add(branch="b", where=outside)
+    t.change(with_ref("b", SnapshotRef(b, "branch", max_ref_age_ms=1)))
+    time.sleep(0.01)
+    code, text, err = run(wh, "expire-snapshots", str(t.dir), "--older-than", "0s", "--retain-last", "1")
+    assert code == 0 and "kept 1 file(s) outside the table location" in text, (text, err)
+    assert (outside / "f002.parquet").exists()
+    t2 = Tbl(wh, "db.t2")
+    t2.add()
+    b = t2.add(branch="b", where=outside)
+    t2.change(with_ref("b", SnapshotRef(b, "branch", max_ref_age_ms=1)))
+    time.sleep(0.01)
+    out = t2.expire("--older-than", "0s", "--retain-last", "1", "--allow-external-deletes")
     assert out["removed_refs"] == ["b"] and out["deleted_data_files_count"] == 1
-    assert not (outside / "f003.parquet").exists()
+    assert out["kept_external_files_count"] == 0 and not (outside / "f002.parquet").exists()
 
 
 def test_max_deletes_refuses_a_bigger_run_with_nothing_changed(wh: Path) -> None:
@@ -580,5 +605,5 @@ def test_files_under_write_data_path_belong_to_the_table(wh: Path, tmp_path: Pat
     # A file anywhere else is still refused.
     t.change(with_ref("c", SnapshotRef(c, "branch", max_ref_age_ms=1)))
     time.sleep(0.01)
-    r = t.expire("--older-than", "0s", "--retain-last", "1", expect=ExitCode.REFUSED)
-    assert str(data_path) in r["stderr"] and (other / "f003.parquet").exists()
+    r = t.expire("--older-than", "0s", "--retain-last", "1")
+    assert r["kept_external_files"] == [str(other / "f003.parquet")] and (other / "f003.parquet").exists()

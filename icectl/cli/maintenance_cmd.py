@@ -70,7 +70,8 @@ def register(app: typer.Typer) -> None:
             "--max-deletes", help="Refuse a run that would delete more files than this.", show_default=False)]
         = None,
         allow_external_deletes: Annotated[bool, typer.Option(
-            "--allow-external-deletes", help="Allow deleting files outside the table location.")] = False,
+            "--allow-external-deletes",
+            help="Also delete files outside the table location (kept and reported by default).")] = False,
         max_concurrent_deletes: Annotated[int, typer.Option(
             "--max-concurrent-deletes", help="Files deleted in parallel.")] = 8,
         dry_run: DryRunOpt = False,
