@@ -40,7 +40,8 @@ def _parquet(path: Path, first: int) -> Path:
 
 
 def _add(t: Tbl, f: Path, branch: str | None = None) -> int:
-    code, out, err = run(t.wh, "add-files", t.name, str(f), "--json", *(["--branch", branch] if branch else []))
+    on_branch = ["--branch", branch, "--create-branch"] if branch else []
+    code, out, err = run(t.wh, "add-files", t.name, str(f), "--json", *on_branch)
     assert code == 0, err
     time.sleep(0.003)
     return int(json.loads(out)["snapshot_id"])
