@@ -135,7 +135,7 @@ def _check_magic(stream: BinaryIO) -> BinaryIO:
         magic = stream.read(len(_AVRO_MAGIC))
         stream = io.BytesIO(magic + stream.read())
     if magic != _AVRO_MAGIC:
-        if len(magic) < len(_AVRO_MAGIC) and _AVRO_MAGIC.startswith(magic):
+        if 0 < len(magic) < len(_AVRO_MAGIC) and _AVRO_MAGIC.startswith(magic):
             raise CorruptInputError("truncated Avro file (incomplete header)")
         raise CorruptInputError(f"not an Avro file (bad magic {magic!r}, expected {_AVRO_MAGIC!r})")
     return stream
