@@ -173,8 +173,9 @@ def _live_manifests(table: Table, md: TableMetadata, head: Snapshot) -> list[Man
     try:
         manifests = manifests_of(md, head, table.io)
     except NotFoundError as e:  # the table names it: a damaged table, not a wrong argument
-        raise CorruptInputError(f"the manifest list of snapshot {head.snapshot_id} is missing ({e.message})",
-                                path=head.manifest_list, hint="nothing was written") from None
+        raise CorruptInputError(f"a manifest list or manifest of snapshot {head.snapshot_id} is missing "
+                                f"({e.message})", path=e.path or head.manifest_list,
+                                hint="nothing was written; 'icectl validate' lists every problem") from None
     check_manifests_intact(table.io, manifests, head.manifest_list)
     return manifests
 
