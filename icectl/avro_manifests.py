@@ -123,7 +123,26 @@ def _avro_errors() -> Iterator[None]:
         raise CorruptInputError(f"corrupt Avro data: {type(e).__name__}: {e}") from None
 
 
+def _check_magic(stream: BinaryIO) -> BinaryIO:
+    """Refuse a file that does not start with Avro's magic, as Java's DataFileReader does ("Not an
+    Avro data file"): fastavro reads the 4 bytes as a fixed field and never compares them, so a
+    file with destroyed magic would otherwise decode. Returns a stream positioned at the start."""
+    if stream.seekable():
+        start = stream.tell()
+        magic = stream.read(len(_AVRO_MAGIC))
+        stream.seek(start)
+    else:  # cannot rewind: read it whole (manifests are read whole anyway)
+        magic = stream.read(len(_AVRO_MAGIC))
+        stream = io.BytesIO(magic + stream.read())
+    if magic != _AVRO_MAGIC:
+        if 0 < len(magic) < len(_AVRO_MAGIC) and _AVRO_MAGIC.startswith(magic):
+            raise CorruptInputError("truncated Avro file (incomplete header)")
+        raise CorruptInputError(f"not an Avro file (bad magic {magic!r}, expected {_AVRO_MAGIC!r})")
+    return stream
+
+
 def _open_reader(stream: BinaryIO, reader_schema: dict[str, Any] | None = None) -> Any:
+    stream = _check_magic(stream)
     start = stream.tell() if stream.seekable() else None
     try:
         with _avro_errors():
@@ -163,6 +182,40 @@ def read_manifest_metadata(stream: AvroSource) -> dict[str, str]:
     ``avro.schema`` / ``avro.codec``.
     """
     return dict(_open_reader(_as_stream(stream)).metadata)
+
+
+_HEADER_SCHEMA = fastavro.parse_schema({"type": "record", "name": "org.apache.avro.file.Header", "fields": [
+    {"name": "magic", "type": {"type": "fixed", "name": "Magic", "size": 4}},
+    {"name": "meta", "type": {"type": "map", "values": "bytes"}},
+    {"name": "sync", "type": {"type": "fixed", "name": "Sync", "size": 16}}]})
+_PROBE_BYTES = 64 * 1024  # a manifest's header (its schema JSON) fits in this, as a rule
+
+
+def probe_avro_file(read_range: Callable[[int, int], bytes], size: int) -> dict[str, str]:
+    """Check that a file opens as an Avro container without decoding its records; returns its
+    key-value metadata. Reads the header (magic, metadata, schema JSON) and the last 16 bytes,
+    which in a complete Avro file are the header's sync marker (every block ends with it), so a
+    cut-off file is told from a whole one for the cost of two small reads."""
+    head = read_range(0, min(size, _PROBE_BYTES))
+    while True:
+        stream = _check_magic(io.BytesIO(head))
+        try:
+            with _avro_errors():
+                header = fastavro.schemaless_reader(stream, _HEADER_SCHEMA, None)
+            break
+        except CorruptInputError as e:
+            if "truncated" not in e.message or len(head) >= size:
+                raise
+            head = read_range(0, size)  # a header larger than the probe: read it whole
+    meta = {k: v.decode(errors="replace") for k, v in header["meta"].items()}
+    try:
+        json.loads(meta["avro.schema"])
+    except (KeyError, ValueError):
+        raise CorruptInputError("Avro file has no readable schema") from None
+    end = stream.tell()
+    if size > end and read_range(size - 16, 16) != header["sync"]:
+        raise CorruptInputError("truncated or damaged Avro file: it does not end with its sync marker")
+    return meta
 
 
 def _named_types(schema: Any, out: dict[str, Any]) -> dict[str, Any]:
@@ -298,6 +351,8 @@ def scan_manifest_list_paths(data: bytes) -> list[str] | None:
     each block has exactly one hit per row. A row whose path lies elsewhere, or a path that
     contains ``.avro`` before its end, makes the counts or prefixes disagree, hence ``None``.
     """
+    if data[:len(_AVRO_MAGIC)] != _AVRO_MAGIC:  # fastavro does not check it: the full decode reports it
+        return None
     try:
         with _avro_errors():
             blocks = fastavro.block_reader(io.BytesIO(data))

@@ -48,6 +48,7 @@ from icectl.compact_plan import (
     decide,
     group_manifests,
     improves,
+    refuse_impossible,
     roll,
     sort_fields,
     table_target_size,
@@ -56,9 +57,9 @@ from icectl.compact_v4 import compact_v4
 from icectl.errors import CommitConflictError, CorruptInputError, IcectlError, NotFoundError
 from icectl.manifest_writer import UNASSIGNED_SEQ, write_manifest_list
 from icectl.results import RecordResult
-from icectl.scan import iter_entries, manifests_of, partition_type
+from icectl.scan import check_manifests_intact, iter_entries, manifests_of, partition_type
 from icectl.snapshot_summary import SummaryBuilder
-from icectl.spec.manifest import DataFile, ManifestContent, ManifestEntry, ManifestFile
+from icectl.spec.manifest import DataFile, ManifestContent, ManifestEntry, ManifestFile, single_valued_ids
 from icectl.spec.metadata import MIN_ROW_LINEAGE_VERSION, TableMetadata
 from icectl.spec.snapshots import Snapshot
 from icectl.storage import FileIO, delete_quietly, join
@@ -132,9 +133,9 @@ def plan_compaction(table: Table, options: CompactOptions, metadata: TableMetada
     md = metadata or table.metadata
     target = options.target_size or table_target_size(md)
     head = branch_head(md, options.branch, table.identifier)
-    manifests = manifests_of(md, head, table.io) if head else []
     if options.spec_id is not None and md.spec_by_id(options.spec_id) is None:
         raise NotFoundError(f"table {table.identifier} has no partition spec {options.spec_id}")
+    manifests = _live_manifests(table, md, head) if head else []
     grouped = group_manifests(manifests, options)
     if options.sort_by:
         check_sort_by(md, {sid for sid, _ in grouped} or {s.spec_id for s in md.partition_specs}, options.sort_by)
@@ -165,15 +166,35 @@ def plan_compaction(table: Table, options: CompactOptions, metadata: TableMetada
                        str(uuid.uuid4()), metadata_dir)
 
 
+def _live_manifests(table: Table, md: TableMetadata, head: Snapshot) -> list[ManifestFile]:
+    """The head's manifests, each checked to exist, have its listed length and open as Avro: the new
+    snapshot either copies a manifest's entries or references it unchanged, and must not be built
+    on one that readers fail on (Java's RewriteManifests checks neither; its readers then fail)."""
+    try:
+        manifests = manifests_of(md, head, table.io)
+    except NotFoundError as e:  # the table names it: a damaged table, not a wrong argument
+        raise CorruptInputError(f"a manifest list or manifest of snapshot {head.snapshot_id} is missing "
+                                f"({e.message})", path=e.path or head.manifest_list,
+                                hint="nothing was written; 'icectl validate' lists every problem") from None
+    check_manifests_intact(table.io, manifests, head.manifest_list)
+    return manifests
+
+
 def _read_groups(table: Table, md: TableMetadata, groups: list[GroupPlan]) -> None:
-    """Every entry of the manifests to replace (all fields: they are copied, not referenced)."""
+    """Every entry of the manifests to replace (all fields: they are copied, not referenced).
+    Entries no writer can have written (negative sizes, counts beyond the record count) are
+    refused rather than copied into the new snapshot."""
     by_path = {m.manifest_path: g for g in groups for m in g.manifests}
     todo = [m for g in groups for m in g.manifests]
+    single = single_valued_ids(md.schemas)
+    ordinals: dict[str, int] = {}
     for m, e in iter_entries(md, table.io, todo):
         g = by_path[m.manifest_path]
+        ordinal = ordinals[m.manifest_path] = ordinals.get(m.manifest_path, -1) + 1
         if not e.is_live:
             g.deleted_entries += 1
             continue
+        refuse_impossible(e.data_file, single, f"{m.manifest_path}#{ordinal}")
         if md.format_version >= 2 and e.sequence_number is None:
             raise CorruptInputError(f"{e.status.name} entry for {e.data_file.file_path} has no data sequence "
                                     "number; it cannot be rewritten", path=m.manifest_path)
@@ -294,6 +315,8 @@ def commit_compaction(table: Table, plan: CompactPlan, written: Sequence[Written
             if missing:  # another writer rewrote one: our manifests would resurrect or drop files
                 raise StalePlanError(f"manifest {sorted(missing)[0]} was replaced by a concurrent commit to "
                                      f"{table.identifier}", fresh)
+            known = {m.manifest_path for m in plan.base_manifests}  # checked when planned
+            check_manifests_intact(table.io, [m for m in current if m.manifest_path not in known], head.manifest_list)
             if head.snapshot_id not in reapplied:
                 reapplied.append(head.snapshot_id)
         kept = [m for m in current if m.manifest_path not in replaced]

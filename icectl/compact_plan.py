@@ -12,13 +12,20 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Container, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from icectl.errors import CorruptInputError, NotFoundError, UsageError
 from icectl.manifest_writer import ManifestWriteResult, write_manifest
-from icectl.spec.manifest import ManifestContent, ManifestEntry, ManifestEntryStatus, ManifestFile
+from icectl.spec.manifest import (
+    DataFile,
+    ManifestContent,
+    ManifestEntry,
+    ManifestEntryStatus,
+    ManifestFile,
+    impossible_values,
+)
 from icectl.spec.metadata import TableMetadata
 from icectl.spec.partitioning import PartitionSpec
 from icectl.spec.schema import StructType
@@ -176,6 +183,17 @@ def cluster(entries: list[ManifestEntry], positions: Sequence[int]) -> list[Mani
         return (tuple(_value_key(part[i]) for i in positions), e.sequence_number or 0, e.data_file.file_path,
                 e.data_file.content_offset or 0)
     return sorted(entries, key=key)
+
+
+def refuse_impossible(f: DataFile, single_valued: Container[int], where: str) -> None:
+    """Refuse to copy an entry whose values no writer can have recorded (negative sizes, counts
+    beyond the record count: :func:`icectl.spec.manifest.impossible_values`); ``where`` names the
+    manifest and the entry's ordinal."""
+    problems = impossible_values(f, single_valued)
+    if problems:
+        raise CorruptInputError(f"entry {where} for {f.file_path}: {'; '.join(problems)}; compact would copy it "
+                                "into the new snapshot", hint="nothing was written; 'icectl validate' lists every "
+                                "problem")
 
 
 def as_existing(e: ManifestEntry) -> ManifestEntry:

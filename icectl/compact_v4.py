@@ -51,6 +51,7 @@ from icectl.compact_plan import (
     cluster,
     decide,
     improves,
+    refuse_impossible,
     roll,
     sort_fields,
     table_target_size,
@@ -58,10 +59,17 @@ from icectl.compact_plan import (
 from icectl.errors import CommitConflictError, CorruptInputError, IcectlError, NotFoundError, RefusedError
 from icectl.inspect import unified_partition_type
 from icectl.results import RecordResult
-from icectl.scan import DEFAULT_WORKERS, partition_type
+from icectl.scan import DEFAULT_WORKERS, check_manifests_intact, partition_type
 from icectl.scan_v4 import dv_positions, partition_field_types, read_leaf, read_root
 from icectl.snapshot_summary import SummaryBuilder
-from icectl.spec.manifest import DataFile, DataFileContent, ManifestContent, ManifestEntry, ManifestEntryStatus
+from icectl.spec.manifest import (
+    DataFile,
+    DataFileContent,
+    ManifestContent,
+    ManifestEntry,
+    ManifestEntryStatus,
+    single_valued_ids,
+)
 from icectl.spec.manifest import ManifestFile as ManifestFileRow
 from icectl.spec.metadata import TableMetadata
 from icectl.spec.schema import IcebergType, StructType
@@ -231,7 +239,7 @@ def plan_v4_compaction(table: Table, options: CompactOptions, metadata: TableMet
     if options.spec_id is not None and md.spec_by_id(options.spec_id) is None:
         raise NotFoundError(f"table {table.identifier} has no partition spec {options.spec_id}")
     head = _head(md, options.branch, table.identifier)
-    root = read_root(md, head, table.io) if head is not None else V4Manifest([], {})
+    root = _read_checked_root(table, md, head) if head is not None else V4Manifest([], {})
     contents = {"data": (ManifestContent.DATA,), "deletes": (ManifestContent.DELETES,)}.get(
         options.content, (ManifestContent.DATA, ManifestContent.DELETES))
     leaves: dict[tuple[int, int], list[ManifestFileRow]] = {}
@@ -287,6 +295,27 @@ def plan_v4_compaction(table: Table, options: CompactOptions, metadata: TableMet
                          str(uuid.uuid4()), metadata_dir)
 
 
+def _read_checked_root(table: Table, md: TableMetadata, head: Snapshot, known: V4Manifest | None = None) -> V4Manifest:
+    """The head's root, refused (exit 4, naming the file) when it is missing, a live leaf is missing, is
+    not its listed size or does not open as Avro, or a live root-level file has values no writer can
+    have recorded: the new root copies every live entry and references every kept leaf unchanged.
+    Leaves and files of ``known`` (a root checked before) are not checked again."""
+    try:
+        root = read_root(md, head, table.io)
+    except NotFoundError as e:  # the table names it: a damaged table, not a wrong argument
+        raise CorruptInputError(f"the root manifest of snapshot {head.snapshot_id} is missing ({e.message})",
+                                path=head.root_manifest, hint="nothing was written") from None
+    checked = {_entry_key(e) for e in known.entries if e.is_live} if known is not None else set()
+    leaves = [manifest_file_of(e) for e in root.entries if e.is_live and e.is_manifest and _entry_key(e) not in checked]
+    check_manifests_intact(table.io, leaves, head.root_manifest)
+    single = single_valued_ids(md.schemas)
+    for i, e in enumerate(root.entries):
+        if e.is_live and e.is_file and _entry_key(e) not in checked:
+            refuse_impossible(manifest_entry_of(e, partition_type(md, e.partition_spec_id)).data_file, single,
+                              f"{head.root_manifest}#{i}")
+    return root
+
+
 def _decide_group(key: tuple[int, int], leaves: list[ManifestFileRow], files: list[ManifestEntry],
                   dvs: dict[str, ContentEntry], options: CompactOptions, target: int, header: int) -> V4GroupPlan:
     spec_id, content = key
@@ -318,6 +347,7 @@ def _read_inputs(table: Table, md: TableMetadata, groups: list[V4GroupPlan], dvs
     """The live rows of every replaced leaf (manifest DV applied, DELETED rows dropped) and of the
     root-level files flushed; all fields, since they are copied."""
     jobs = [(g, m) for g in groups for m in g.manifests]
+    single = single_valued_ids(md.schemas)
 
     def read(job: tuple[V4GroupPlan, ManifestFileRow]) -> tuple[list[ManifestEntry], BitMap64 | None]:
         g, m = job
@@ -339,6 +369,7 @@ def _read_inputs(table: Table, md: TableMetadata, groups: list[V4GroupPlan], dvs
                 elif not e.is_live:
                     g.deleted_entries += 1
                 else:
+                    refuse_impossible(e.data_file, single, f"{m.manifest_path}#{i}")
                     _take(g, m.manifest_path, e)
     for g in groups:
         for e in g.root_files:
@@ -511,7 +542,7 @@ def commit_v4_compaction(table: Table, plan: V4CompactPlan, written: Sequence[Wr
         if head.snapshot_id == plan.base_snapshot.snapshot_id:
             root = plan.root
         else:
-            root = read_root(fresh, head, table.io)
+            root = _read_checked_root(table, fresh, head, known=plan.root)
             why = _stale(plan, root, table.io)
             if why is not None:
                 raise StaleV4PlanError(f"{why} to {table.identifier}", fresh)

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import os
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from icectl import progress
-from icectl.avro_manifests import read_manifest, read_manifest_list, read_manifest_metadata
-from icectl.errors import CorruptInputError, IcectlError
+from icectl.avro_manifests import probe_avro_file, read_manifest, read_manifest_list, read_manifest_metadata
+from icectl.errors import CorruptInputError, IcectlError, NotFoundError
 from icectl.scan_v4 import TreeManifest, read_tree_entries, tree_manifests
 from icectl.spec.manifest import ManifestContent, ManifestEntry, ManifestFile
 from icectl.spec.metadata import TableMetadata
@@ -130,3 +130,33 @@ def data_manifests(manifests: Iterable[ManifestFile]) -> list[ManifestFile]:
 
 def delete_manifests(manifests: Iterable[ManifestFile]) -> list[ManifestFile]:
     return [m for m in manifests if m.content == ManifestContent.DELETES]
+
+
+def check_manifests_intact(io: FileIO, manifests: Sequence[ManifestFile], listed_in: str | None,
+                           workers: int = DEFAULT_WORKERS) -> None:
+    """Refuse (:class:`CorruptInputError`, naming the first in list order) unless every manifest
+    exists, is ``manifest_length`` bytes long and opens as Avro: magic, header and the trailing sync
+    marker (:func:`probe_avro_file`, two small reads). Records are not decoded, so this is cheap
+    enough for the manifests a writer carries into a new snapshot without reading them."""
+    if not manifests:
+        return
+
+    def one(m: ManifestFile) -> str | None:
+        path = m.manifest_path
+        try:
+            size = io.size(path)
+            if size != m.manifest_length:
+                return f"manifest {path} is {size} bytes, the manifest list says {m.manifest_length}"
+            if path.endswith(".avro"):
+                probe_avro_file(lambda offset, n: io.read_range(path, offset, n), size)
+        except NotFoundError:
+            return f"manifest {path} is missing"
+        except CorruptInputError as e:
+            return f"manifest {path} cannot be read: {e.message}"
+        return None
+
+    with ThreadPoolExecutor(max_workers=max(1, min(workers, len(manifests)))) as pool:
+        problem = next((p for p in pool.map(one, manifests) if p is not None), None)
+    if problem is not None:
+        where = f" (listed in {listed_in})" if listed_in else ""
+        raise CorruptInputError(f"{problem}{where}", hint="nothing was written; 'icectl validate' lists every problem")

@@ -8,6 +8,7 @@ Findings the pristine copy already has (Java-written warnings) are subtracted fi
 
 from __future__ import annotations
 
+import json
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -29,6 +30,7 @@ from support.corrupt import (
     metadata_path,
     set_bounds,
     set_manifest_key,
+    table_metadata,
 )
 from test_validate_v4 import CASES as V4_CASES
 from typer.testing import CliRunner
@@ -378,6 +380,31 @@ def _v3_position_file(rec: dict[str, Any]) -> None:
     rec["data_file"]["file_format"] = "PARQUET"
 
 
+def destroy_magic(path: str) -> str:
+    """Overwrite a file's first 4 bytes (Avro's 'Obj\\x01'), its length unchanged: Spark fails on it
+    with 'Not an Avro data file'."""
+    data = bytearray(Path(path).read_bytes())
+    data[:4] = b"\0\0\0\0"
+    Path(path).write_bytes(bytes(data))
+    return path
+
+
+def _list_magic(d: Path) -> str:
+    return destroy_magic(current_list(d))
+
+
+def _manifest_magic(d: Path) -> str:
+    return destroy_magic(_first_manifest(d).manifest_path)
+
+
+def _cut_puffin(d: Path) -> str:
+    """Cut the last bytes of a live DV's Puffin file: its footer (magic, length) is gone."""
+    _manifest, df = _puffin_of_live_dv(d)
+    puffin = Path(df["file_path"])
+    puffin.write_bytes(puffin.read_bytes()[:-8])
+    return df["file_path"]
+
+
 CASES: list[Case] = [
     # metadata
     Case("metadata.format-version", "v2_part", _meta(lambda d: d.__setitem__("format-version", 9))),
@@ -425,7 +452,10 @@ CASES: list[Case] = [
     Case("manifest-list.content", "v2_part", _content_key),
     Case("manifest-list.partition-summaries", "v2_part", _list_record(_spanning_summary, _shrink_summary)),
     Case("manifest-list.first-row-ids", "v3_dv", _overlap_row_ids),
+    Case("manifest-list.readable", "v2_part", _list_magic),
     # manifests
+    Case("manifest.readable", "v2_part", _manifest_magic),
+    Case("manifest.entry-values", "v2_part", _entry(_data, _set_file("file_size_in_bytes", -1))),
     Case("manifest.metadata-keys", "v2_part", _manifest_key("partition-spec", None)),
     Case("manifest.partition-spec-id", "v2_part", _manifest_key("partition-spec-id", "1", spec_id=0)),
     Case("manifest.content", "v2_part", _entry(_data, _set_file("content", 1)),
@@ -456,6 +486,7 @@ CASES: list[Case] = [
     Case("deletes.dv-replaces-position-deletes", "v3_dv", _position_file_beside_dv,
          implied=frozenset({"deletes.no-v3-position-delete-files"})),
     Case("deletes.equality-ids", "v2_part", _entry(_live_position_file, _equality_delete)),
+    Case("deletes.puffin-readable", "v3_dv", _cut_puffin),
     # files (--deep)
     Case("files.exist", "v2_part", _delete_data_file, deep=True),
     Case("files.size", "v2_part", _entry(_data, _set_file("file_size_in_bytes", lambda v: v + 1)), deep=True),
@@ -525,16 +556,47 @@ def test_number_beyond_int64_is_a_finding_not_a_crash(spark_tables: Any, tmp_pat
     assert result.exit_code == 7
 
 
-def test_corrupt_manifest_is_exit_4(spark_tables: Any, tmp_path: Path) -> None:
+def test_unreadable_files_are_findings_and_validation_goes_on(spark_tables: Any, tmp_path: Path) -> None:
+    """Destroyed magic, a truncated and a missing manifest, each a finding naming the file; the other
+    manifests are still checked (a broken list row elsewhere is still reported), exit 7."""
     table = copy_table(spark_tables["v2_part"].location, tmp_path / "t")
-    m = current_manifests(table)[0].manifest_path
-    Path(m).write_bytes(Path(m).read_bytes()[:200])
-    size = Path(m).stat().st_size
-    edit_manifest_list(current_list(table), lambda rs: [r.__setitem__("manifest_length", size) for r in rs
-                                                         if r["manifest_path"] == m])
-    out = CliRunner().invoke(app, ["validate", str(table)])
-    assert out.exit_code == 4, out.output
-    assert m in out.stderr and len(out.stderr.strip().splitlines()) == 1
+    listed = current_manifests(table)
+    magic, cut, gone, other = (m.manifest_path for m in listed[:4])
+    destroy_magic(magic)
+    Path(cut).write_bytes(Path(cut).read_bytes()[:-40])
+    Path(gone).unlink()
+    size = Path(cut).stat().st_size  # only the truncation itself, not a length mismatch
+
+    def edit(records: list[dict[str, Any]]) -> None:
+        for r in records:
+            if r["manifest_path"] == cut:
+                r["manifest_length"] = size
+            if r["manifest_path"] == other:
+                r["existing_rows_count"] += 5
+    edit_manifest_list(current_list(table), edit)
+    result = run(table)
+    errors = {(f.rule, f.file) for f in result.findings if f.severity == Severity.ERROR}
+    assert ("manifest.readable", magic) in errors and ("manifest.readable", cut) in errors, errors
+    assert ("manifest-list.manifest-exists", current_list(table)) in errors
+    assert ("manifest-list.counts", current_list(table)) in errors  # checking went on past the damage
+    assert result.manifests == len(listed) - 3  # every readable manifest was read
+    out = CliRunner().invoke(app, ["validate", str(table), "--json"])
+    assert out.exit_code == 7, out.output
+    rows = json.loads(out.stdout)["rows"]
+    assert {(r["rule"], r["file"]) for r in rows if r["severity"] == "error"} == errors
+
+
+def test_unreadable_manifest_list_is_a_finding_and_other_snapshots_are_checked(spark_tables: Any,
+                                                                           tmp_path: Path) -> None:
+    table = copy_table(spark_tables["v2_part"].location, tmp_path / "t")
+    md = table_metadata(table)
+    parent = md.snapshot_by_id(md.current_snapshot().parent_snapshot_id)  # type: ignore[union-attr]
+    assert parent is not None and parent.manifest_list
+    destroy_magic(parent.manifest_list)
+    result = run(table, all_snapshots=True)
+    errors = [(f.rule, f.file) for f in result.findings if f.severity == Severity.ERROR]
+    assert errors == [("manifest-list.readable", parent.manifest_list)]
+    assert result.snapshots == len(md.snapshots) and result.exit_code == 7
 
 
 def test_unsupported_version_with_its_rule_skipped_is_exit_4(spark_tables: Any, tmp_path: Path) -> None:

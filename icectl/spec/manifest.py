@@ -6,11 +6,12 @@ Entries hold values *after* inheritance (snapshot id, sequence numbers, first ro
 
 from __future__ import annotations
 
+from collections.abc import Container, Iterable
 from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any
 
-from icectl.spec.schema import IcebergType, Schema
+from icectl.spec.schema import IcebergType, ListType, MapType, Schema, StructType
 from icectl.spec.values import from_bytes
 
 
@@ -218,3 +219,62 @@ def inherit_from_manifest(
         next_row_id += record_count
     return InheritedMetadata(snapshot_id, sequence_number, file_sequence_number, first_row_id,
                              next_row_id)
+
+
+def single_valued_ids(schemas: Iterable[Schema]) -> frozenset[int]:
+    """Field ids that hold at most one value per row in every schema given: not a list element,
+    a map key or value, or anything nested in one (those count every element, so their
+    value_counts may exceed a file's record_count)."""
+    single: set[int] = set()
+    repeated: set[int] = set()
+
+    def walk(t: IcebergType, inside: bool) -> None:
+        if isinstance(t, StructType):
+            for f in t.fields:
+                (repeated if inside else single).add(f.field_id)
+                walk(f.field_type, inside)
+        elif isinstance(t, ListType):
+            repeated.add(t.element_id)
+            walk(t.element_type, True)
+        elif isinstance(t, MapType):
+            repeated.update((t.key_id, t.value_id))
+            walk(t.key_type, True)
+            walk(t.value_type, True)
+
+    for s in schemas:
+        walk(s.struct, False)
+    return frozenset(single - repeated)
+
+
+def impossible_values(f: DataFile, single_valued: Container[int]) -> list[str]:
+    """What no writer can have recorded for ``f``: negative sizes or counts, more values, nulls or
+    NaNs in a column than the file has rows (columns in ``single_valued`` only), more nulls or NaNs
+    than values, a deletion vector's blob beyond the file. Java's ``DataFiles.Builder`` refuses
+    negative sizes and record counts; the others follow from the spec's definitions of the
+    counts ("including null and NaN values"). Empty when the values are possible."""
+    out: list[str] = []
+    if f.file_size_in_bytes < 0:
+        out.append(f"file_size_in_bytes is {f.file_size_in_bytes}")
+    if f.record_count < 0:
+        out.append(f"record_count is {f.record_count}")
+    for name in ("column_sizes", "value_counts", "null_value_counts", "nan_value_counts"):
+        for fid, n in sorted((getattr(f, name) or {}).items()):
+            if n is not None and n < 0:
+                out.append(f"{name} of column {fid} is {n}")
+    values = f.value_counts or {}
+    for name in ("value_counts", "null_value_counts", "nan_value_counts"):
+        for fid, n in sorted((getattr(f, name) or {}).items()):
+            if n is None or n < 0:
+                continue
+            if fid in single_valued and f.record_count >= 0 and n > f.record_count:
+                out.append(f"{name} of column {fid} is {n}, above record_count {f.record_count}")
+            elif name != "value_counts" and values.get(fid) is not None and n > values[fid] >= 0:
+                out.append(f"{name} of column {fid} is {n}, above its value count {values[fid]}")
+    offset, length = f.content_offset, f.content_size_in_bytes
+    if offset is not None and length is not None:
+        if offset < 0 or length < 0:
+            out.append(f"content_offset {offset} / content_size_in_bytes {length} is negative")
+        elif f.file_size_in_bytes >= 0 and offset + length > f.file_size_in_bytes:
+            out.append(f"the blob at content_offset {offset} ({length} bytes) ends beyond file_size_in_bytes "
+                       f"{f.file_size_in_bytes}")
+    return out

@@ -272,6 +272,13 @@ def _read_manifests(ctx: Context, pool: ThreadPoolExecutor, todo: list[tuple[str
         submit()
     while pending:
         list_path, i, m, fut = pending.popleft()
-        data = fut.result()
         submit()
-        ctx.summaries[m.manifest_path] = manifest_rules.check_manifest(ctx, list_path, m, i, data)
+        try:
+            data = fut.result()
+        except NotFoundError:  # gone since its size was taken
+            ctx.reporter.report(manifest_list_rules.MANIFEST_EXISTS, list_path, f"manifest {m.manifest_path} is "
+                                "missing", entry=f"{list_path}#{i}", manifest_path=m.manifest_path)
+            continue
+        summary = manifest_rules.check_manifest(ctx, list_path, m, i, data)
+        if summary is not None:  # None: unreadable, reported; the rest goes on
+            ctx.summaries[m.manifest_path] = summary

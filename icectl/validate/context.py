@@ -8,7 +8,7 @@ from typing import Any
 
 from icectl.errors import IcectlError, NotFoundError
 from icectl.puffin import PuffinFileMetadata, read_puffin_footer
-from icectl.spec.manifest import ManifestFile
+from icectl.spec.manifest import ManifestFile, single_valued_ids
 from icectl.spec.metadata import TableMetadata
 from icectl.spec.schema import Schema
 from icectl.storage import FileIO
@@ -61,6 +61,14 @@ class Context:
     summaries: dict[str, ManifestSummary] = field(default_factory=dict)
     _puffin: dict[str, PuffinFileMetadata | IcectlError] = field(default_factory=dict)
     _schemas: dict[str, Schema | None] = field(default_factory=dict)
+    _single_valued: frozenset[int] | None = None
+
+    @property
+    def single_valued_ids(self) -> frozenset[int]:
+        """Column ids with at most one value per row in every schema of the table (entry-values rule)."""
+        if self._single_valued is None:
+            self._single_valued = single_valued_ids(self.metadata.schemas)
+        return self._single_valued
 
     def puffin_footer(self, path: str) -> PuffinFileMetadata | IcectlError:
         """The footer of a Puffin file, read once; an error is returned (the caller reports it)."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from icectl.errors import IcectlError
+from icectl.errors import IcectlError, NotFoundError
 from icectl.puffin import DELETION_VECTOR_V1, decode_deletion_vector
 from icectl.spec.manifest import DataFileContent, ManifestContent, ManifestEntry, ManifestEntryStatus, ManifestFile
 from icectl.spec.schema import Schema
@@ -35,6 +35,9 @@ DV_VERSION = rule("deletes.dv-format-version", E, "deletion vectors appear only 
 DV_REPLACES_POSITION = rule("deletes.dv-replaces-position-deletes", E,
                             "no live position delete file names a data file that has a DV in the same snapshot",
                             "Deletion Vectors")
+PUFFIN_READABLE = rule("deletes.puffin-readable", E,
+                       "every live DV's Puffin file exists and its footer reads (magic, footer length, footer JSON)",
+                       "Deletion Vectors; Puffin file format")
 EQUALITY_IDS = rule("deletes.equality-ids", E,
                     "equality delete files list equality_ids, each a primitive column of the schema",
                     "Equality Delete Files")
@@ -76,12 +79,14 @@ def _check_dv(ctx: Context, e: ManifestEntry, where: str, path: str) -> None:
                    "content_size_in_bytes", entry=where, referenced_data_file=df.referenced_data_file,
                    content_offset=df.content_offset, content_size_in_bytes=df.content_size_in_bytes)
         return
-    if not rep.any_on(DV_BLOB, DV_PAYLOAD, DV_CARDINALITY):
+    if not rep.any_on(DV_BLOB, DV_PAYLOAD, DV_CARDINALITY, PUFFIN_READABLE):
         return
     footer = ctx.puffin_footer(df.file_path)
     if isinstance(footer, IcectlError):
-        rep.report(DV_BLOB, path, f"DV {df.file_path}: cannot read its Puffin footer ({footer.message})",
-                   entry=where, puffin=df.file_path)
+        what = "does not exist" if isinstance(footer, NotFoundError) else "cannot be read"
+        rep.report(PUFFIN_READABLE, df.file_path, f"Puffin file {df.file_path} of the DV for "
+                   f"{df.referenced_data_file} {what} ({footer.message})", entry=where, puffin=df.file_path,
+                   error=footer.message)
         return
     blob = next((b for b in footer.blobs if b.offset == df.content_offset), None)
     problem = None
@@ -124,8 +129,11 @@ def check_snapshot_deletes(ctx: Context, snap: Snapshot, manifests: list[Manifes
     rep = ctx.reporter
     if not any(m.content == ManifestContent.DELETES for m in manifests):
         return
+    # A data manifest that could not be read (reported) hides live files: which targets are live is unknown.
+    complete = True
     if summaries is None:
         summaries = [ctx.summaries[m.manifest_path] for m in manifests if m.manifest_path in ctx.summaries]
+        complete = all(m.manifest_path in ctx.summaries for m in manifests if m.content == ManifestContent.DATA)
     deletes = [s for s in summaries if s.manifest.content == ManifestContent.DELETES]
     if not any(s.dv_targets or s.position_delete_targets for s in deletes):
         return
@@ -138,7 +146,7 @@ def check_snapshot_deletes(ctx: Context, snap: Snapshot, manifests: list[Manifes
             rep.report(ONE_DV, manifest_path, f"snapshot {snap.snapshot_id} has {counts[target]} live DVs for "
                        f"{target}", entry=where, snapshot_id=snap.snapshot_id, data_file=target,
                        dvs=counts[target])
-        if target not in live:
+        if complete and target not in live:
             rep.report(DV_TARGET_LIVE, manifest_path, f"DV for {target} in snapshot {snap.snapshot_id}, which has "
                        "no such live data file", entry=where, snapshot_id=snap.snapshot_id, data_file=target)
     for s in deletes:
@@ -147,7 +155,7 @@ def check_snapshot_deletes(ctx: Context, snap: Snapshot, manifests: list[Manifes
                 rep.report(DV_REPLACES_POSITION, s.manifest.manifest_path, f"position delete file for {target} is "
                            f"still live in snapshot {snap.snapshot_id}, which has a DV for it", entry=where,
                            snapshot_id=snap.snapshot_id, data_file=target)
-            if target not in live:
+            if complete and target not in live:
                 rep.report(POSITION_TARGET_LIVE, s.manifest.manifest_path, f"position delete file for {target} in "
                            f"snapshot {snap.snapshot_id}, which has no such live data file", entry=where,
                            snapshot_id=snap.snapshot_id, data_file=target)

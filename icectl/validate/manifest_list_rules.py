@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from icectl.avro_manifests import read_manifest_list
-from icectl.errors import IcectlError, NotFoundError
+from icectl.errors import CorruptInputError, IcectlError, NotFoundError, UnsupportedError
 from icectl.scan import manifests_of
 from icectl.spec.manifest import ManifestContent, ManifestEntryStatus, ManifestFile
 from icectl.spec.schema import IcebergType, StructType
@@ -19,6 +19,9 @@ from icectl.validate.rules import Rule, Severity, rule
 E, W = Severity.ERROR, Severity.WARNING
 
 LIST_EXISTS = rule("manifest-list.exists", E, "every snapshot's manifest list exists", "Snapshots")
+LIST_READABLE = rule("manifest-list.readable", E,
+                     "every snapshot's manifest list (v4: root manifest) reads whole: Avro magic, header and every "
+                     "row decode (Java fails on it: 'Not an Avro data file')", "Manifest Lists")
 MANIFEST_EXISTS = rule("manifest-list.manifest-exists", E, "every manifest the list names exists", "Manifest Lists")
 MANIFEST_LENGTH = rule("manifest-list.manifest-length", E, "manifest_length equals the manifest's size in bytes",
                        "Manifest Lists")
@@ -101,6 +104,19 @@ def read_list(ctx: Context, snap: Snapshot, data: bytes | NotFoundError | None =
                             f"is missing ({e.message})", entry=f"snapshot {snap.snapshot_id}",
                             snapshot_id=snap.snapshot_id)
         return None
+    except UnsupportedError:
+        raise  # readable by others (a codec icectl lacks): not a finding about the table
+    except CorruptInputError as e:
+        report_unreadable(ctx, LIST_READABLE, snap.manifest_list, e, entry=f"snapshot {snap.snapshot_id}",
+                          what=f"snapshot {snap.snapshot_id}'s manifest list", snapshot_id=snap.snapshot_id)
+        return None
+
+
+def report_unreadable(ctx: Context, r: Rule, path: str | None, e: IcectlError, *, entry: str | None, what: str,
+                      **values: Any) -> None:
+    """A file that does not decode, as a finding naming it (validation goes on with the rest)."""
+    reason = e.message.replace(f" in {path}", "") if path else e.message
+    ctx.reporter.report(r, path, f"{what} cannot be read: {reason}", entry=entry, error=reason, **values)
 
 
 def check_manifest_file(ctx: Context, list_path: str | None, m: ManifestFile, ordinal: int) -> bool:

@@ -8,20 +8,40 @@ import uuid
 from typing import Any
 
 from icectl.avro_manifests import read_manifest, read_manifest_metadata
-from icectl.errors import IcectlError
+from icectl.errors import CorruptInputError, IcectlError, UnsupportedError
 from icectl.scan import partition_type
-from icectl.spec.manifest import DataFileContent, ManifestContent, ManifestEntry, ManifestEntryStatus, ManifestFile
+from icectl.spec.manifest import (
+    DataFileContent,
+    ManifestContent,
+    ManifestEntry,
+    ManifestEntryStatus,
+    ManifestFile,
+    impossible_values,
+)
 from icectl.spec.partitioning import PartitionSpec
 from icectl.spec.schema import IcebergType, PrimitiveType, Schema, StructType
 from icectl.spec.transforms import BucketTransform, IdentityTransform
 from icectl.spec.values import from_bytes
 from icectl.validate import delete_rules
 from icectl.validate.context import Context, LiveFile, ManifestSummary
-from icectl.validate.manifest_list_rules import EntryTotals, ListRules, PartitionStats, check_against_entries
+from icectl.validate.manifest_list_rules import (
+    EntryTotals,
+    ListRules,
+    PartitionStats,
+    check_against_entries,
+    report_unreadable,
+)
 from icectl.validate.rules import Rule, Severity, entry_name, rule
 
 E, W = Severity.ERROR, Severity.WARNING
 
+READABLE = rule("manifest.readable", E,
+                "every listed manifest reads whole: Avro magic, header, schema and every entry decode (Java "
+                "fails on it: 'Not an Avro data file')", "Manifests")
+ENTRY_VALUES = rule("manifest.entry-values", E,
+                    "file_size_in_bytes, record_count and column sizes/counts are not negative; a column's value, "
+                    "null and NaN counts are within record_count (columns outside lists and maps) and its null and "
+                    "NaN counts within its value count; a DV's blob lies within its file", "Manifest Entry Fields")
 SCHEMA_ID_KEY = rule("manifest.schema-id-key", W,
                      "the manifest's metadata has a 'schema-id' key (Iceberg Java does not write one)", "Manifests")
 METADATA_KEYS = rule("manifest.metadata-keys", E,
@@ -79,11 +99,25 @@ def _value_fits(t: IcebergType, v: Any) -> bool:
 
 
 def check_manifest(ctx: Context, list_path: str | None, m: ManifestFile, ordinal: int, data: bytes,
-                   list_rules: ListRules | None = None) -> ManifestSummary:
+                   list_rules: ListRules | None = None) -> ManifestSummary | None:
     """Every entry rule over one manifest, then the list row against the entries; entries are not kept.
+    ``None`` when the manifest does not decode (a ``manifest.readable`` finding; the entries read
+    before the damage were checked).
 
     ``list_rules``: the rules the list row's checks report under (a v4 root's manifest entries
     have their own ids)."""
+    try:
+        return _check_manifest(ctx, list_path, m, ordinal, data, list_rules)
+    except UnsupportedError:
+        raise  # readable by others (a codec icectl lacks): not a finding about the table
+    except CorruptInputError as e:
+        report_unreadable(ctx, READABLE, m.manifest_path, e, entry=f"{list_path}#{ordinal}",
+                          what=f"manifest {m.manifest_path}", manifest_path=m.manifest_path)
+        return None
+
+
+def _check_manifest(ctx: Context, list_path: str | None, m: ManifestFile, ordinal: int, data: bytes,
+                    list_rules: ListRules | None) -> ManifestSummary:
     md, rep = ctx.metadata, ctx.reporter
     path = m.manifest_path
     summary = ManifestSummary(m)
@@ -176,6 +210,7 @@ class EntryChecker:
                         if isinstance(f.transform, (IdentityTransform, BucketTransform))]
         self._types: dict[int, IcebergType | None] = {}
         self.on_bounds = self.rep.any_on(BOUNDS_DECODE, BOUNDS_ORDER, IDENTITY_BOUNDS, BUCKET_BOUNDS)
+        self.on_values = self.rep.on(ENTRY_VALUES)
 
     def _type(self, field_id: int) -> IcebergType | None:
         if field_id in self._types:  # asked once per bound of every entry: cache
@@ -230,6 +265,11 @@ class EntryChecker:
             rep.report(ADDED_SNAPSHOT, path, f"ADDED entry for {df.file_path} has snapshot_id {e.snapshot_id}, the "
                        f"manifest was added by {m.added_snapshot_id}", entry=where, snapshot_id=e.snapshot_id,
                        added_snapshot_id=m.added_snapshot_id)
+        if self.on_values:
+            problems = impossible_values(df, self.ctx.single_valued_ids)
+            if problems:
+                rep.report(ENTRY_VALUES, path, f"{df.file_path}: {'; '.join(problems)}", entry=where,
+                           problems=problems)
         if self.on_bounds:
             self._bounds(e, where, partition)
         if e.is_live:

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from icectl.avro_manifests import read_manifest_metadata
-from icectl.errors import CorruptInputError, IcectlError, NotFoundError
+from icectl.errors import CorruptInputError, IcectlError, NotFoundError, UnsupportedError
 from icectl.scan import DEFAULT_WORKERS, partition_type
 from icectl.scan_v4 import partition_field_types
 from icectl.spec.manifest import (
@@ -52,6 +52,7 @@ from icectl.v4_manifests import (
 from icectl.validate import delete_rules, manifest_rules
 from icectl.validate.context import Context, LiveFile, ManifestSummary
 from icectl.validate.manifest_list_rules import (
+    LIST_READABLE,
     SPEC_EXISTS,
     EntryTotals,
     Listing,
@@ -59,6 +60,7 @@ from icectl.validate.manifest_list_rules import (
     PartitionStats,
     check_against_entries,
     check_manifest_file,
+    report_unreadable,
 )
 from icectl.validate.manifest_rules import bound_less
 from icectl.validate.rules import Reporter, Severity, entry_name, rule
@@ -323,15 +325,19 @@ def _read_leaves(ctx: Context, pool: ThreadPoolExecutor,
 
 
 def _check_leaf(ctx: Context, state: V4State, root: str, i: int, m: ManifestFile, data: bytes) -> None:
-    kv = read_manifest_metadata(data)
     try:
+        kv = read_manifest_metadata(data)
         version = v4_format_version(kv)
-    except CorruptInputError as err:
+        summary = (_check_v4_leaf(ctx, root, i, m, kv, data) if version >= 4
+                   else manifest_rules.check_manifest(ctx, root, m, i, data, LEAF_RULES))
+    except UnsupportedError as err:
         raise _named(err, m.manifest_path) from None
-    if version >= 4:
-        summary = _check_v4_leaf(ctx, root, i, m, kv, data)
-    else:
-        summary = manifest_rules.check_manifest(ctx, root, m, i, data, LEAF_RULES)
+    except CorruptInputError as err:  # a finding; the other leaves are still checked
+        report_unreadable(ctx, manifest_rules.READABLE, m.manifest_path, err, entry=f"{root}#{i}",
+                          what=f"leaf {m.manifest_path}", manifest_path=m.manifest_path)
+        return
+    if summary is None:  # unreadable, reported
+        return
     ctx.summaries[m.manifest_path] = summary
     state.leaves[m.manifest_path] = kv.get("content")
 
@@ -355,12 +361,15 @@ def check_root_snapshot(ctx: Context, state: V4State, pool: ThreadPoolExecutor, 
         return
     try:
         kv = read_manifest_metadata(data)
-    except IcectlError as err:
-        raise _named(err, root) from None
-    if not _metadata_rules(ctx, kv, root, ROOT, snap):
-        return
-    try:
+        if not _metadata_rules(ctx, kv, root, ROOT, snap):
+            return
         raw = read_v4_manifest(data, partition_types=partition_field_types(md)).entries
+    except UnsupportedError as err:
+        raise _named(err, root) from None
+    except CorruptInputError as err:  # a finding; the other snapshots are still checked
+        report_unreadable(ctx, LIST_READABLE, root, err, entry=f"snapshot {snap.snapshot_id}",
+                          what=f"snapshot {snap.snapshot_id}'s root manifest", snapshot_id=snap.snapshot_id)
+        return
     except IcectlError as err:
         raise _named(err, root) from None
     state.roots += 1

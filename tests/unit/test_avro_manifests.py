@@ -22,6 +22,7 @@ from icectl.avro_manifests import (
     read_manifest,
     read_manifest_list,
     read_manifest_metadata,
+    scan_manifest_list_paths,
 )
 from icectl.errors import CorruptInputError, UnsupportedError
 from icectl.spec.manifest import (
@@ -482,3 +483,20 @@ def test_damaged_manifests_only_ever_raise_corrupt_input():
                 read_all(bytes(damaged), manifest(), 2, PARTITION_TYPE, fields=fields)
             except (CorruptInputError, UnsupportedError):
                 pass
+
+
+def test_destroyed_magic_is_not_avro_although_fastavro_would_decode_it():
+    # fastavro reads the 4 magic bytes as a fixed field and never compares them; Java's
+    # DataFileReader fails ("Not an Avro data file"), so icectl must too.
+    data = bytearray(avro_bytes(manifest_list_schema(2), [
+        {"manifest_path": "m.avro", "manifest_length": 1, "partition_spec_id": 0, "content": 0,
+         "sequence_number": 1, "min_sequence_number": 1, "added_snapshot_id": 1,
+         "added_files_count": 1, "existing_files_count": 0, "deleted_files_count": 0,
+         "added_rows_count": 1, "existing_rows_count": 0, "deleted_rows_count": 0,
+         "partitions": None, "key_metadata": None}]))
+    data[:4] = b"\0\0\0\0"
+    with pytest.raises(CorruptInputError, match="not an Avro file"):
+        read_manifest_list(bytes(data), format_version=2)
+    with pytest.raises(CorruptInputError, match="not an Avro file"):
+        read_manifest_metadata(bytes(data))
+    assert scan_manifest_list_paths(bytes(data)) is None  # the shortcut leaves it to the full decode
