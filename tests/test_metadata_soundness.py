@@ -41,6 +41,12 @@ def _dangling_main(doc: dict[str, Any]) -> None:
     doc["refs"]["main"]["snapshot-id"] = MISSING
 
 
+def _only_ref_dangling(doc: dict[str, Any]) -> None:
+    # The fault campaign's case: the one branch retains nothing, so every snapshot "expires".
+    doc["current-snapshot-id"] = MISSING
+    doc["refs"] = {"main": {"snapshot-id": MISSING, "type": "branch"}}
+
+
 def _dangling_branch(doc: dict[str, Any]) -> None:
     doc["refs"]["after_merge"]["snapshot-id"] = MISSING
 
@@ -87,6 +93,7 @@ class Damage:
 
 
 DAMAGES = [
+    Damage("only-ref-dangling", _only_ref_dangling, "metadata.refs-exist"),
     Damage("dangling-main", _dangling_main, "metadata.refs-exist"),
     Damage("dangling-branch", _dangling_branch, "metadata.refs-exist"),
     Damage("dangling-current-snapshot-id", _dangling_current, "metadata.refs-exist"),
@@ -120,6 +127,7 @@ def _writing_commands(table: Path, extra_file: Path) -> list[list[str]]:
         ["expire-snapshots", str(table), "--older-than", "0s", "--retain-last", "1"],
         ["compact", str(table), "--target-size", "1MiB"],
         ["add-files", str(table), str(extra_file)],
+        ["upgrade", str(table), "--to", "3"],
     ]
 
 
