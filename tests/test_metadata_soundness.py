@@ -80,6 +80,10 @@ def _overflowing_timestamp(doc: dict[str, Any]) -> None:
     _oldest(doc)["timestamp-ms"] = 2**63
 
 
+def _duplicate_schema_id(doc: dict[str, Any]) -> None:
+    doc["schemas"].append(dict(doc["schemas"][0]))
+
+
 def _sequence_above_last(doc: dict[str, Any]) -> None:
     doc["last-sequence-number"] = _current(doc)["sequence-number"] - 1
 
@@ -98,6 +102,7 @@ DAMAGES = [
     Damage("dangling-branch", _dangling_branch, "metadata.refs-exist"),
     Damage("dangling-current-snapshot-id", _dangling_current, "metadata.refs-exist"),
     Damage("duplicate-snapshot-id", _duplicate_id, "metadata.snapshot-ids-unique"),
+    Damage("duplicate-schema-id", _duplicate_schema_id, "metadata.ids-unique"),
     Damage("parent-cycle", _cycle, "metadata.snapshot-parent-cycle"),
     Damage("negative-sequence-number", _negative_sequence_number, "metadata.number-range"),
     Damage("negative-timestamp", _negative_timestamp, "metadata.number-range"),
