@@ -170,6 +170,9 @@ def test_read_only_commands_show_it_and_validate_names_the_rule(damage: Damage, 
     if damage.loads:
         assert snaps.returncode == 0, snaps.stderr
         assert len(json.loads(snaps.stdout)["rows"]) >= 3
+        for view in ("table", "history", "refs", "files"):
+            p = run_cli("inspect", view, str(v2_copy), "--json")
+            assert p.returncode == 0 and "Traceback" not in p.stderr, (view, p.stderr)
     else:  # Java cannot read such a number either: one line, exit 4, naming the file
         assert_one_line_error(snaps, ExitCode.CORRUPT, meta, "64-bit")
     v = run_cli("validate", str(v2_copy), "--json")
