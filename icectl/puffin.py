@@ -134,7 +134,7 @@ def read_puffin_footer(source: bytes | bytearray | memoryview | RangeReader,
         payload = _lz4_decompress(payload)
     try:
         doc = json.loads(payload.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as e:
+    except (UnicodeDecodeError, ValueError, RecursionError) as e:  # RecursionError: nested too deeply
         raise CorruptInputError(f"bad Puffin footer: payload is not UTF-8 JSON ({e})") from None
     blobs, properties = _file_metadata(doc)
     for b in blobs:

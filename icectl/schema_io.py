@@ -81,7 +81,7 @@ def schema_from_json_file(path: str, io: FileIO | None = None) -> Schema:
     data = (io or FileIO()).read(path)
     try:
         obj = json.loads(data)
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+    except (ValueError, RecursionError) as e:  # RecursionError: nested too deeply
         raise UsageError(f"schema file is not valid JSON: {e}", path=path) from None
     if isinstance(obj, dict) and "schemas" in obj and "fields" not in obj:
         current = obj.get("current-schema-id")
@@ -92,6 +92,8 @@ def schema_from_json_file(path: str, io: FileIO | None = None) -> Schema:
         raise UsageError("schema file must hold a JSON schema object (Appendix C)", path=path)
     try:
         schema = Schema.from_json(obj)
+    except RecursionError:
+        raise UsageError("invalid schema JSON: types nested too deeply", path=path) from None
     except CorruptInputError as e:
         raise UsageError(f"invalid schema JSON: {e.message}", path=path) from None
     fresh, _ = assign_fresh_ids(schema)

@@ -7,14 +7,17 @@ The CLI runs as a subprocess, as in tests/test_errors.py.
 from __future__ import annotations
 
 import json
+import struct
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 from support.s3 import s3_env, s3_server  # noqa: F401
 from test_errors import assert_one_line_error, run_cli
 
-from icectl.errors import ExitCode
+from icectl.errors import CorruptInputError, ExitCode
+from icectl.puffin import MAGIC, read_puffin_footer
 
 
 def test_hdfs_path_is_one_line_exit_8() -> None:
@@ -102,3 +105,25 @@ def test_missing_bucket_is_named_not_an_internal_probe_file(s3_env: str) -> None
     p = run_cli("create", "s3://icectl-no-such-bucket/wh/db/t", "--schema", "id long")
     assert_one_line_error(p, ExitCode.NOT_FOUND, "bucket 'icectl-no-such-bucket' not found")
     assert "probe" not in p.stderr
+
+
+def test_schema_file_nested_too_deeply_is_a_usage_error(tmp_path: Path) -> None:
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    t: object = "int"
+    for i in range(2, 900):
+        t = {"type": "list", "element-id": i, "element": t, "element-required": True}
+    types = tmp_path / "types.json"
+    types.write_text(json.dumps({"type": "struct", "fields": [{"id": 1000, "name": "a", "required": True,
+                                                              "type": t}]}))
+    for schema in (deep, types):
+        p = run_cli("create", str(tmp_path / "t"), "--schema-file", str(schema))
+        assert_one_line_error(p, ExitCode.USAGE, str(schema))
+        assert not (tmp_path / "t").exists()
+
+
+def test_puffin_footer_nested_too_deeply_is_corrupt_input() -> None:
+    payload = ("[" * 100_000 + "]" * 100_000).encode()
+    data = MAGIC + MAGIC + payload + struct.pack("<iI", len(payload), 0) + MAGIC
+    with pytest.raises(CorruptInputError, match="not UTF-8 JSON"):
+        read_puffin_footer(data)

@@ -41,6 +41,12 @@ def _dangling_main(doc: dict[str, Any]) -> None:
     doc["refs"]["main"]["snapshot-id"] = MISSING
 
 
+def _only_ref_dangling(doc: dict[str, Any]) -> None:
+    # The fault campaign's case: the one branch retains nothing, so every snapshot "expires".
+    doc["current-snapshot-id"] = MISSING
+    doc["refs"] = {"main": {"snapshot-id": MISSING, "type": "branch"}}
+
+
 def _dangling_branch(doc: dict[str, Any]) -> None:
     doc["refs"]["after_merge"]["snapshot-id"] = MISSING
 
@@ -74,6 +80,10 @@ def _overflowing_timestamp(doc: dict[str, Any]) -> None:
     _oldest(doc)["timestamp-ms"] = 2**63
 
 
+def _duplicate_schema_id(doc: dict[str, Any]) -> None:
+    doc["schemas"].append(dict(doc["schemas"][0]))
+
+
 def _sequence_above_last(doc: dict[str, Any]) -> None:
     doc["last-sequence-number"] = _current(doc)["sequence-number"] - 1
 
@@ -87,10 +97,12 @@ class Damage:
 
 
 DAMAGES = [
+    Damage("only-ref-dangling", _only_ref_dangling, "metadata.refs-exist"),
     Damage("dangling-main", _dangling_main, "metadata.refs-exist"),
     Damage("dangling-branch", _dangling_branch, "metadata.refs-exist"),
     Damage("dangling-current-snapshot-id", _dangling_current, "metadata.refs-exist"),
     Damage("duplicate-snapshot-id", _duplicate_id, "metadata.snapshot-ids-unique"),
+    Damage("duplicate-schema-id", _duplicate_schema_id, "metadata.ids-unique"),
     Damage("parent-cycle", _cycle, "metadata.snapshot-parent-cycle"),
     Damage("negative-sequence-number", _negative_sequence_number, "metadata.number-range"),
     Damage("negative-timestamp", _negative_timestamp, "metadata.number-range"),
@@ -120,6 +132,7 @@ def _writing_commands(table: Path, extra_file: Path) -> list[list[str]]:
         ["expire-snapshots", str(table), "--older-than", "0s", "--retain-last", "1"],
         ["compact", str(table), "--target-size", "1MiB"],
         ["add-files", str(table), str(extra_file)],
+        ["upgrade", str(table), "--to", "3"],
     ]
 
 
@@ -157,6 +170,9 @@ def test_read_only_commands_show_it_and_validate_names_the_rule(damage: Damage, 
     if damage.loads:
         assert snaps.returncode == 0, snaps.stderr
         assert len(json.loads(snaps.stdout)["rows"]) >= 3
+        for view in ("table", "history", "refs", "files"):
+            p = run_cli("inspect", view, str(v2_copy), "--json")
+            assert p.returncode == 0 and "Traceback" not in p.stderr, (view, p.stderr)
     else:  # Java cannot read such a number either: one line, exit 4, naming the file
         assert_one_line_error(snaps, ExitCode.CORRUPT, meta, "64-bit")
     v = run_cli("validate", str(v2_copy), "--json")

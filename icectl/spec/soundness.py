@@ -2,12 +2,13 @@
 
 Java's ``TableMetadata`` constructor and ``TableMetadataParser`` refuse metadata whose refs or
 current-snapshot-id name a snapshot the table lacks ("Snapshot for reference ... does not exist"),
-whose current snapshot differs from ``main``, with two snapshots of one id (``ImmutableMap``
-duplicate key), a snapshot sequence number above last-sequence-number, a v1 last-sequence-number
-other than 0, and numbers a Java ``long`` cannot hold (``JsonUtil.getLong``: "Cannot parse to a long
-value"). icectl adds what no Java writer can produce and icectl's own walks must not trust: parent
-cycles and negative sequence numbers and timestamps. The write gate (:mod:`icectl.write_guard`)
-refuses on any problem; ``validate`` reports each as a finding of the rule named by its kind.
+whose current snapshot differs from ``main``, with two snapshots (or schemas, partition specs,
+sort orders) of one id (``ImmutableMap`` duplicate key), with a snapshot sequence number above
+last-sequence-number or a v1 last-sequence-number other than 0, and numbers a Java ``long`` cannot
+hold (``JsonUtil.getLong``: "Cannot parse to a long value"). icectl adds what no Java writer can
+produce and icectl's own walks must not trust: parent cycles and negative sequence numbers,
+timestamps and row ids. The write gate (:mod:`icectl.write_guard`) refuses on any problem;
+``validate`` reports each as a finding of the rule named by its kind.
 """
 
 from __future__ import annotations
@@ -100,6 +101,14 @@ def metadata_problems(md: TableMetadata) -> list[Problem]:
                                     f"snapshot id {s.snapshot_id} appears more than once",
                                     {"snapshot_id": s.snapshot_id}))
         seen.add(s.snapshot_id)
+
+    # Java indexes schemas, partition specs and sort orders the same way.
+    for label, ids in (("schema", [x.schema_id for x in md.schemas]),
+                       ("partition spec", [x.spec_id for x in md.partition_specs]),
+                       ("sort order", [x.order_id for x in md.sort_orders])):
+        for dup in sorted({i for i in ids if ids.count(i) > 1}):
+            problems.append(Problem("ids-unique", label, f"{label} id {dup} is used {ids.count(dup)} times",
+                                    {"id": dup}))
 
     # TableMetadata.indexAndValidateSnapshots (every format version); v1 must stay at 0.
     if md.format_version == 1 and md.last_sequence_number != 0:

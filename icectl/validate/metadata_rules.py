@@ -215,7 +215,7 @@ def _snapshots(ctx: Context, md: TableMetadata, path: str) -> None:
 
 
 # Kinds of icectl.spec.soundness problems and the rules reporting them (the write gate refuses on
-# each); current-snapshot-is-main has its own, stricter check in _refs.
+# each); current-snapshot-is-main (stricter) and ids-unique have their own checks below.
 _SOUND_RULES = {"snapshot-ids-unique": SNAPSHOT_IDS_UNIQUE, "sequence-number-bound": SEQUENCE_NUMBER_BOUND,
                 "refs-exist": REFS_EXIST, "snapshot-parent-cycle": PARENT_CYCLE, "number-range": NUMBER_RANGE}
 
