@@ -1,0 +1,193 @@
+"""expire-snapshots finishes the cleanup of an earlier expiry that was cut short after its commit.
+
+The earlier expiry's snapshots survive only in older metadata files named by the metadata log;
+a rerun must find them there and delete what they reach and no retained snapshot reaches, and
+must never trust a log entry that is not an earlier metadata file of this very table.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_expire import COUNTS, Tbl, rollback, run
+from test_expire import wh as wh
+
+import icectl.expire as expire_mod
+from icectl.table import load_table
+
+
+class Killed(BaseException):
+    """Stands for the process dying right after the commit returned."""
+
+
+def _kill_after_commit(monkeypatch: pytest.MonkeyPatch) -> None:
+    real = expire_mod.commit
+
+    def commit_then_die(*a: Any, **k: Any) -> Any:
+        real(*a, **k)
+        raise Killed
+    monkeypatch.setattr(expire_mod, "commit", commit_then_die)
+
+
+def _grow(t: Tbl, n: int = 4) -> list[int]:
+    ids = [t.add() for _ in range(n)]
+    t.change(rollback(ids[0]))  # the later snapshots lose their ref: their data files become unreachable
+    return ids
+
+
+def _files(t: Tbl) -> set[str]:
+    return set(t.listing())
+
+
+def _add_log_entries(t: Tbl, paths: list[str | Path]) -> None:
+    """A new version whose metadata log also names ``paths`` (written by hand: a commit rebuilds
+    the log from its base)."""
+    current = Path(load_table(str(t.dir)).metadata_location)
+    doc = json.loads(current.read_text())
+    doc["metadata-log"] += [{"timestamp-ms": doc["last-updated-ms"], "metadata-file": str(p)} for p in paths]
+    doc["metadata-log"].append({"timestamp-ms": doc["last-updated-ms"], "metadata-file": str(current)})
+    version = int(current.name[1:].split(".")[0]) + 1
+    (current.parent / f"v{version}.metadata.json").write_text(json.dumps(doc))
+    (current.parent / "version-hint.text").write_text(str(version))
+
+
+def test_rerun_after_a_kill_right_after_the_commit_finishes_the_cleanup(wh: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    killed = Tbl(wh, "db.killed")
+    _grow(killed)
+    cutoff = str(int(time.time() * 1000) + 1)
+    args = ("--older-than", cutoff, "--retain-last", "1")
+    # The twin: the same table (same absolute paths) expired without interruption, then restored.
+    saved = wh.parent / "saved"
+    shutil.copytree(killed.dir, saved)
+    whole = killed.expire(*args)
+    assert whole["expired_snapshot_count"] == 3 and whole["deleted_data_files_count"] == 3
+    uninterrupted = _files(killed)
+    shutil.rmtree(killed.dir)
+    shutil.copytree(saved, killed.dir)
+
+    with monkeypatch.context() as m:
+        _kill_after_commit(m)
+        with pytest.raises(Killed):
+            expire_mod.expire_snapshots(load_table(str(killed.dir)),
+                                        expire_mod.ExpirePolicy(older_than_ms=int(cutoff), retain_last=1))
+    assert len(killed.md().snapshots) == 1 and all(killed.data_file(i).exists() for i in (1, 2, 3, 4))
+
+    plan = killed.expire(*args, "--dry-run")
+    assert plan["expired_snapshot_count"] == 0 and len(plan["leftover_snapshots"]) == 3
+    assert sorted(plan["would_delete"]["data_files"]) == sorted(str(killed.data_file(i)) for i in (2, 3, 4))
+    code, out, err = run(wh, "expire-snapshots", str(killed.dir), *args)
+    assert code == 0, err
+    assert "Nothing to expire" not in out and "finishing the cleanup of 3 snapshot(s)" in out
+    # Exactly what the uninterrupted run left: same files by relative path (metadata versions too).
+    assert _files(killed) == uninterrupted
+    again = killed.expire(*args)
+    assert again["leftover_snapshots"] == [] and {c: again[c] for c in COUNTS} == dict.fromkeys(COUNTS, 0)
+
+
+def test_counts_of_the_rerun_match_the_uninterrupted_run(wh: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    killed, twin = Tbl(wh, "db.killed"), Tbl(wh, "db.twin")  # the same history, other ids
+    for t in (killed, twin):
+        _grow(t)
+    args = ("--older-than", str(int(time.time() * 1000) + 1), "--retain-last", "1")
+    whole = twin.expire(*args)
+    with monkeypatch.context() as m:
+        _kill_after_commit(m)
+        with pytest.raises(Killed):
+            run(wh, "expire-snapshots", str(killed.dir), *args)
+    rerun = killed.expire(*args)
+    assert {c: rerun[c] for c in COUNTS} == {c: whole[c] for c in COUNTS}
+
+
+def _hostile_setup(wh: Path, tmp_path: Path) -> tuple[Tbl, Tbl]:
+    t, other = Tbl(wh, "db.t"), Tbl(wh, "db.other")
+    for tb in (t, other):
+        tb.add()
+        tb.add()
+    return t, other
+
+
+def test_log_entries_naming_other_files_delete_nothing(wh: Path, tmp_path: Path) -> None:
+    """Another table's metadata (in its folder and copied into ours), a data file (in place and
+    copied into the metadata folder), garbage JSON and a missing file: all skipped, nothing deleted."""
+    t, other = _hostile_setup(wh, tmp_path)
+    meta = t.dir / "metadata"
+    other_md = Path(load_table(str(other.dir)).metadata_location)
+    # Another table's metadata whose snapshots reach files of OUR table (same uuid is what a
+    # copied table would have; here a different uuid but paths into t): must still be skipped.
+    ours = json.loads(Path(load_table(str(t.dir)).metadata_location).read_text())
+    foreign = dict(ours, **{"table-uuid": "00000000-0000-0000-0000-000000000001"})
+    foreign["snapshots"] = [dict(s, **{"snapshot-id": s["snapshot-id"] + 1}) for s in ours["snapshots"]]
+    (meta / "v0.metadata.json").write_text(json.dumps(foreign))
+    relocated = dict(ours, location=str(other.dir))
+    relocated["snapshots"] = foreign["snapshots"]
+    (meta / "00000-relocated.metadata.json").write_text(json.dumps(relocated))
+    shutil.copy(other_md, meta / "copied-from-other.metadata.json")
+    shutil.copy(t.data_file(1), meta / "data-copy.metadata.json")
+    (meta / "garbage.metadata.json").write_text("{ not json")
+    (meta / "deep.metadata.json").write_text("[" * 100_000 + "]" * 100_000)
+    entries = [other_md, t.data_file(1), meta / "v0.metadata.json", meta / "00000-relocated.metadata.json",
+               meta / "copied-from-other.metadata.json", meta / "data-copy.metadata.json",
+               meta / "garbage.metadata.json", meta / "deep.metadata.json", meta / "v77.metadata.json",
+               meta / "missing.metadata.json", tmp_path / "elsewhere.metadata.json", "hdfs://nn/x.metadata.json"]
+    _add_log_entries(t, entries)
+    before = _files(t)
+    for extra in (["--dry-run"], []):
+        out = t.expire("--older-than", "0s", "--retain-last", "2", *extra)
+        assert out["leftover_snapshots"] == [] and {c: out[c] for c in COUNTS} == dict.fromkeys(COUNTS, 0)
+        notes = "\n".join(out["skipped_metadata"])
+        for e in entries:
+            # every entry is skipped with a note, but a missing file silently
+            assert (str(e) in notes) != str(e).endswith("missing.metadata.json"), (e, notes)
+    assert _files(t) == before
+
+
+def test_a_crafted_earlier_metadata_cannot_unprotect_live_files(wh: Path) -> None:
+    """An earlier metadata file of this table (same uuid and location, in the folder) whose extra
+    snapshot reaches the live snapshot's manifest list: its files are live, so nothing goes."""
+    t = Tbl(wh)
+    t.add()
+    t.add()
+    meta = t.dir / "metadata"
+    ours = json.loads(Path(load_table(str(t.dir)).metadata_location).read_text())
+    crafted = dict(ours)
+    crafted["snapshots"] = [*ours["snapshots"], *[dict(s, **{"snapshot-id": s["snapshot-id"] ^ 1})
+                                                 for s in ours["snapshots"]]]
+    (meta / "v0.metadata.json").write_text(json.dumps(crafted))
+    _add_log_entries(t, [meta / "v0.metadata.json"])
+    before = _files(t)
+    out = t.expire("--older-than", "0s", "--retain-last", "5")
+    assert len(out["leftover_snapshots"]) == 2  # trusted as leftovers: only reachability protects
+    assert {c: out[c] for c in COUNTS} == dict.fromkeys(COUNTS, 0)
+    assert _files(t) == before
+
+
+def test_manifest_list_of_a_leftover_already_gone_contributes_nothing(wh: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    t = Tbl(wh)
+    ids = _grow(t)
+    args = ("--older-than", str(int(time.time() * 1000) + 1), "--retain-last", "1")
+    with monkeypatch.context() as m:
+        _kill_after_commit(m)
+        with pytest.raises(Killed):
+            run(wh, "expire-snapshots", str(t.dir), *args)
+    # A cleanup cut short: the manifest list of one leftover is gone, its data file is not.
+    Path(_manifest_list_in_history(t, ids[3])).unlink()
+    out = t.expire(*args)
+    assert sorted(out["leftover_snapshots"]) == sorted(ids[1:3])
+    assert out["failures"] == [] and out["deleted_manifest_lists_count"] == 2
+    assert t.data_file(4).exists() and not t.data_file(2).exists() and not t.data_file(3).exists()
+
+
+def _manifest_list_in_history(t: Tbl, sid: int) -> Any:
+    """The manifest list of ``sid`` as the earlier metadata names it."""
+    for p in sorted((t.dir / "metadata").glob("v*.metadata.json")):
+        for s in json.loads(p.read_text())["snapshots"]:
+            if s["snapshot-id"] == sid:
+                return s["manifest-list"]
+    raise AssertionError(sid)
