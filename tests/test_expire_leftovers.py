@@ -84,8 +84,8 @@ def test_rerun_after_a_kill_right_after_the_commit_finishes_the_cleanup(wh: Path
     assert len(killed.md().snapshots) == 1 and all(killed.data_file(i).exists() for i in (1, 2, 3, 4))
 
     plan = killed.expire(*args, "--dry-run")
-    assert plan["expired_snapshot_count"] == 0 and len(plan["leftover_snapshots"]) == 3
     assert sorted(plan["would_delete"]["data_files"]) == sorted(str(killed.data_file(i)) for i in (2, 3, 4))
+    assert plan["expired_snapshot_count"] == 0 and len(plan["leftover_snapshots"]) == 3
     code, out, err = run(wh, "expire-snapshots", str(killed.dir), *args)
     assert code == 0, err
     assert "Nothing to expire" not in out and "finishing the cleanup of 3 snapshot(s)" in out
@@ -106,7 +106,7 @@ def test_counts_of_the_rerun_match_the_uninterrupted_run(wh: Path, monkeypatch: 
         with pytest.raises(Killed):
             run(wh, "expire-snapshots", str(killed.dir), *args)
     rerun = killed.expire(*args)
-    assert {c: rerun[c] for c in COUNTS} == {c: whole[c] for c in COUNTS}
+    assert {c: rerun[c] for c in COUNTS} == {c: whole[c] for c in COUNTS} and whole["deleted_data_files_count"] == 3
 
 
 def _hostile_setup(wh: Path, tmp_path: Path) -> tuple[Tbl, Tbl]:
@@ -255,9 +255,9 @@ def test_killed_after_commit_then_rerun_leaves_what_an_uninterrupted_run_leaves(
     r = CliRunner().invoke(app, list(args), env={"ICECTL_CONFIG": ""})
     assert r.exit_code == 0, r.output
     rerun = json.loads(r.stdout)
+    assert _relative_files(table_dir) == uninterrupted
     assert rerun["expired_snapshot_count"] == 0
     assert len(rerun["leftover_snapshots"]) == whole["expired_snapshot_count"]
-    assert _relative_files(table_dir) == uninterrupted
     assert {v: table_rows_digest(spark, v) for v in views} == rows
     again = CliRunner().invoke(app, ["expire-snapshots", str(table_dir), "--older-than", str(cutoff),
                                      "--retain-last", "1"], env={"ICECTL_CONFIG": ""})
