@@ -431,17 +431,18 @@ def _leftover_files(leftovers: Leftovers, io: FileIO, skip: set[str]) -> FileSet
         for md, ids in leftovers.by_metadata():
             snaps = [s for s in (md.snapshot_by_id(i) for i in ids) if s is not None]
             heads = [s.root_manifest or s.manifest_list for s in snaps]
-            present = list(pool.map(lambda p: p is None or io.exists(p), heads))
-            snaps = [s for s, ok in zip(snaps, present, strict=True) if ok]
             try:
+                present = list(pool.map(lambda p: p is None or io.exists(p), heads))
+                snaps = [s for s, ok in zip(snaps, present, strict=True) if ok]
                 paths = sorted({p for s in snaps if not s.root_manifest
                                 for p in _manifest_paths(md, s, io, cache, shortcut=True)} - skip)
                 missing = {p for p, ok in zip(paths, pool.map(io.exists, paths), strict=True) if not ok}
                 got, _ = reachable_files(md, [s.snapshot_id for s in snaps], io, skip_manifests=skip | missing,
                                          cache=cache, shortcut=True)
-            except IcectlError as e:
+            except (IcectlError, OSError, ValueError) as e:  # e.g. a scheme with no storage support
+                why = e.one_line() if isinstance(e, IcectlError) else f"{type(e).__name__}: {e}"
                 leftovers.notes.append(f"files of earlier expired snapshots {sorted(ids)[:3]} left for a later "
-                                       f"run: {e.one_line()}")
+                                       f"run: {why[:300]}")
                 continue
             alive = {s.snapshot_id for s in snaps}
             leftovers.on_disk.update(alive)

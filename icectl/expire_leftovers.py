@@ -78,7 +78,7 @@ def leftover_snapshots(io: FileIO, current: TableMetadata, current_location: str
             md = parse_table_metadata(io.read(path))
         except NotFoundError:
             continue  # removed by delete-after-commit or by hand: nothing to learn from it
-        except (IcectlError, ValueError, TypeError, KeyError, RecursionError, OverflowError) as e:
+        except (IcectlError, OSError, ValueError, TypeError, KeyError, RecursionError, OverflowError) as e:
             # Garbage in the log must not stop the expiry it only helps to finish.
             why = e.one_line() if isinstance(e, IcectlError) else f"{type(e).__name__}: {e}"
             out.notes.append(f"skipped metadata-log entry {path}: unreadable ({why[:200]})")

@@ -172,6 +172,29 @@ def test_a_crafted_earlier_metadata_cannot_unprotect_live_files(wh: Path) -> Non
     assert _files(t) == before
 
 
+def test_unreadable_files_of_an_earlier_snapshot_are_a_note_not_a_failure(wh: Path) -> None:
+    """A trusted earlier metadata file whose extra snapshots name a manifest list on storage icectl
+    cannot reach, or a file that is no Avro: the run goes on, nothing is deleted, a note says why."""
+    t = Tbl(wh)
+    t.add()
+    t.add()
+    meta = t.dir / "metadata"
+    (meta / "junk.avro").write_bytes(b"not avro at all")
+    ours = json.loads(Path(load_table(str(t.dir)).metadata_location).read_text())
+    crafted = dict(ours)
+    crafted["snapshots"] = [*ours["snapshots"],
+                            dict(ours["snapshots"][0], **{"snapshot-id": 11, "manifest-list": "hdfs://nn/x.avro"}),
+                            dict(ours["snapshots"][0], **{"snapshot-id": 12, "manifest-list": str(meta / "junk.avro")})]
+    (meta / "v0.metadata.json").write_text(json.dumps(crafted))
+    _add_log_entries(t, [meta / "v0.metadata.json"])
+    before = _files(t)
+    for extra in (["--dry-run"], []):
+        out = t.expire("--older-than", "0s", "--retain-last", "5", *extra)
+        assert {c: out[c] for c in COUNTS} == dict.fromkeys(COUNTS, 0)
+        assert any("left for a later run" in n for n in out["skipped_metadata"]), out["skipped_metadata"]
+    assert _files(t) == before
+
+
 def test_manifest_list_of_a_leftover_already_gone_contributes_nothing(wh: Path,
                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     t = Tbl(wh)
