@@ -61,9 +61,15 @@ def _add_log_entries(t: Tbl, paths: list[str | Path]) -> None:
     (current.parent / "version-hint.text").write_text(str(version))
 
 
-def test_rerun_after_a_kill_right_after_the_commit_finishes_the_cleanup(wh: Path,
-                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
-    killed = Tbl(wh, "db.killed")
+@pytest.mark.parametrize("version", [1, 2, 3, 4])
+def test_rerun_after_a_kill_right_after_the_commit_finishes_the_cleanup(wh: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                         version: int) -> None:
+    killed = Tbl(wh, "db.killed", version=min(version, 3))
+    if version == 4:  # root manifests: the snapshots after the upgrade are v4 trees
+        killed.add()
+        code, _, err = run(wh, "upgrade", str(killed.dir), "--to", "4", "--yes")
+        assert code == 0, err
+    first = killed.n + 1  # data file number of the first snapshot _grow adds
     _grow(killed)
     cutoff = str(int(time.time() * 1000) + 1)
     args = ("--older-than", cutoff, "--retain-last", "1")
@@ -71,7 +77,8 @@ def test_rerun_after_a_kill_right_after_the_commit_finishes_the_cleanup(wh: Path
     saved = wh.parent / "saved"
     shutil.copytree(killed.dir, saved)
     whole = killed.expire(*args)
-    assert whole["expired_snapshot_count"] == 3 and whole["deleted_data_files_count"] == 3
+    n = whole["expired_snapshot_count"]  # 3 (v4: 5, the two before and of the upgrade too)
+    assert n == (5 if version == 4 else 3) and whole["deleted_data_files_count"] == 3
     uninterrupted = _files(killed)
     shutil.rmtree(killed.dir)
     shutil.copytree(saved, killed.dir)
@@ -81,14 +88,14 @@ def test_rerun_after_a_kill_right_after_the_commit_finishes_the_cleanup(wh: Path
         with pytest.raises(Killed):
             expire_mod.expire_snapshots(load_table(str(killed.dir)),
                                         expire_mod.ExpirePolicy(older_than_ms=int(cutoff), retain_last=1))
-    assert len(killed.md().snapshots) == 1 and all(killed.data_file(i).exists() for i in (1, 2, 3, 4))
+    assert len(killed.md().snapshots) == 1 and all(killed.data_file(first + i).exists() for i in range(4))
 
     plan = killed.expire(*args, "--dry-run")
-    assert sorted(plan["would_delete"]["data_files"]) == sorted(str(killed.data_file(i)) for i in (2, 3, 4))
-    assert plan["expired_snapshot_count"] == 0 and len(plan["leftover_snapshots"]) == 3
+    assert sorted(plan["would_delete"]["data_files"]) == sorted(str(killed.data_file(first + i)) for i in (1, 2, 3))
+    assert plan["expired_snapshot_count"] == 0 and len(plan["leftover_snapshots"]) == n
     code, out, err = run(wh, "expire-snapshots", str(killed.dir), *args)
     assert code == 0, err
-    assert "Nothing to expire" not in out and "finishing the cleanup of 3 snapshot(s)" in out
+    assert "Nothing to expire" not in out and f"finishing the cleanup of {n} snapshot(s)" in out
     # Exactly what the uninterrupted run left: same files by relative path (metadata versions too).
     assert _files(killed) == uninterrupted
     again = killed.expire(*args)
