@@ -577,11 +577,12 @@ def expire_snapshots(table: Table, policy: ExpirePolicy, *, dry_run: bool = Fals
         "leftover_snapshots": sorted(found.on_disk), "skipped_metadata": found.notes,
     }
     if dry_run:
-        data["would_write"] = ["the next table metadata version (snapshots, refs and logs updated)"]
+        changes = bool(plan.expired or plan.removed_refs or planned_md is not base)
+        data["would_write"] = ["the next table metadata version (snapshots, refs and logs updated)"] if changes else []
         data["would_delete"] = planned.by_category()
         data.update({f"deleted_{c}_count": len(v) for c, v in planned.by_category().items()})
         return RecordResult("expire_snapshots", f"Would expire {len(plan.expired)} snapshots of {table.identifier}"
-                            + _leftover_note(found, planned), data)
+                            + _leftover_note(found, planned, "would finish"), data)
     if not plan.expired and not plan.removed_refs and planned_md is base and not planned.files:
         data.update({f"deleted_{c}_count": 0 for c in CATEGORIES})
         return RecordResult("expire_snapshots", f"Nothing to expire in {table.identifier}", data)
@@ -645,8 +646,8 @@ def expire_snapshots(table: Table, policy: ExpirePolicy, *, dry_run: bool = Fals
                         exit_code=StorageError.exit_code if outcome.failures else ExitCode.OK)
 
 
-def _leftover_note(found: Leftovers, files: FileSet) -> str:
+def _leftover_note(found: Leftovers, files: FileSet, verb: str = "finishing") -> str:
     """The title's mention of an earlier expiry's cleanup being finished (empty when there is none)."""
     if not found.on_disk or not files.files:
         return ""
-    return f"; finishing the cleanup of {len(found.on_disk)} snapshot(s) expired earlier"
+    return f"; {verb} the cleanup of {len(found.on_disk)} snapshot(s) expired earlier"

@@ -93,6 +93,7 @@ def test_rerun_after_a_kill_right_after_the_commit_finishes_the_cleanup(wh: Path
     plan = killed.expire(*args, "--dry-run")
     assert sorted(plan["would_delete"]["data_files"]) == sorted(str(killed.data_file(first + i)) for i in (1, 2, 3))
     assert plan["expired_snapshot_count"] == 0 and len(plan["leftover_snapshots"]) == n
+    assert plan["would_write"] == []  # nothing to commit, only files to delete
     code, out, err = run(wh, "expire-snapshots", str(killed.dir), *args)
     assert code == 0, err
     assert "Nothing to expire" not in out and f"finishing the cleanup of {n} snapshot(s)" in out
