@@ -47,6 +47,7 @@ from icectl.errors import (
     StorageError,
     UsageError,
 )
+from icectl.expire_leftovers import Leftovers, leftover_snapshots
 from icectl.results import RecordResult
 from icectl.scan import iter_entries, manifests_of
 from icectl.scan_v4 import TreeFiles, leaf_rows, tree_files
@@ -402,16 +403,60 @@ def statistics_files(md: TableMetadata) -> set[str]:
 
 
 def files_to_delete(before: TableMetadata, expired: list[int], after: TableMetadata, io: FileIO,
-                    cache: ReadCache | None = None) -> FileSet:
-    """Reachable from the expired snapshots of ``before`` and from no snapshot of ``after``."""
+                    cache: ReadCache | None = None, leftovers: Leftovers | None = None) -> FileSet:
+    """Reachable from the expired snapshots of ``before`` (and from ``leftovers``, the snapshots
+    earlier expiries removed) and from no snapshot of ``after``."""
     kept_manifests: set[str] = set()
     kept, _ = reachable_files(after, [s.snapshot_id for s in after.snapshots], io, cache=cache, whole=kept_manifests)
     for p in statistics_files(after):
         kept.add(p, "statistics_files")
     gone, _ = reachable_files(before, expired, io, skip_manifests=kept_manifests, cache=cache, shortcut=True)
-    for p in statistics_files(before):
-        gone.add(p, "statistics_files")
+    if expired:
+        for p in statistics_files(before):
+            gone.add(p, "statistics_files")
+    if leftovers is not None and leftovers.snapshots:
+        for k, v in _leftover_files(leftovers, io, kept_manifests).files.items():
+            gone.files.setdefault(k, v)
     return gone.minus(kept)
+
+
+def _leftover_files(leftovers: Leftovers, io: FileIO, skip: set[str]) -> FileSet:
+    """What the leftover snapshots reach and is still on disk, as far as it can be read.
+
+    Their files may be partly deleted (a cleanup cut short): a missing manifest list drops its
+    snapshot, a missing manifest is left out; any other read failure drops that metadata's
+    snapshots with a note. A cache of its own, so a failed read never leaves a manifest looking
+    empty to the retained side.
+    """
+    out = FileSet()
+    cache = ReadCache()
+    with ThreadPoolExecutor(16) as pool:
+        for md, ids in leftovers.by_metadata():
+            snaps = [s for s in (md.snapshot_by_id(i) for i in ids) if s is not None]
+            heads = [s.root_manifest or s.manifest_list for s in snaps]
+            try:
+                present = list(pool.map(lambda p: p is None or io.exists(p), heads))
+                snaps = [s for s, ok in zip(snaps, present, strict=True) if ok]
+                paths = sorted({p for s in snaps if not s.root_manifest
+                                for p in _manifest_paths(md, s, io, cache, shortcut=True)} - skip)
+                missing = {p for p, ok in zip(paths, pool.map(io.exists, paths), strict=True) if not ok}
+                got, _ = reachable_files(md, [s.snapshot_id for s in snaps], io, skip_manifests=skip | missing,
+                                         cache=cache, shortcut=True)
+            except (IcectlError, OSError, ValueError) as e:  # e.g. a scheme with no storage support
+                why = e.one_line() if isinstance(e, IcectlError) else f"{type(e).__name__}: {e}"
+                leftovers.notes.append(f"files of earlier expired snapshots {sorted(ids)[:3]} left for a later "
+                                       f"run: {why[:300]}")
+                continue
+            alive = {s.snapshot_id for s in snaps}
+            leftovers.on_disk.update(alive)
+            for st in (*md.statistics, *md.partition_statistics):
+                if st.snapshot_id in alive:
+                    got.add(st.statistics_path, "statistics_files")
+            gone_keys = {file_identity(p) for p in missing}  # FileSet keys are file identities
+            for k, v in got.files.items():
+                if k not in gone_keys:
+                    out.files.setdefault(k, v)
+    return out
 
 
 # --------------------------------------------------------------------------- the operation
@@ -525,21 +570,27 @@ def expire_snapshots(table: Table, policy: ExpirePolicy, *, dry_run: bool = Fals
     if policy.clean_expired_metadata:
         planned_md = clean_expired_metadata(planned_md, table.io)
     cache = ReadCache()
-    planned = files_to_delete(base, plan.expired, planned_md, table.io, cache) if plan.expired else FileSet()
+    # What earlier expiries removed from the metadata but left on disk (a run killed after its
+    # commit) is deleted along with this run's files, through the same checks.
+    found = leftover_snapshots(table.io, base, table.metadata_location)
+    planned = (files_to_delete(base, plan.expired, planned_md, table.io, cache, found)
+               if plan.expired or found.snapshots else FileSet())
     kept = _check_deletes(table, planned, allow_external=allow_external_deletes, max_deletes=max_deletes)
     data: dict[str, Any] = {
         "table": table.identifier, "dry_run": dry_run, "expired_snapshot_count": len(plan.expired),
         "expired_snapshots": plan.expired, "removed_refs": plan.removed_refs,
         "retained_snapshot_count": len(plan.retained),
+        "leftover_snapshots": sorted(found.on_disk), "skipped_metadata": found.notes,
     }
     if dry_run:
-        data["would_write"] = ["the next table metadata version (snapshots, refs and logs updated)"]
+        changes = bool(plan.expired or plan.removed_refs or planned_md is not base)
+        data["would_write"] = ["the next table metadata version (snapshots, refs and logs updated)"] if changes else []
         data["would_delete"] = planned.by_category()
         data.update({f"deleted_{c}_count": len(v) for c, v in planned.by_category().items()})
         kept_note = _report_kept(data, kept, table)
         return RecordResult("expire_snapshots", f"Would expire {len(plan.expired)} snapshots of {table.identifier}"
-                            f"{kept_note}", data)
-    if not plan.expired and not plan.removed_refs and planned_md is base:
+                            f"{kept_note}" + _leftover_note(found, planned, "would finish"), data)
+    if not plan.expired and not plan.removed_refs and planned_md is base and not planned.files:
         data.update({f"deleted_{c}_count": 0 for c in CATEGORIES})
         return RecordResult("expire_snapshots", f"Nothing to expire in {table.identifier}", data)
 
@@ -564,9 +615,13 @@ def expire_snapshots(table: Table, policy: ExpirePolicy, *, dry_run: bool = Fals
     try:
         # Judged on the table as it is now, so a snapshot another writer added after our commit
         # keeps its files. Any read failure here deletes nothing.
-        after = operations_for(table).refresh().metadata
-        doomed = (files_to_delete(used, retention.expired, after, table.io, cache)
-                  if retention.expired else FileSet())
+        current = operations_for(table).refresh()
+        after = current.metadata
+        found = leftover_snapshots(table.io, after, current.location, also=found)
+        doomed = (files_to_delete(used, retention.expired, after, table.io, cache, found)
+                  if retention.expired or found.snapshots else FileSet())
+        found.on_disk -= set(retention.expired)  # this run's own snapshots are no leftovers
+        data.update(leftover_snapshots=sorted(found.on_disk), skipped_metadata=found.notes)
     except IcectlError as e:
         data.update({f"deleted_{c}_count": 0 for c in CATEGORIES}, cleanup_skipped=e.one_line())
         return RecordResult("expire_snapshots", "Expired snapshots; no file deleted (cleanup could not "
@@ -581,7 +636,8 @@ def expire_snapshots(table: Table, policy: ExpirePolicy, *, dry_run: bool = Fals
         return RecordResult("expire_snapshots", "Expired snapshots; file deletions refused", data,
                             exit_code=ExitCode.REFUSED)
     try:
-        lost = _commit_lost(table, retention.expired, committed_at=committed_at) if doomed.files else None
+        lost = (_commit_lost(table, [*retention.expired, *found.ids], committed_at=committed_at)
+                if doomed.files else None)
     except IcectlError as e:
         data.update({f"deleted_{c}_count": 0 for c in CATEGORIES}, cleanup_skipped=e.one_line())
         return RecordResult("expire_snapshots", "Expired snapshots; no file deleted (cleanup could not "
@@ -593,7 +649,14 @@ def expire_snapshots(table: Table, policy: ExpirePolicy, *, dry_run: bool = Fals
     outcome = delete_files(table.io, doomed, max_concurrent_deletes)
     data.update(already_gone=outcome.already_gone, failures=outcome.failures)
     data.update({f"deleted_{c}_count": n for c, n in outcome.deleted.items()})
-    title = f"Expired {len(retention.expired)} snapshots of {table.identifier}{kept_note}"
+    title = (f"Expired {len(retention.expired)} snapshots of {table.identifier}{kept_note}"
+             + _leftover_note(found, doomed))
     return RecordResult("expire_snapshots", title, data,
                         exit_code=StorageError.exit_code if outcome.failures else ExitCode.OK)
 
+
+def _leftover_note(found: Leftovers, files: FileSet, verb: str = "finishing") -> str:
+    """The title's mention of an earlier expiry's cleanup being finished (empty when there is none)."""
+    if not found.on_disk or not files.files:
+        return ""
+    return f"; {verb} the cleanup of {len(found.on_disk)} snapshot(s) expired earlier"

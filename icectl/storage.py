@@ -6,6 +6,7 @@ sees fsspec and every storage failure becomes one of icectl's errors with the pa
 
 from __future__ import annotations
 
+import errno
 import os
 import posixpath
 import uuid
@@ -255,10 +256,12 @@ class FileIO:
             raise StorageError(f"no-replace rename needs local files, not {src} -> {dst}", path=dst)
         s, d = local_path(src), local_path(dst)
         with self._errors(dst, "committing"):
+            fsync_path(s)  # the content is on disk before any reader can find it under dst
             try:
                 os.link(s, d)
             except FileExistsError:
                 return False
+            fsync_path(os.path.dirname(d) or ".", directory=True)  # and so is the new name
         try:
             os.unlink(s)  # the content now lives under dst; the temp name is only a leftover
         except OSError:
@@ -333,10 +336,27 @@ class FileIO:
         self.write(tmp, data)
         with self._errors(path, "replacing"):
             try:
+                fsync_path(local_path(tmp))  # a crash never leaves an empty file under the name
                 os.replace(local_path(tmp), local_path(path))
             except OSError:
                 self.delete(tmp)
                 raise
+            fsync_path(os.path.dirname(local_path(path)) or ".", directory=True)
+
+
+def fsync_path(path: str, *, directory: bool = False) -> None:
+    """Flush a local file's content (or a folder's entries) to the disk.
+
+    A file system may not sync folders (EINVAL): nothing more can be done there.
+    """
+    fd = os.open(path, os.O_RDONLY | (getattr(os, "O_DIRECTORY", 0) if directory else 0))
+    try:
+        os.fsync(fd)
+    except OSError as e:
+        if not directory or e.errno not in (errno.EINVAL, errno.ENOTSUP, errno.EBADF):
+            raise
+    finally:
+        os.close(fd)
 
 
 def _is_precondition_failure(e: BaseException) -> bool:

@@ -42,7 +42,7 @@ from icectl.errors import (
     StorageError,
 )
 from icectl.spec.metadata import TableMetadata, parse_table_metadata
-from icectl.storage import FileIO, basename, join, local_path, scheme_of
+from icectl.storage import FileIO, basename, checksum_sidecar, join, local_path, scheme_of
 
 METADATA_COMPRESSION = "write.metadata.compression-codec"  # none | gzip (TableProperties)
 WRITE_METADATA_PATH = "write.metadata.path"
@@ -291,12 +291,22 @@ class FileSystemOperations:
         Java writes ``<uuid>-version-hint.temp``, deletes the hint and renames; replacing it in one
         step means readers never find it missing. Skipped when a newer version exists already, so
         a slow writer cannot point readers at a file that a later cleanup deletes.
+
+        Spark's Hadoop file system keeps ``.version-hint.text.crc`` beside the hint and checks every
+        read against it: a stale one makes Hadoop's reads fail (ChecksumException). It goes, as
+        Hadoop's delete takes it, before and after the replace (a Hadoop writer may rename its own
+        in between); with no sidecar Hadoop reads without checking, and writes a fresh one itself.
         """
+        hint = join(self.metadata_dir, VERSION_HINT)
+        sidecar = checksum_sidecar(hint)
         try:
             if version_file(self.io, self.table_dir, version + 1) is not None:
                 return
-            self.io.write_atomic(join(self.metadata_dir, VERSION_HINT), str(version).encode(),
-                                 temp_name=f"{uuid.uuid4()}-version-hint.temp")
+            if sidecar is not None:
+                _quiet_delete(self.io, sidecar)
+            self.io.write_atomic(hint, str(version).encode(), temp_name=f"{uuid.uuid4()}-version-hint.temp")
+            if sidecar is not None:
+                _quiet_delete(self.io, sidecar)
         except IcectlError:
             pass
 
