@@ -9,6 +9,7 @@ expire-snapshots retain nothing and delete the files of every snapshot, with exi
 from __future__ import annotations
 
 import json
+import random
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -36,9 +37,14 @@ def _oldest(doc: dict[str, Any]) -> dict[str, Any]:
     return min(doc["snapshots"], key=lambda s: s["sequence-number"])
 
 
+def _set_ref(doc: dict[str, Any], name: str, snapshot_id: int) -> None:
+    # setdefault: another damage of a random combination may have dropped the ref or all refs
+    doc.setdefault("refs", {}).setdefault(name, {"type": "branch"})["snapshot-id"] = snapshot_id
+
+
 def _dangling_main(doc: dict[str, Any]) -> None:
     doc["current-snapshot-id"] = MISSING
-    doc["refs"]["main"]["snapshot-id"] = MISSING
+    _set_ref(doc, "main", MISSING)
 
 
 def _only_ref_dangling(doc: dict[str, Any]) -> None:
@@ -48,12 +54,12 @@ def _only_ref_dangling(doc: dict[str, Any]) -> None:
 
 
 def _dangling_branch(doc: dict[str, Any]) -> None:
-    doc["refs"]["after_merge"]["snapshot-id"] = MISSING
+    _set_ref(doc, "after_merge", MISSING)
 
 
 def _dangling_current(doc: dict[str, Any]) -> None:
     doc["current-snapshot-id"] = MISSING
-    del doc["refs"]  # a reader then assumes main at current-snapshot-id
+    doc.pop("refs", None)  # a reader then assumes main at current-snapshot-id
 
 
 def _duplicate_id(doc: dict[str, Any]) -> None:
@@ -179,6 +185,22 @@ def test_read_only_commands_show_it_and_validate_names_the_rule(damage: Damage, 
     assert v.returncode == ExitCode.FINDINGS, v.stderr
     rules = {r["rule"] for r in json.loads(v.stdout)["rows"] if r["severity"] == "error"}
     assert damage.rule in rules, rules
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_random_combinations_of_damage_change_nothing(seed: int, v2_copy: Path, tmp_path: Path) -> None:
+    # Damages stacked at random (each alone is refused above): still refused, still nothing touched.
+    rng = random.Random(seed)
+    chosen = rng.sample(DAMAGES, rng.randint(2, 4))
+    extra = _a_parquet_file(v2_copy, tmp_path / "outside")
+    meta = ""
+    for d in chosen:
+        meta = str(edit_metadata(v2_copy, d.edit))
+    before = listing(v2_copy)
+    for args in _writing_commands(v2_copy, extra):
+        p = run_cli(*args)
+        assert_one_line_error(p, ExitCode.CORRUPT, meta)
+        assert listing(v2_copy) == before, ([d.name for d in chosen], args)
 
 
 def test_commit_refuses_a_base_damaged_since_the_table_was_loaded(v2_copy: Path) -> None:
