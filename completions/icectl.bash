@@ -87,7 +87,7 @@ _icectl() {
             fi ;;
         "add-files")
             if [[ "$cur" == -* ]]; then
-                COMPREPLY=($(compgen -W "--branch -b --dry-run --json --help -h" -- "$cur"))
+                COMPREPLY=($(compgen -W "--branch -b --create-branch --dry-run --json --help -h" -- "$cur"))
             else
                 COMPREPLY=($(compgen -f -- "$cur"))
             fi ;;
@@ -201,7 +201,7 @@ _icectl() {
             fi ;;
         "namespace create")
             if [[ "$cur" == -* ]]; then
-                COMPREPLY=($(compgen -W "--catalog -c --property --json --help -h" -- "$cur"))
+                COMPREPLY=($(compgen -W "--catalog -c --property --exist-ok --json --help -h" -- "$cur"))
             else
                 COMPREPLY=($(compgen -f -- "$cur"))
             fi ;;

@@ -1,5 +1,7 @@
 #!/usr/bin/env python3
-"""Regenerate completions/ and man/ from the icectl app. tests/test_docs.py fails when they are stale."""
+"""Regenerate completions/ and man/ from the icectl app, and docs/validate-rules.md from the rule catalogue.
+
+tests/test_docs.py and tests/test_validate.py fail when they are stale."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ sys.path.insert(0, str(ROOT))
 
 from icectl.cli.app import app  # noqa: E402
 from icectl.cli.docgen import generated_files  # noqa: E402
+from icectl.validate import catalogue_markdown  # noqa: E402
 
 
 def main() -> int:
@@ -23,7 +26,8 @@ def main() -> int:
         p = ROOT / rel
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text(text)
-    print(f"wrote {len(files)} files")
+    (ROOT / "docs" / "validate-rules.md").write_text(catalogue_markdown())
+    print(f"wrote {len(files) + 1} files")
     return 0
 
 
