@@ -16,8 +16,10 @@ Every path that deletes table files (expire-snapshots' cleanup, the metadata-log
 
 from __future__ import annotations
 
+import contextvars
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from icectl.catalog.hadoop import is_version_file
@@ -32,12 +34,48 @@ OWN_PATH_PROPERTIES = ("write.data.path", "write.metadata.path", "write.object-s
 WRITE_METADATA_PATH = "write.metadata.path"
 
 
+# Inside identity_cache(): path -> identity and folder -> real folder, for one operation only.
+_CACHE: contextvars.ContextVar[tuple[dict[str, str], dict[str, str]] | None] = contextvars.ContextVar(
+    "icectl_identity_cache", default=None)
+
+
+@contextmanager
+def identity_cache() -> Iterator[None]:
+    """Remember identities for the length of one operation. ``realpath`` checks every folder of a
+    path (17 us a file); with folders remembered it is one ``lstat`` (2 us), and a path seen again
+    costs nothing. Never longer than one run: a folder may become a link between runs."""
+    token = _CACHE.set(({}, {}))
+    try:
+        yield
+    finally:
+        _CACHE.reset(token)
+
+
 def file_identity(path: str) -> str:
     """One key per physical file or folder: the real path on a local disk (links resolved, so a
     link cannot alias a file or lead out of a folder unseen), ``file_key`` elsewhere."""
-    if scheme_of(path) == "file":
-        return os.path.realpath(local_path(path))
-    return file_key(path).rstrip("/")
+    cache = _CACHE.get()
+    if cache is None:
+        return _identity(path, None)
+    known, folders = cache
+    got = known.get(path)
+    if got is None:
+        got = known[path] = _identity(path, folders)
+    return got
+
+
+def _identity(path: str, folders: dict[str, str] | None) -> str:
+    if scheme_of(path) != "file":
+        return file_key(path).rstrip("/")
+    local = local_path(path)
+    folder, name = os.path.split(local)
+    if folders is None or name in ("", ".", ".."):
+        return os.path.realpath(local)
+    real_folder = folders.get(folder)
+    if real_folder is None:
+        real_folder = folders[folder] = os.path.realpath(folder)
+    candidate = os.path.join(real_folder, name)
+    return os.path.realpath(candidate) if os.path.islink(candidate) else candidate
 
 
 def _under(identity: str, root: str) -> bool:

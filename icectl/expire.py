@@ -37,7 +37,7 @@ from icectl import progress
 from icectl.avro_manifests import read_manifest_list, scan_manifest_list_paths
 from icectl.catalog.operations import FileSystemOperations
 from icectl.commit import commit, operations_for
-from icectl.delete_fence import file_identity, table_fence
+from icectl.delete_fence import file_identity, identity_cache, table_fence
 from icectl.errors import (
     CorruptInputError,
     ExitCode,
@@ -562,6 +562,14 @@ def expire_snapshots(table: Table, policy: ExpirePolicy, *, dry_run: bool = Fals
                      allow_external_deletes: bool = False, max_concurrent_deletes: int = 8,
                      now_ms: int | None = None) -> RecordResult:
     """Expire snapshots by policy, commit, then delete the files no retained snapshot reaches."""
+    with identity_cache():  # every reachable file's identity is asked for, many of them often
+        return _expire_snapshots(table, policy, dry_run=dry_run, max_deletes=max_deletes,
+                                 allow_external_deletes=allow_external_deletes,
+                                 max_concurrent_deletes=max_concurrent_deletes, now_ms=now_ms)
+
+
+def _expire_snapshots(table: Table, policy: ExpirePolicy, *, dry_run: bool, max_deletes: int | None,
+                      allow_external_deletes: bool, max_concurrent_deletes: int, now_ms: int | None) -> RecordResult:
     check_writable(table)
     now = now_ms if now_ms is not None else int(time.time() * 1000)
     base = table.metadata

@@ -241,3 +241,24 @@ def test_property_nothing_outside_the_table_folder_nor_live_is_deleted(hazards: 
             assert (_tree(outside) if outside.exists() else {}) == before_outside
         # The log's bait (a live data file, a manifest list, a file outside) always survives.
         assert "log" not in hazards or (outside / "log" / "v9.metadata.json").exists()
+
+
+def test_identity_cache_sees_links_as_realpath_does(tmp_path: Path) -> None:
+    """The per-run cache of real folders gives the same identities as a fresh realpath: a file link,
+    a folder link, a link out, '..' and a missing file."""
+    from icectl.delete_fence import file_identity, identity_cache
+
+    real = tmp_path / "t" / "data"
+    real.mkdir(parents=True)
+    (real / "f.parquet").write_bytes(b"x")
+    (tmp_path / "out").mkdir()
+    (real / "escape").symlink_to(tmp_path / "out", target_is_directory=True)
+    (tmp_path / "t" / "alias").symlink_to(real, target_is_directory=True)
+    (real / "link.parquet").symlink_to(real / "f.parquet")
+    paths = [str(real / "f.parquet"), str(tmp_path / "t" / "alias" / "f.parquet"), str(real / "link.parquet"),
+             str(real / "escape" / "x.parquet"), str(real / ".." / "data" / "f.parquet"), str(real / "gone"),
+             "file:" + str(tmp_path / "t" / "alias" / "link.parquet"), str(real / "escape" / "..")]
+    expected = [os.path.realpath(p.removeprefix("file:")) for p in paths]
+    with identity_cache():
+        assert [file_identity(p) for p in paths] == expected
+        assert [file_identity(p) for p in paths] == expected  # asked again: from the cache
