@@ -16,11 +16,13 @@ data file, garbage) is skipped with a note; a missing file is skipped silently (
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import Any
 
 from icectl.catalog.hadoop import version_of
-from icectl.errors import IcectlError, NotFoundError
-from icectl.spec.metadata import TableMetadata, parse_table_metadata
+from icectl.errors import CorruptInputError, IcectlError, NotFoundError
+from icectl.spec.metadata import TableMetadata, metadata_json
 from icectl.storage import FileIO, file_key, parent
 
 
@@ -32,6 +34,8 @@ class Leftovers:
     snapshots: dict[int, TableMetadata] = field(default_factory=dict)  # snapshot id -> earlier metadata
     notes: list[str] = field(default_factory=list)
     on_disk: set[int] = field(default_factory=set)  # those whose manifest list (v4: root) still exists
+    examined: set[str] = field(default_factory=set)  # earlier metadata files looked at (file_key)
+    heads: dict[str, bool] = field(default_factory=dict)  # manifest list or root -> still exists
 
     def by_metadata(self) -> list[tuple[TableMetadata, list[int]]]:
         """The snapshot ids grouped by the metadata they were found in."""
@@ -51,22 +55,31 @@ def _same_location(a: str | None, b: str | None) -> bool:
 
 def leftover_snapshots(io: FileIO, current: TableMetadata, current_location: str,
                        also: Leftovers | None = None) -> Leftovers:
-    """The snapshots earlier metadata files of this table hold and ``current`` lacks.
+    """The snapshots earlier metadata files of this table hold and ``current`` lacks, as far as
+    their manifest list (v4: root) is still on disk (else they reach nothing that can be found).
 
     ``also``: leftovers found before (on the base of a commit); kept when ``current`` still lacks
-    their snapshots, since the commit may have trimmed (or deleted) the metadata files naming them.
+    their snapshots, since the commit may have trimmed (or deleted) the metadata files naming them;
+    the files it examined are not read again.
+
+    Each earlier file is decoded as JSON and looked at first; only one that names a snapshot the
+    current metadata lacks and whose manifest list still exists is built into the model (after a
+    clean expiry, none is: this keeps a run on a table with a long metadata log cheap).
     """
     out = Leftovers(notes=list(also.notes) if also else [])
     if also is not None:
         out.snapshots.update({i: md for i, md in also.snapshots.items() if current.snapshot_by_id(i) is None})
+        out.examined |= also.examined
+        out.heads.update(also.heads)
     if current.table_uuid is None or current.location is None:
         return out  # nothing tells an earlier file of this table from another table's: trust none
     folder = file_key(parent(current_location))
     current_version = version_of(current_location)
     for entry in reversed(current.metadata_log):  # newest first: a snapshot's newest description wins
         path = entry.metadata_file
-        if file_key(path) == file_key(current_location):
+        if file_key(path) == file_key(current_location) or file_key(path) in out.examined:
             continue
+        out.examined.add(file_key(path))
         if file_key(parent(path)) != folder:
             out.notes.append(f"skipped metadata-log entry {path}: not in the table's metadata folder")
             continue
@@ -75,20 +88,53 @@ def leftover_snapshots(io: FileIO, current: TableMetadata, current_location: str
             out.notes.append(f"skipped metadata-log entry {path}: not older than the current metadata")
             continue
         try:
-            md = parse_table_metadata(io.read(path))
+            doc = metadata_json(io.read(path))
+            if not isinstance(doc, dict):
+                raise CorruptInputError("table metadata is not a JSON object")
+            if doc.get("table-uuid") != current.table_uuid or not isinstance(doc.get("location"), str) \
+                    or not _same_location(doc["location"], current.location):
+                out.notes.append(f"skipped metadata-log entry {path}: another table's metadata "
+                                 f"(table-uuid {doc.get('table-uuid')}, location {doc.get('location')})")
+                continue
+            if not _names_present_leftover(io, doc, current, out):
+                continue
+            md = TableMetadata.from_json(doc)
         except NotFoundError:
             continue  # removed by delete-after-commit or by hand: nothing to learn from it
-        except (IcectlError, OSError, ValueError, TypeError, KeyError, RecursionError, OverflowError) as e:
+        except (IcectlError, OSError, ValueError, TypeError, KeyError, AttributeError, RecursionError,
+                OverflowError) as e:
             # Garbage in the log must not stop the expiry it only helps to finish.
             why = e.one_line() if isinstance(e, IcectlError) else f"{type(e).__name__}: {e}"
             out.notes.append(f"skipped metadata-log entry {path}: unreadable ({why[:200]})")
-            continue
-        if md.table_uuid != current.table_uuid or not _same_location(md.location, current.location):
-            out.notes.append(f"skipped metadata-log entry {path}: another table's metadata "
-                             f"(table-uuid {md.table_uuid}, location {md.location})")
             continue
         for s in md.snapshots:
             if current.snapshot_by_id(s.snapshot_id) is None:
                 out.snapshots.setdefault(s.snapshot_id, md)
     out.notes = list(dict.fromkeys(out.notes))  # the same entry seen before and after a commit
     return out
+
+
+def _names_present_leftover(io: FileIO, doc: dict[str, Any], current: TableMetadata, out: Leftovers) -> bool:
+    """Whether the raw metadata ``doc`` has a snapshot ``current`` lacks whose manifest list or
+    root is still there (a v1 snapshot with inline ``manifests`` always counts)."""
+    heads: list[str] = []
+    for s in doc.get("snapshots") or []:
+        sid = s.get("snapshot-id") if isinstance(s, dict) else None
+        if not isinstance(sid, int) or current.snapshot_by_id(sid) is not None or sid in out.snapshots:
+            continue
+        head = s.get("root-manifest") or s.get("manifest-list")
+        if not isinstance(head, str):
+            return True
+        heads.append(head)
+    todo = [h for h in dict.fromkeys(heads) if h not in out.heads]
+    if todo:
+        with ThreadPoolExecutor(16) as pool:
+            out.heads.update(zip(todo, pool.map(lambda h: _exists(io, h), todo), strict=True))
+    return any(out.heads[h] for h in heads)
+
+
+def _exists(io: FileIO, path: str) -> bool:
+    try:
+        return io.exists(path)
+    except IcectlError:
+        return True  # cannot tell: build the model and let the reading path note the failure

@@ -356,6 +356,12 @@ class TableMetadata:
 
 def parse_table_metadata(text: str | bytes) -> TableMetadata:
     """Parse a metadata file's content (gzip-compressed bytes are detected and inflated)."""
+    return TableMetadata.from_json(metadata_json(text))
+
+
+def metadata_json(text: str | bytes) -> Any:
+    """A metadata file's content as decoded JSON, not yet checked (for a look before the model is
+    built, which costs eight times the JSON decoding)."""
     if isinstance(text, (bytes, bytearray)):
         if text[:2] == b"\x1f\x8b":  # gzip magic: .gz.metadata.json / .metadata.json.gz files
             try:
@@ -375,4 +381,4 @@ def parse_table_metadata(text: str | bytes) -> TableMetadata:
         raise CorruptInputError(_TOO_DEEP, hint=_RESTORE) from None
     except ValueError as e:  # e.g. an integer literal longer than Python's digit limit
         raise CorruptInputError(f"table metadata is not valid JSON: {e}") from None
-    return TableMetadata.from_json(obj)
+    return obj
