@@ -39,8 +39,11 @@ def in_int64(value: int) -> bool:
 def json_integer_problems(doc: Any) -> list[Problem]:
     """Integers anywhere in parsed JSON that a signed 64-bit long cannot hold.
 
-    Iterative, so arbitrarily deep input cannot exhaust the stack here.
+    Iterative, so arbitrarily deep input cannot exhaust the stack here. Every metadata file read
+    passes here, so the common case (none) is found without building a path per value.
     """
+    if not _has_big_integer(doc):
+        return []
     problems: list[Problem] = []
     stack: list[tuple[str, Any]] = [("", doc)]
     while stack:
@@ -54,6 +57,19 @@ def json_integer_problems(doc: Any) -> list[Problem]:
                                     f"{where or 'value'} {value} is beyond the signed 64-bit range",
                                     {"value": str(value)}))
     return problems
+
+
+def _has_big_integer(doc: Any) -> bool:
+    stack = [doc]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, dict):
+            stack.extend(value.values())
+        elif isinstance(value, list):
+            stack.extend(value)
+        elif type(value) is int and not INT64_MIN <= value <= INT64_MAX:
+            return True
+    return False
 
 
 def _numbers(md: TableMetadata) -> Iterator[tuple[str, str, int, bool]]:
