@@ -3,7 +3,8 @@
 Real Spark-written tables (``v2_part``: branch, tag, position deletes, two specs; ``v3_dv``:
 deletion vectors in Puffin files, row lineage) are damaged at random in the ways the issue-11
 fault campaign found, then one writing command runs on them: ``expire-snapshots``, ``compact``,
-``add-files`` or ``upgrade``. The damage:
+``add-files``, ``upgrade`` or (on ``v3_dv`` upgraded to icectl's v4 layout) ``remove-files``.
+The damage:
 
 * what Iceberg Java refuses to load: a branch or ``current-snapshot-id`` naming no snapshot, a
   duplicate snapshot id, a parent cycle, sequence numbers or timestamps negative or beyond 64 bits;
@@ -63,12 +64,39 @@ def _avro_records(path: str) -> list[dict[str, Any]]:
         return list(fastavro.reader(f))
 
 
+def _v4_reach(root: str, out: set[str], data: set[str]) -> None:
+    """What a v4 root reaches (design/v4-layout.md section 7), manifest DVs ignored: every live row
+    of every live leaf counts, which is more, never less, than the snapshot reaches."""
+    out.add(root)
+    for e in _avro_records(root):
+        if e["version_info"]["status"] == 2:
+            continue
+        out.add(e["location"])
+        if e["content_type"] == 0:
+            data.add(e["location"])
+        if e["content_type"] not in (3, 4):
+            continue
+        for row in _avro_records(e["location"]):  # a v1-v3 manifest or a v4 leaf
+            if "data_file" in row:
+                if row["status"] != 2:
+                    out.add(row["data_file"]["file_path"])
+                    if row["data_file"].get("content", 0) == 0:
+                        data.add(row["data_file"]["file_path"])
+            elif row["version_info"]["status"] != 2:
+                out.add(row["location"])
+                if row["content_type"] == 0:
+                    data.add(row["location"])
+
+
 def reachable(md: dict[str, Any], *, data_only: bool = False) -> set[str]:
-    """Every file (real path) the snapshots of ``md`` reach: manifest lists, manifests, live data
-    and delete files, statistics files (``data_only``: the live data files alone)."""
+    """Every file (real path) the snapshots of ``md`` reach: manifest lists (v4: roots), manifests,
+    live data and delete files, statistics files (``data_only``: the live data files alone)."""
     out: set[str] = set()
     data: set[str] = set()
     for snap in md.get("snapshots", []):
+        if snap.get("root-manifest"):
+            _v4_reach(snap["root-manifest"], out, data)
+            continue
         ml = snap.get("manifest-list")
         if not ml:
             continue
@@ -78,14 +106,12 @@ def reachable(md: dict[str, Any], *, data_only: bool = False) -> set[str]:
             for e in _avro_records(m["manifest_path"]):
                 if e["status"] != 2:  # DELETED entries are history, not live files
                     out.add(e["data_file"]["file_path"])
-                if data_only and e["status"] != 2 and e["data_file"].get("content", 0) == 0:
-                    data.add(e["data_file"]["file_path"])
+                    if e["data_file"].get("content", 0) == 0:
+                        data.add(e["data_file"]["file_path"])
     for key in ("statistics", "partition-statistics"):
         for s in md.get(key, []):
             out.add(s["statistics-path"])
-    if data_only:
-        return {os.path.realpath(_local(p)) for p in data}
-    return {os.path.realpath(_local(p)) for p in out}
+    return {os.path.realpath(_local(p)) for p in (data if data_only else out)}
 
 
 def ref_reach(md: dict[str, Any], *, data_only: bool = False) -> set[str]:
@@ -140,7 +166,10 @@ def _current_version(table: Path) -> int:
     return int((table / "metadata" / "version-hint.text").read_text().strip())
 
 
-def make_scene(src: Path, root: Path) -> Scene:
+def make_scene(src: Path, root: Path, *, to_v4: bool = False) -> Scene:
+    if to_v4:  # icectl's own v4 layout: root manifests over the Spark-written manifests
+        code, _out, err = run(["upgrade", str(src), "--to", "4", "--yes"])
+        assert code == 0, err
     outside = root / "outside"
     (outside / "deep").mkdir(parents=True)
     for name in ("precious.parquet", "deep/v1.metadata.json", "deep/snap-1-1-x.avro"):
@@ -219,7 +248,7 @@ def foreign_location(md: dict[str, Any], scene: Scene, n: int) -> bool:
 def _hostile_paths(scene: Scene, n: int) -> list[str]:
     live = scene.live_data_file(n)
     rel = os.path.relpath(live, scene.table / "data")
-    ml = os.path.realpath(_local(next(s["manifest-list"] for s in scene.md["snapshots"]
+    ml = os.path.realpath(_local(next(s.get("manifest-list") or s["root-manifest"] for s in scene.md["snapshots"]
                                       if s["snapshot-id"] == scene.md["current-snapshot-id"])))
     return [live, "file:" + live, ml, str(scene.outside / "precious.parquet"),
             str(scene.outside / "deep" / "v1.metadata.json"),
@@ -279,7 +308,8 @@ def commands(scene: Scene) -> dict[str, list[str]]:
         "compact": ["compact", t, "--min-manifests", "1"],
         "add-files": ["add-files", t, str(scene.staging / "one-row.parquet")],
         "upgrade": ["upgrade", t, "--to", "3", "--yes"] if scene.md["format-version"] < 3
-        else ["upgrade", t, "--to", "4", "--yes"],
+        else ["upgrade", t, "--to", "4", "--yes"] if scene.md["format-version"] == 3
+        else ["remove-files", t, scene.live_data_file(1)],
     }
 
 
@@ -299,10 +329,12 @@ def current_metadata(table: Path) -> dict[str, Any] | None:
 # --------------------------------------------------------------------------- the property
 
 
-@pytest.fixture(scope="module", params=["v2_part", "v3_dv"])
+@pytest.fixture(scope="module", params=["v2_part", "v3_dv", "v4"])
 def scene(request: pytest.FixtureRequest, spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scene]:
-    table = clone_table(spark, request.param, f"hostile_{request.param}")
-    yield make_scene(Path(table.location), tmp_path_factory.mktemp(f"hostile-{request.param}"))
+    kind = "v3_dv" if request.param == "v4" else request.param
+    table = clone_table(spark, kind, f"hostile_{request.param}")
+    yield make_scene(Path(table.location), tmp_path_factory.mktemp(f"hostile-{request.param}"),
+                     to_v4=request.param == "v4")
 
 
 # At most one damage Java refuses (else the first one found hides the others), plus hostile paths.
