@@ -625,10 +625,12 @@ def _expire_snapshots(table: Table, policy: ExpirePolicy, *, dry_run: bool, max_
         # keeps its files. Any read failure here deletes nothing.
         current = operations_for(table).refresh()
         after = current.metadata
-        found = leftover_snapshots(table.io, after, current.location, also=found)
+        # This run's own snapshots are in the log now too (our base): judged with the run's own
+        # files and cache, not read again as leftovers.
+        found = leftover_snapshots(table.io, after, current.location, also=found,
+                                   ignore=frozenset(retention.expired))
         doomed = (files_to_delete(used, retention.expired, after, table.io, cache, found)
                   if retention.expired or found.snapshots else FileSet())
-        found.on_disk -= set(retention.expired)  # this run's own snapshots are no leftovers
         data.update(leftover_snapshots=sorted(found.on_disk), skipped_metadata=found.notes)
     except IcectlError as e:
         data.update({f"deleted_{c}_count": 0 for c in CATEGORIES}, cleanup_skipped=e.one_line())

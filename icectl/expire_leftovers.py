@@ -54,13 +54,14 @@ def _same_location(a: str | None, b: str | None) -> bool:
 
 
 def leftover_snapshots(io: FileIO, current: TableMetadata, current_location: str,
-                       also: Leftovers | None = None) -> Leftovers:
+                       also: Leftovers | None = None, ignore: frozenset[int] = frozenset()) -> Leftovers:
     """The snapshots earlier metadata files of this table hold and ``current`` lacks, as far as
     their manifest list (v4: root) is still on disk (else they reach nothing that can be found).
 
     ``also``: leftovers found before (on the base of a commit); kept when ``current`` still lacks
     their snapshots, since the commit may have trimmed (or deleted) the metadata files naming them;
-    the files it examined are not read again.
+    the files it examined are not read again. ``ignore``: snapshot ids that are no leftovers (the
+    ones this run expired itself: their files are judged with the run's own).
 
     Each earlier file is decoded as JSON and looked at first; only one that names a snapshot the
     current metadata lacks and whose manifest list still exists is built into the model (after a
@@ -68,7 +69,8 @@ def leftover_snapshots(io: FileIO, current: TableMetadata, current_location: str
     """
     out = Leftovers(notes=list(also.notes) if also else [])
     if also is not None:
-        out.snapshots.update({i: md for i, md in also.snapshots.items() if current.snapshot_by_id(i) is None})
+        out.snapshots.update({i: md for i, md in also.snapshots.items()
+                              if current.snapshot_by_id(i) is None and i not in ignore})
         out.examined |= also.examined
         out.heads.update(also.heads)
     if current.table_uuid is None or current.location is None:
@@ -96,7 +98,7 @@ def leftover_snapshots(io: FileIO, current: TableMetadata, current_location: str
                 out.notes.append(f"skipped metadata-log entry {path}: another table's metadata "
                                  f"(table-uuid {doc.get('table-uuid')}, location {doc.get('location')})")
                 continue
-            if not _names_present_leftover(io, doc, current, out):
+            if not _names_present_leftover(io, doc, current, out, ignore):
                 continue
             md = TableMetadata.from_json(doc)
         except NotFoundError:
@@ -108,19 +110,21 @@ def leftover_snapshots(io: FileIO, current: TableMetadata, current_location: str
             out.notes.append(f"skipped metadata-log entry {path}: unreadable ({why[:200]})")
             continue
         for s in md.snapshots:
-            if current.snapshot_by_id(s.snapshot_id) is None:
+            if current.snapshot_by_id(s.snapshot_id) is None and s.snapshot_id not in ignore:
                 out.snapshots.setdefault(s.snapshot_id, md)
     out.notes = list(dict.fromkeys(out.notes))  # the same entry seen before and after a commit
     return out
 
 
-def _names_present_leftover(io: FileIO, doc: dict[str, Any], current: TableMetadata, out: Leftovers) -> bool:
+def _names_present_leftover(io: FileIO, doc: dict[str, Any], current: TableMetadata, out: Leftovers,
+                            ignore: frozenset[int]) -> bool:
     """Whether the raw metadata ``doc`` has a snapshot ``current`` lacks whose manifest list or
     root is still there (a v1 snapshot with inline ``manifests`` always counts)."""
     heads: list[str] = []
     for s in doc.get("snapshots") or []:
         sid = s.get("snapshot-id") if isinstance(s, dict) else None
-        if not isinstance(sid, int) or current.snapshot_by_id(sid) is not None or sid in out.snapshots:
+        if not isinstance(sid, int) or current.snapshot_by_id(sid) is not None or sid in out.snapshots \
+                or sid in ignore:
             continue
         head = s.get("root-manifest") or s.get("manifest-list")
         if not isinstance(head, str):
