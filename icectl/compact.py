@@ -151,7 +151,15 @@ def plan_compaction(table: Table, options: CompactOptions, metadata: TableMetada
                                                          ManifestContent(content), snapshot_id)
         rewrite, reason = decide(ms, target, options.min_manifests, len(shape.encode([])))
         groups.append(GroupPlan(spec_id, ManifestContent(content), ms, rewrite, reason))
-    _read_groups(table, md, [g for g in groups if g.rewrite])
+    rewritten = [g for g in groups if g.rewrite]
+    replaced = {m.manifest_path for g in rewritten for m in g.manifests}
+    # Kept manifests are probed without decoding; replaced ones are decoded whole just below, so
+    # their listed length is all that is left to check.
+    check_manifests_intact(table.io, [m for m in manifests if m.manifest_path not in replaced], head.manifest_list
+                           if head else None)
+    check_manifests_intact(table.io, [m for m in manifests if m.manifest_path in replaced],
+                           head.manifest_list if head else None, probe=False)
+    _read_groups(table, md, rewritten)
     for g in groups:
         if g.rewrite:
             shape = shapes[g.spec_id, int(g.content)]
@@ -167,16 +175,16 @@ def plan_compaction(table: Table, options: CompactOptions, metadata: TableMetada
 
 
 def _live_manifests(table: Table, md: TableMetadata, head: Snapshot) -> list[ManifestFile]:
-    """The head's manifests, each checked to exist, have its listed length and open as Avro: the new
-    snapshot either copies a manifest's entries or references it unchanged, and must not be built
-    on one that readers fail on (Java's RewriteManifests checks neither; its readers then fail)."""
+    """The head's manifests. The caller checks each to exist, have its listed length and open as
+    Avro: the new snapshot either copies a manifest's entries or references it unchanged, and must
+    not be built on one that readers fail on (Java's RewriteManifests checks neither; its readers
+    then fail)."""
     try:
         manifests = manifests_of(md, head, table.io)
     except NotFoundError as e:  # the table names it: a damaged table, not a wrong argument
         raise CorruptInputError(f"a manifest list or manifest of snapshot {head.snapshot_id} is missing "
                                 f"({e.message})", path=e.path or head.manifest_list,
                                 hint="nothing was written; 'icectl validate' lists every problem") from None
-    check_manifests_intact(table.io, manifests, head.manifest_list)
     return manifests
 
 

@@ -133,11 +133,12 @@ def delete_manifests(manifests: Iterable[ManifestFile]) -> list[ManifestFile]:
 
 
 def check_manifests_intact(io: FileIO, manifests: Sequence[ManifestFile], listed_in: str | None,
-                           workers: int = DEFAULT_WORKERS) -> None:
+                           workers: int = DEFAULT_WORKERS, *, probe: bool = True) -> None:
     """Refuse (:class:`CorruptInputError`, naming the first in list order) unless every manifest
     exists, is ``manifest_length`` bytes long and opens as Avro: magic, header and the trailing sync
     marker (:func:`probe_avro_file`, two small reads). Records are not decoded, so this is cheap
-    enough for the manifests a writer carries into a new snapshot without reading them."""
+    enough for the manifests a writer carries into a new snapshot without reading them.
+    ``probe=False``: the length alone, for manifests the caller decodes whole anyway."""
     if not manifests:
         return
 
@@ -147,7 +148,7 @@ def check_manifests_intact(io: FileIO, manifests: Sequence[ManifestFile], listed
             size = io.size(path)
             if size != m.manifest_length:
                 return f"manifest {path} is {size} bytes, the manifest list says {m.manifest_length}"
-            if path.endswith(".avro"):
+            if probe and path.endswith(".avro"):
                 probe_avro_file(lambda offset, n: io.read_range(path, offset, n), size)
         except NotFoundError:
             return f"manifest {path} is missing"
