@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from test_expire import Tbl, run, with_props, with_ref
 
 from icectl.commit import commit, set_properties
-from icectl.delete_fence import table_fence
+from icectl.delete_fence import file_identity, identity_cache, table_fence
 from icectl.errors import ExitCode
 from icectl.spec.snapshots import SnapshotRef
 from icectl.table import load_table
@@ -246,8 +246,6 @@ def test_property_nothing_outside_the_table_folder_nor_live_is_deleted(hazards: 
 def test_identity_cache_sees_links_as_realpath_does(tmp_path: Path) -> None:
     """The per-run cache of real folders gives the same identities as a fresh realpath: a file link,
     a folder link, a link out, '..' and a missing file."""
-    from icectl.delete_fence import file_identity, identity_cache
-
     real = tmp_path / "t" / "data"
     real.mkdir(parents=True)
     (real / "f.parquet").write_bytes(b"x")
