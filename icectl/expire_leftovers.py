@@ -21,9 +21,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from icectl.catalog.hadoop import version_of
+from icectl.delete_fence import file_identity
 from icectl.errors import CorruptInputError, IcectlError, NotFoundError
 from icectl.spec.metadata import TableMetadata, metadata_json
-from icectl.storage import FileIO, file_key, parent
+from icectl.storage import FileIO, parent
 
 
 @dataclass
@@ -34,7 +35,7 @@ class Leftovers:
     snapshots: dict[int, TableMetadata] = field(default_factory=dict)  # snapshot id -> earlier metadata
     notes: list[str] = field(default_factory=list)
     on_disk: set[int] = field(default_factory=set)  # those whose manifest list (v4: root) still exists
-    examined: set[str] = field(default_factory=set)  # earlier metadata files looked at (file_key)
+    examined: set[str] = field(default_factory=set)  # earlier metadata files looked at (file_identity)
     heads: dict[str, bool] = field(default_factory=dict)  # manifest list or root -> still exists
 
     def by_metadata(self) -> list[tuple[TableMetadata, list[int]]]:
@@ -50,7 +51,7 @@ class Leftovers:
 
 
 def _same_location(a: str | None, b: str | None) -> bool:
-    return a is not None and b is not None and file_key(a).rstrip("/") == file_key(b).rstrip("/")
+    return a is not None and b is not None and file_identity(a) == file_identity(b)
 
 
 def leftover_snapshots(io: FileIO, current: TableMetadata, current_location: str,
@@ -75,14 +76,18 @@ def leftover_snapshots(io: FileIO, current: TableMetadata, current_location: str
         out.heads.update(also.heads)
     if current.table_uuid is None or current.location is None:
         return out  # nothing tells an earlier file of this table from another table's: trust none
-    folder = file_key(parent(current_location))
+    # Identities, not text: a table addressed by a relative path (./warehouse/db/t) has absolute
+    # metadata-log entries.
+    folder = file_identity(parent(current_location))
+    current_file = file_identity(current_location)
     current_version = version_of(current_location)
     for entry in reversed(current.metadata_log):  # newest first: a snapshot's newest description wins
         path = entry.metadata_file
-        if file_key(path) == file_key(current_location) or file_key(path) in out.examined:
+        ident = file_identity(path)
+        if ident == current_file or ident in out.examined:
             continue
-        out.examined.add(file_key(path))
-        if file_key(parent(path)) != folder:
+        out.examined.add(ident)
+        if file_identity(parent(path)) != folder:
             out.notes.append(f"skipped metadata-log entry {path}: not in the table's metadata folder")
             continue
         version = version_of(path)

@@ -314,3 +314,24 @@ def _worker(argv: list[str]) -> None:
 if __name__ == "__main__":
     sys.path.insert(0, str(HERE))
     _worker(sys.argv[1:])
+
+
+def test_rerun_on_a_table_addressed_by_a_relative_path(wh: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The metadata log names files absolutely; a table addressed as ./warehouse/db/t (the embedded
+    default catalog's way) must still find its earlier metadata files as its own."""
+    killed = Tbl(wh, "db.killed")
+    first = killed.n + 1
+    _grow(killed)
+    args = ("--older-than", str(int(time.time() * 1000) + 1), "--retain-last", "1")
+    with monkeypatch.context() as m:
+        _kill_after_commit(m)
+        with pytest.raises(Killed):
+            run(wh, "expire-snapshots", str(killed.dir), *args)
+    assert all(killed.data_file(first + i).exists() for i in range(4))
+    monkeypatch.chdir(wh)
+    code, out, err = run(wh, "expire-snapshots", os.path.join(".", "db", "killed"), *args, "--json")
+    assert code == 0, err
+    rerun = json.loads(out)
+    assert rerun["skipped_metadata"] == [] and len(rerun["leftover_snapshots"]) == 3
+    assert rerun["deleted_data_files_count"] == 3
+    assert killed.data_file(first).exists() and not any(killed.data_file(first + i).exists() for i in (1, 2, 3))
