@@ -22,7 +22,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from icectl.catalog.hadoop import is_version_file
+from icectl.catalog.hadoop import is_version_file, version_of
 from icectl.spec.metadata import TableMetadata
 from icectl.storage import basename, file_key, local_path, parent, scheme_of
 from icectl.table import Table
@@ -141,8 +141,9 @@ def metadata_files_to_delete(table: Table, candidates: Iterable[str], new: Table
     """Of the metadata-log ``candidates`` that dropped out of ``new``'s log, those that may be
     deleted, each as the path to delete (its identity): named like table metadata, directly in
     the table's metadata folder (``<home>/metadata`` or ``write.metadata.path``), none of
-    ``keep_locations`` (the current and base files) nor in ``new``'s log, and none of the
-    manifest lists, roots or statistics files any snapshot of ``keep`` names."""
+    ``keep_locations`` (the current and base files) nor in ``new``'s log, older by version number
+    than they are (when versions are known), and none of the manifest lists, roots or statistics
+    files any snapshot of ``keep`` names."""
     fence = table_fence(table, new)
     folders = {file_identity(p) for p in (new.properties.get(WRITE_METADATA_PATH),) if p}
     if fence.home:
@@ -154,9 +155,15 @@ def metadata_files_to_delete(table: Table, candidates: Iterable[str], new: Table
             spared |= {file_identity(p) for p in (s.manifest_list, s.root_manifest) if p}
         spared |= {file_identity(s.statistics_path) for s in md.statistics}
         spared |= {file_identity(s.statistics_path) for s in md.partition_statistics}
+    # A version not older than the one just written is no earlier file: a concurrent writer's
+    # newer version, named by a damaged log, must never go.
+    newest = max((v for v in (version_of(p) for p in keep_locations) if v is not None), default=None)
     out: list[str] = []
     for path in candidates:
         ident = file_identity(path)
+        version = version_of(ident)
+        if newest is not None and (version is None or version >= newest):
+            continue
         if (ident.endswith(".metadata.json") and ident not in spared and fence.contains(path)
                 and parent(ident).rstrip("/") in folders):
             out.append(ident if scheme_of(path) == "file" else path)

@@ -132,7 +132,8 @@ def test_a_copied_table_refuses_every_writing_command(wh: Path, tmp_path: Path) 
 
 def test_metadata_log_cleanup_deletes_only_old_metadata_files(wh: Path, tmp_path: Path) -> None:
     """Item 2: write.metadata.delete-after-commit.enabled and a metadata log naming a live data
-    file, a manifest list, a file outside the table and a lookalike outside the metadata folder."""
+    file, a manifest list, a file outside the table, a lookalike outside the metadata folder and a
+    version newer than the one committed."""
     t = Tbl(wh)
     for _ in range(2):
         t.add()
@@ -144,7 +145,9 @@ def test_metadata_log_cleanup_deletes_only_old_metadata_files(wh: Path, tmp_path
     outside.write_text("{}")
     lookalike = t.dir / "data" / "v0.metadata.json"
     lookalike.write_text("{}")
-    bait = [str(t.data_file(1)), snap.manifest_list, str(outside), str(lookalike)]
+    newer = t.dir / "metadata" / "v99.metadata.json"  # as a concurrent writer's newer version would be
+    newer.write_text("{}")
+    bait = [str(t.data_file(1)), snap.manifest_list, str(outside), str(lookalike), str(newer)]
     # Hostile metadata, edited in place (a commit writes the log itself).
     current = Path(table.metadata_location)
     doc = json.loads(current.read_text())
