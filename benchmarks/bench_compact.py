@@ -50,10 +50,10 @@ from bench_expire import (  # noqa: E402
     restore,
 )
 
-from icectl import scan as icectl_scan  # noqa: E402
-from icectl.compact import compact  # noqa: E402
-from icectl.compact_plan import DEFAULT_TARGET_SIZE, CompactOptions  # noqa: E402
+from icectl.ops.compact.manifests import compact  # noqa: E402
+from icectl.ops.compact.plan import DEFAULT_TARGET_SIZE, CompactOptions  # noqa: E402
 from icectl.table import load_table  # noqa: E402
+from icectl.table import scan as icectl_scan  # noqa: E402
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -50,20 +50,20 @@ for _p in (REPO, TESTS):  # run from a checkout without `pip install -e .`; test
     if str(_p) not in sys.path:
         sys.path.insert(0, str(_p))
 
-from icectl import expire as icectl_expire  # noqa: E402
-from icectl import scan as icectl_scan  # noqa: E402
-from icectl.add_files import read_data_file  # noqa: E402
-from icectl.commit import add_snapshot, commit, new_snapshot_id  # noqa: E402
+from icectl.codec.manifest_writer import UNASSIGNED_SEQ, write_manifest, write_manifest_list  # noqa: E402
 from icectl.config import parse_config  # noqa: E402
-from icectl.expire import ExpirePolicy, expire_snapshots  # noqa: E402
-from icectl.manifest_writer import UNASSIGNED_SEQ, write_manifest, write_manifest_list  # noqa: E402
-from icectl.snapshot_summary import SummaryBuilder  # noqa: E402
+from icectl.ops import expire as icectl_expire  # noqa: E402
+from icectl.ops.add_files import read_data_file  # noqa: E402
+from icectl.ops.create.table import SchemaSource, create  # noqa: E402
+from icectl.ops.expire import ExpirePolicy, expire_snapshots  # noqa: E402
 from icectl.spec.manifest import ManifestContent, ManifestEntry, ManifestEntryStatus, ManifestFile  # noqa: E402
 from icectl.spec.metadata import TableMetadata  # noqa: E402
 from icectl.spec.snapshots import Snapshot  # noqa: E402
 from icectl.storage import FileIO  # noqa: E402
 from icectl.table import load_table  # noqa: E402
-from icectl.table_create import SchemaSource, create  # noqa: E402
+from icectl.table import scan as icectl_scan  # noqa: E402
+from icectl.table.commit import add_snapshot, commit, new_snapshot_id  # noqa: E402
+from icectl.table.summary import SummaryBuilder  # noqa: E402
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -514,7 +514,7 @@ def patched(module: Any, name: str, replacement: Callable[..., Any]) -> Iterator
 def stage_breakdown(layout: Layout, n: int) -> None:
     """Where the wall time of icectl core goes, by wrapping the functions ``expire_snapshots`` calls.
 
-    Uses icectl internals (names looked up in ``icectl.expire`` at call time): a diagnostic, to be
+    Uses icectl internals (names looked up in ``icectl.ops.expire`` at call time): a diagnostic, to be
     updated when they move.
     """
     clock = StageClock()

@@ -43,9 +43,9 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:  # run from a checkout without `pip install -e .`
     sys.path.insert(0, str(REPO))
 
-from icectl import inspect as icectl_inspect  # noqa: E402
-from icectl import scan as icectl_scan  # noqa: E402
+from icectl.ops import inspect as icectl_inspect  # noqa: E402
 from icectl.table import load_table  # noqa: E402
+from icectl.table import scan as icectl_scan  # noqa: E402
 
 try:
     from pyiceberg.conversions import to_bytes
@@ -499,7 +499,7 @@ def breakdown(table_dir: Path, sample: int) -> None:
     Uses icectl internals (``_file_row``, ``_PartitionMapper``, ``_wanted_fields``): this is a
     diagnostic, to be updated when they move.
     """
-    from icectl import avro_manifests
+    from icectl.codec import manifest_reader as avro_manifests
 
     table = load_table(str(table_dir))
     md = table.metadata

@@ -47,14 +47,13 @@ for _p in (REPO, REPO / "tests"):  # run from a checkout without `pip install -e
     if str(_p) not in sys.path:
         sys.path.insert(0, str(_p))
 
-from icectl.add_files import add_files  # noqa: E402
-from icectl.commit import add_snapshot, commit, create_table, new_snapshot_id  # noqa: E402
+from icectl.codec.manifest_writer import write_manifest, write_manifest_list  # noqa: E402
 from icectl.config import Config  # noqa: E402
-from icectl.create import new_table_metadata  # noqa: E402
-from icectl.ddl import parse_partition_spec, parse_schema  # noqa: E402
-from icectl.manifest_writer import write_manifest, write_manifest_list  # noqa: E402
-from icectl.remove_files import remove_files  # noqa: E402
-from icectl.scan import iter_entries, manifests_of  # noqa: E402
+from icectl.ops.add_files import add_files  # noqa: E402
+from icectl.ops.create.ddl import parse_partition_spec, parse_schema  # noqa: E402
+from icectl.ops.create.metadata import new_table_metadata  # noqa: E402
+from icectl.ops.remove_files import remove_files  # noqa: E402
+from icectl.ops.upgrade import upgrade  # noqa: E402
 from icectl.spec.manifest import (  # noqa: E402
     DataFile,
     DataFileContent,
@@ -67,7 +66,8 @@ from icectl.spec.snapshots import Snapshot  # noqa: E402
 from icectl.spec.values import to_bytes  # noqa: E402
 from icectl.storage import FileIO, S3Settings, join  # noqa: E402
 from icectl.table import Table, load_table  # noqa: E402
-from icectl.upgrade import upgrade  # noqa: E402
+from icectl.table.commit import add_snapshot, commit, create_table, new_snapshot_id  # noqa: E402
+from icectl.table.scan import iter_entries, manifests_of  # noqa: E402
 
 SCHEMA = "id long, ts timestamptz, name string"
 TARGET_MANIFEST_BYTES = 8 * 1024 * 1024  # commit.manifest.target-size-bytes

@@ -34,10 +34,9 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:  # run from a checkout without `pip install -e .`
     sys.path.insert(0, str(REPO))
 
-from icectl.commit import add_snapshot, commit, new_snapshot_id  # noqa: E402
+from icectl.codec.manifest_writer import UNASSIGNED_SEQ, write_manifest, write_manifest_list  # noqa: E402
 from icectl.config import parse_config  # noqa: E402
-from icectl.manifest_writer import UNASSIGNED_SEQ, write_manifest, write_manifest_list  # noqa: E402
-from icectl.snapshot_summary import SummaryBuilder  # noqa: E402
+from icectl.ops.create.table import SchemaSource, create  # noqa: E402
 from icectl.spec.manifest import (  # noqa: E402
     DataFile,
     DataFileContent,
@@ -52,7 +51,8 @@ from icectl.spec.snapshots import Snapshot  # noqa: E402
 from icectl.spec.transforms import BucketTransform  # noqa: E402
 from icectl.storage import FileIO  # noqa: E402
 from icectl.table import load_table  # noqa: E402
-from icectl.table_create import SchemaSource, create  # noqa: E402
+from icectl.table.commit import add_snapshot, commit, new_snapshot_id  # noqa: E402
+from icectl.table.summary import SummaryBuilder  # noqa: E402
 from icectl.validate import validate_table  # noqa: E402
 
 SCHEMA_DDL = "id long, category string, price double, payload string"

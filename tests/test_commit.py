@@ -33,7 +33,15 @@ from icectl.catalog.operations import (
     metastore_version,
 )
 from icectl.catalog.sql import SqlCatalog
-from icectl.commit import (
+from icectl.config import load_config
+from icectl.errors import CommitConflictError, ExitCode, RefusedError, StorageError
+from icectl.ops.create.metadata import new_table_metadata
+from icectl.spec.metadata import TableMetadata, parse_table_metadata
+from icectl.spec.schema import NestedField, Schema, parse_primitive
+from icectl.spec.snapshots import MetadataLogEntry, Snapshot, SnapshotRef, ancestors_of
+from icectl.storage import FileIO, local_path
+from icectl.table import load_table
+from icectl.table.commit import (
     CommitResult,
     RetryPolicy,
     add_snapshot,
@@ -45,14 +53,6 @@ from icectl.commit import (
     removed_metadata_files,
     set_properties,
 )
-from icectl.config import load_config
-from icectl.create import new_table_metadata
-from icectl.errors import CommitConflictError, ExitCode, RefusedError, StorageError
-from icectl.spec.metadata import TableMetadata, parse_table_metadata
-from icectl.spec.schema import NestedField, Schema, parse_primitive
-from icectl.spec.snapshots import MetadataLogEntry, Snapshot, SnapshotRef, ancestors_of
-from icectl.storage import FileIO, local_path
-from icectl.table import load_table
 
 HERE = Path(__file__).resolve().parent
 SCHEMA = Schema((NestedField(1, "id", parse_primitive("long"), True), NestedField(2, "v", parse_primitive("string"))))

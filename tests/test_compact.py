@@ -13,22 +13,22 @@ import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
-from icectl import compact as compact_module
-from icectl import compact_plan
-from icectl.add_files import add_files
 from icectl.catalog.operations import CommitStateUnknownError
 from icectl.cli.app import app
-from icectl.commit import commit
-from icectl.compact import CompactPlan, compact
-from icectl.compact_plan import CompactOptions, parse_size
 from icectl.config import parse_config
 from icectl.errors import CommitConflictError, IcectlError, UsageError
-from icectl.scan import iter_entries, manifests_of
+from icectl.ops.add_files import add_files
+from icectl.ops.compact import manifests as compact_module
+from icectl.ops.compact import plan as compact_plan
+from icectl.ops.compact.manifests import CompactPlan, compact
+from icectl.ops.compact.plan import CompactOptions, parse_size
+from icectl.ops.create.table import SchemaSource, create
 from icectl.spec.manifest import ManifestContent
 from icectl.spec.snapshots import SnapshotRef
 from icectl.storage import FileIO
 from icectl.table import load_table
-from icectl.table_create import SchemaSource, create
+from icectl.table.commit import commit
+from icectl.table.scan import iter_entries, manifests_of
 
 runner = CliRunner()
 

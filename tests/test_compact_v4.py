@@ -28,21 +28,10 @@ from test_upgrade import icectl, parquet
 from test_v4_upgrade_vs_spark import branches, live_entries
 from typer.testing import CliRunner
 
-from icectl.add_files import add_files
 from icectl.cli.app import app
-from icectl.commit import add_snapshot, commit
-from icectl.compact import compact
-from icectl.compact_plan import CompactOptions
-from icectl.errors import CommitConflictError, ExitCode
-from icectl.inspect import unified_partition_type
-from icectl.puffin import deletion_vector_blob, write_puffin
-from icectl.remove_files import remove_files
-from icectl.spec.manifest import ManifestEntryStatus
-from icectl.spec.snapshots import Snapshot, SnapshotRef
-from icectl.table import load_table
-from icectl.v4_commit import ROOT_MAX_ADDED_FILES
-from icectl.v4_manifests import ROOT as ROOT_CONTENT
-from icectl.v4_manifests import (
+from icectl.codec.puffin import deletion_vector_blob, write_puffin
+from icectl.codec.root_manifest import ROOT as ROOT_CONTENT
+from icectl.codec.root_manifest import (
     ContentEntry,
     ContentType,
     DeletionVectorRef,
@@ -50,6 +39,17 @@ from icectl.v4_manifests import (
     read_v4_manifest,
     write_v4_manifest,
 )
+from icectl.errors import CommitConflictError, ExitCode
+from icectl.ops.add_files import add_files
+from icectl.ops.compact.manifests import compact
+from icectl.ops.compact.plan import CompactOptions
+from icectl.ops.inspect import unified_partition_type
+from icectl.ops.remove_files import remove_files
+from icectl.spec.manifest import ManifestEntryStatus
+from icectl.spec.snapshots import Snapshot, SnapshotRef
+from icectl.table import load_table
+from icectl.table.commit import add_snapshot, commit
+from icectl.table.v4_commit import ROOT_MAX_ADDED_FILES
 
 LEAF_TYPES = {"DATA_MANIFEST", "DELETE_MANIFEST"}
 

@@ -31,13 +31,13 @@ from typing import Any
 import pytest
 from support.spark import latest_metadata_json, metadata_table, table_rows_digest
 
-from icectl.compact import CompactPlan, compact
-from icectl.compact_plan import CompactOptions
-from icectl.expire import reachable_files
-from icectl.inspect import entry_rows
-from icectl.scan import manifests_of
+from icectl.ops.compact.manifests import CompactPlan, compact
+from icectl.ops.compact.plan import CompactOptions
+from icectl.ops.expire import reachable_files
+from icectl.ops.inspect import entry_rows
 from icectl.spec.manifest import ManifestContent
 from icectl.table import load_table
+from icectl.table.scan import manifests_of
 
 KINDS = ["v1_unpart", "v2_part", "v3_dv", "many_appends"]
 SMALL_TARGET = 16 * 1024  # many_appends: ~200 entries roll into a few manifests at this size

@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 from support.spark import latest_metadata_json, table_location
 
-from icectl.create import java_hash_bucket, new_table_metadata
-from icectl.ddl import parse_partition_spec, parse_schema, parse_sort_order
+from icectl.ops.create.ddl import parse_partition_spec, parse_schema, parse_sort_order
+from icectl.ops.create.metadata import java_hash_bucket, new_table_metadata
 from icectl.spec.metadata import TableMetadata
 
 NAMESPACE = "local.create_cmp"

@@ -20,10 +20,10 @@ from support.spark import latest_metadata_path, metadata_table, table_rows_diges
 from typer.testing import CliRunner
 
 from icectl.cli.app import app
-from icectl.commit import commit, set_properties
 from icectl.errors import ExitCode
 from icectl.storage import local_path
 from icectl.table import load_table
+from icectl.table.commit import commit, set_properties
 
 
 def icectl(*args: str) -> tuple[int, str, str]:

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from icectl.catalog.hadoop import VERSION_HINT
-from icectl.commit import commit, set_properties
 from icectl.table import load_table
+from icectl.table.commit import commit, set_properties
 
 
 def _fd_path(fd: int) -> str:

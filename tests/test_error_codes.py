@@ -16,8 +16,8 @@ import pytest
 from support.s3 import s3_env, s3_server  # noqa: F401
 from test_errors import assert_one_line_error, run_cli
 
+from icectl.codec.puffin import MAGIC, read_puffin_footer
 from icectl.errors import CorruptInputError, ExitCode
-from icectl.puffin import MAGIC, read_puffin_footer
 
 
 def test_hdfs_path_is_one_line_exit_8() -> None:

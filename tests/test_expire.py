@@ -22,11 +22,10 @@ import pytest
 from typer.testing import CliRunner
 
 import icectl.cli.maintenance_cmd as cmd
-import icectl.expire as expire_mod
+import icectl.ops.expire as expire_mod
 from icectl.cli.app import app
-from icectl.commit import commit
 from icectl.errors import CommitConflictError, ExitCode, StorageError
-from icectl.expire import ExpirePolicy, expire_snapshots
+from icectl.ops.expire import ExpirePolicy, expire_snapshots
 from icectl.spec.metadata import TableMetadata
 from icectl.spec.partitioning import PartitionSpec
 from icectl.spec.schema import LONG, NestedField
@@ -38,6 +37,7 @@ from icectl.spec.snapshots import (
 )
 from icectl.storage import FileIO
 from icectl.table import load_table
+from icectl.table.commit import commit
 
 COUNTS = ("deleted_data_files_count", "deleted_position_delete_files_count", "deleted_equality_delete_files_count",
           "deleted_manifest_files_count", "deleted_manifest_lists_count", "deleted_statistics_files_count")

@@ -21,7 +21,7 @@ from test_expire import COUNTS, Tbl, rollback, run
 from test_expire import wh as wh
 from typer.testing import CliRunner
 
-import icectl.expire as expire_mod
+import icectl.ops.expire as expire_mod
 from icectl.cli.app import app
 from icectl.table import load_table
 

@@ -55,7 +55,7 @@ from support.history import (
 
 from icectl.config import Config
 from icectl.errors import RefusedError
-from icectl.expire import ExpirePolicy, expire_snapshots
+from icectl.ops.expire import ExpirePolicy, expire_snapshots
 from icectl.results import RecordResult
 from icectl.table import load_table
 

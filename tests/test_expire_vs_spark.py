@@ -42,7 +42,7 @@ from support.spark import latest_metadata_json, metadata_table, table_rows_diges
 from typer.testing import CliRunner
 
 from icectl.cli.app import app
-from icectl.expire import ExpirePolicy, expire_snapshots
+from icectl.ops.expire import ExpirePolicy, expire_snapshots
 from icectl.results import RecordResult
 from icectl.table import load_table
 

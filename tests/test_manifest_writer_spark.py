@@ -20,9 +20,8 @@ import fastavro
 import pytest
 from support.spark import metadata_table, table_rows_digest
 
-from icectl.avro_manifests import read_manifest, read_manifest_list, read_manifest_metadata
-from icectl.manifest_writer import ManifestWriteResult, write_manifest, write_manifest_list
-from icectl.scan import partition_type
+from icectl.codec.manifest_reader import read_manifest, read_manifest_list, read_manifest_metadata
+from icectl.codec.manifest_writer import ManifestWriteResult, write_manifest, write_manifest_list
 from icectl.spec.manifest import DataFileContent, ManifestContent, ManifestEntry, ManifestEntryStatus, ManifestFile
 from icectl.spec.metadata import TableMetadata
 from icectl.spec.partitioning import PartitionSpec
@@ -30,6 +29,7 @@ from icectl.spec.schema import Schema
 from icectl.spec.snapshots import Snapshot
 from icectl.storage import local_path
 from icectl.table import Table, load_table
+from icectl.table.scan import partition_type
 
 ALL_KINDS = ["v1_unpart", "v2_part", "v3_dv", "many_snaps"]
 REWRITE_KINDS = ["v1_unpart", "v2_part", "v3_dv"]

@@ -23,7 +23,7 @@ from test_errors import assert_one_line_error, run_cli
 from icectl.errors import CorruptInputError, ExitCode
 from icectl.spec.metadata import TableMetadata
 from icectl.spec.soundness import metadata_problems
-from icectl.write_guard import check_metadata_sound
+from icectl.table.write_guard import check_metadata_sound
 
 Edit = Callable[[dict[str, Any]], None]
 MISSING = 4242  # no snapshot has this id
@@ -205,10 +205,10 @@ def test_random_combinations_of_damage_change_nothing(seed: int, v2_copy: Path, 
 
 def test_commit_refuses_a_base_damaged_since_the_table_was_loaded(v2_copy: Path) -> None:
     # commit() re-reads the base; a concurrent writer may have left metadata Java refuses.
-    from icectl.commit import commit
     from icectl.config import Config
     from icectl.storage import FileIO
     from icectl.table import load_table
+    from icectl.table.commit import commit
 
     table = load_table(str(v2_copy), Config({}), FileIO())
     edit_metadata(v2_copy, _dangling_main)

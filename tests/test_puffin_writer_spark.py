@@ -13,7 +13,7 @@ from typing import Any
 
 from support.spark import metadata_table, table_rows_digest
 
-from icectl.puffin import decode_deletion_vector, deletion_vector_blob, read_puffin_footer, write_puffin
+from icectl.codec.puffin import decode_deletion_vector, deletion_vector_blob, read_puffin_footer, write_puffin
 
 
 def test_rewritten_puffin_files_read_identically(spark: Any, spark_clone: Any) -> None:

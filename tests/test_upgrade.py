@@ -18,16 +18,9 @@ import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
-from icectl import upgrade as upgrade_mod
 from icectl.cli.app import app
-from icectl.commit import add_snapshot, commit, new_snapshot_id
-from icectl.errors import ExitCode
-from icectl.inspect import unified_partition_type
-from icectl.puffin import deletion_vector_blob, write_puffin
-from icectl.spec.manifest import ManifestEntryStatus
-from icectl.spec.snapshots import Snapshot
-from icectl.table import load_table
-from icectl.v4_manifests import (
+from icectl.codec.puffin import deletion_vector_blob, write_puffin
+from icectl.codec.root_manifest import (
     ContentEntry,
     ContentType,
     DeletionVectorRef,
@@ -36,6 +29,13 @@ from icectl.v4_manifests import (
     read_v4_manifest,
     write_v4_manifest,
 )
+from icectl.errors import ExitCode
+from icectl.ops import upgrade as upgrade_mod
+from icectl.ops.inspect import unified_partition_type
+from icectl.spec.manifest import ManifestEntryStatus
+from icectl.spec.snapshots import Snapshot
+from icectl.table import load_table
+from icectl.table.commit import add_snapshot, commit, new_snapshot_id
 
 EXISTING, ADDED, DELETED = ManifestEntryStatus.EXISTING, ManifestEntryStatus.ADDED, ManifestEntryStatus.DELETED
 

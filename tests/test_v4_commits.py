@@ -16,17 +16,9 @@ from test_upgrade import icectl, parquet
 from typer.testing import CliRunner
 
 from icectl.cli.app import app
-from icectl.commit import add_snapshot, commit
-from icectl.errors import ExitCode
-from icectl.inspect import unified_partition_type
-from icectl.puffin import deletion_vector_blob, write_puffin
-from icectl.spec.manifest import ManifestEntryStatus
-from icectl.spec.name_mapping import DEFAULT_NAME_MAPPING
-from icectl.spec.snapshots import Snapshot
-from icectl.table import load_table
-from icectl.v4_commit import ROOT_MAX_ADDED_FILES
-from icectl.v4_manifests import ROOT as ROOT_CONTENT
-from icectl.v4_manifests import (
+from icectl.codec.puffin import deletion_vector_blob, write_puffin
+from icectl.codec.root_manifest import ROOT as ROOT_CONTENT
+from icectl.codec.root_manifest import (
     ContentEntry,
     ContentType,
     DeletionVectorRef,
@@ -34,6 +26,14 @@ from icectl.v4_manifests import (
     read_v4_manifest,
     write_v4_manifest,
 )
+from icectl.errors import ExitCode
+from icectl.ops.inspect import unified_partition_type
+from icectl.spec.manifest import ManifestEntryStatus
+from icectl.spec.name_mapping import DEFAULT_NAME_MAPPING
+from icectl.spec.snapshots import Snapshot
+from icectl.table import load_table
+from icectl.table.commit import add_snapshot, commit
+from icectl.table.v4_commit import ROOT_MAX_ADDED_FILES
 
 
 def avro_files(d: Path) -> dict[str, str]:
@@ -223,9 +223,9 @@ def test_commit_with_unknown_outcome_keeps_what_it_wrote(operation: str, tmp_pat
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     """The commit happened but its answer was lost: the files it wrote must stay, or the table
     (which now references them) would be broken. Only failures known not to have committed clean up."""
-    import icectl.add_files as add_files_module
-    import icectl.upgrade as upgrade_module
-    import icectl.v4_commit as v4_commit_module
+    import icectl.ops.add_files as add_files_module
+    import icectl.ops.upgrade as upgrade_module
+    import icectl.table.v4_commit as v4_commit_module
     from icectl.catalog.operations import CommitStateUnknownError
 
     d = tmp_path / "t"

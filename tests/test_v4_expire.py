@@ -20,15 +20,8 @@ import pytest
 from support.fixtures import FixtureTable
 from test_upgrade import icectl, parquet
 
-from icectl.commit import add_snapshot, commit, new_snapshot_id
-from icectl.expire import ExpirePolicy, expire_snapshots
-from icectl.inspect import unified_partition_type
-from icectl.puffin import deletion_vector_blob, write_puffin
-from icectl.spec.manifest import ManifestEntryStatus
-from icectl.spec.snapshots import Snapshot, SnapshotRef
-from icectl.table import load_table
-from icectl.v4_commit import ROOT_MAX_ADDED_FILES
-from icectl.v4_manifests import (
+from icectl.codec.puffin import deletion_vector_blob, write_puffin
+from icectl.codec.root_manifest import (
     ContentEntry,
     ContentType,
     DeletionVectorRef,
@@ -37,6 +30,13 @@ from icectl.v4_manifests import (
     read_v4_manifest,
     write_v4_manifest,
 )
+from icectl.ops.expire import ExpirePolicy, expire_snapshots
+from icectl.ops.inspect import unified_partition_type
+from icectl.spec.manifest import ManifestEntryStatus
+from icectl.spec.snapshots import Snapshot, SnapshotRef
+from icectl.table import load_table
+from icectl.table.commit import add_snapshot, commit, new_snapshot_id
+from icectl.table.v4_commit import ROOT_MAX_ADDED_FILES
 
 EXISTING, ADDED, DELETED = ManifestEntryStatus.EXISTING, ManifestEntryStatus.ADDED, ManifestEntryStatus.DELETED
 

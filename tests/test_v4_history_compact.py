@@ -27,22 +27,22 @@ import pytest
 from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 
-from icectl.add_files import add_files
-from icectl.commit import commit
-from icectl.compact import compact
-from icectl.compact_plan import CompactOptions
 from icectl.config import Config
-from icectl.expire import ExpirePolicy, expire_snapshots
-from icectl.inspect import file_rows
-from icectl.inspect_v4 import tree_rows
-from icectl.remove_files import remove_files
-from icectl.scan import iter_entries, manifests_of
+from icectl.ops.add_files import add_files
+from icectl.ops.compact.manifests import compact
+from icectl.ops.compact.plan import CompactOptions
+from icectl.ops.create.table import SchemaSource, create
+from icectl.ops.expire import ExpirePolicy, expire_snapshots
+from icectl.ops.inspect import file_rows
+from icectl.ops.inspect_v4 import tree_rows
+from icectl.ops.remove_files import remove_files
+from icectl.ops.upgrade import upgrade
 from icectl.spec.snapshots import SnapshotRef
 from icectl.storage import FileIO
 from icectl.table import load_table
-from icectl.table_create import SchemaSource, create
-from icectl.upgrade import upgrade
-from icectl.v4_commit import ROOT_MAX_ADDED_FILES
+from icectl.table.commit import commit
+from icectl.table.scan import iter_entries, manifests_of
+from icectl.table.v4_commit import ROOT_MAX_ADDED_FILES
 from icectl.validate import validate_table
 
 _names = itertools.count()

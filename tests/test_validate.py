@@ -17,9 +17,9 @@ from typer.testing import CliRunner
 
 from icectl.cli.app import app
 from icectl.config import Config
+from icectl.ops.upgrade import upgrade
 from icectl.storage import FileIO
 from icectl.table import load_table
-from icectl.upgrade import upgrade
 from icectl.validate import CATALOGUE, Severity, catalogue_markdown, validate_address, validate_table
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -36,8 +36,8 @@ from test_validate_v4 import CASES as V4_CASES
 from typer.testing import CliRunner
 
 from icectl.cli.app import app
+from icectl.codec.puffin import read_puffin_footer
 from icectl.config import Config
-from icectl.puffin import read_puffin_footer
 from icectl.spec.manifest import ManifestContent, ManifestFile
 from icectl.spec.schema import LONG
 from icectl.spec.transforms import BucketTransform

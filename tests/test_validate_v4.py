@@ -23,16 +23,16 @@ import pytest
 from support.corrupt import copy_table, edit_avro, edit_metadata, read_avro, read_metadata
 from test_validate import JAVA_WARNINGS, CountingIO
 
-from icectl.add_files import add_files
-from icectl.commit import commit
+from icectl.codec.puffin import decode_deletion_vector, deletion_vector_blob, encode_deletion_vector, write_puffin
 from icectl.config import Config
-from icectl.inspect import file_rows
-from icectl.puffin import decode_deletion_vector, deletion_vector_blob, encode_deletion_vector, write_puffin
-from icectl.remove_files import remove_files
+from icectl.ops.add_files import add_files
+from icectl.ops.inspect import file_rows
+from icectl.ops.remove_files import remove_files
+from icectl.ops.upgrade import upgrade
 from icectl.storage import FileIO
 from icectl.table import load_table
-from icectl.upgrade import upgrade
-from icectl.v4_commit import ROOT_MAX_ADDED_FILES
+from icectl.table.commit import commit
+from icectl.table.v4_commit import ROOT_MAX_ADDED_FILES
 from icectl.validate import CATALOGUE, Severity, ValidationResult, validate_address, validate_table
 
 KINDS = ["v1_unpart", "v2_part", "v3_dv"]

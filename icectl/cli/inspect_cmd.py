@@ -6,10 +6,10 @@ from typing import Annotated
 
 import typer
 
-from icectl import inspect as core
-from icectl import inspect_v4
 from icectl.cli.framework import command, load_config_and_io
 from icectl.cli.options import JsonOpt, RefOpt, SnapshotOpt, TableArg
+from icectl.ops import inspect as core
+from icectl.ops import inspect_v4
 from icectl.results import RecordResult, RowsResult
 from icectl.table import Table, load_table
 

@@ -14,11 +14,11 @@ from icectl.catalog import open_catalog, walk_tables
 from icectl.cli.catalog_cmd import CatalogOpt
 from icectl.cli.framework import command, load_config_and_io, state
 from icectl.cli.options import DryRunOpt, JsonOpt
-from icectl.compact import compact
-from icectl.compact_plan import CompactOptions, parse_size
 from icectl.config import Config
 from icectl.errors import ExitCode, IcectlError, UsageError
-from icectl.expire import ExpirePolicy, expire_snapshots, parse_older_than
+from icectl.ops.compact.manifests import compact
+from icectl.ops.compact.plan import CompactOptions, parse_size
+from icectl.ops.expire import ExpirePolicy, expire_snapshots, parse_older_than
 from icectl.results import MultiResult, RecordResult
 from icectl.storage import FileIO
 from icectl.table import Table, load_table

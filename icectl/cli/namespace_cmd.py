@@ -10,8 +10,8 @@ from icectl.catalog import open_catalog
 from icectl.cli.catalog_cmd import CatalogOpt
 from icectl.cli.framework import command, load_config_and_io
 from icectl.cli.options import JsonOpt
+from icectl.ops.create.table import parse_properties
 from icectl.results import MessageResult, RowsResult
-from icectl.table_create import parse_properties
 
 namespace_app = typer.Typer(help="Create and list namespaces of a catalog.", no_args_is_help=True,
                             rich_markup_mode=None)

@@ -8,7 +8,7 @@ import typer
 
 from icectl.cli.framework import command, load_config_and_io
 from icectl.cli.options import DryRunOpt, JsonOpt, TableArg
-from icectl.remove_files import remove_files
+from icectl.ops.remove_files import remove_files
 from icectl.results import RecordResult
 from icectl.table import load_table
 

@@ -10,9 +10,9 @@ import typer
 from icectl.cli.framework import command, load_config_and_io
 from icectl.cli.options import DryRunOpt, JsonOpt, TableArg
 from icectl.errors import RefusedError
+from icectl.ops.upgrade import V4, V4_WARNING, upgrade
 from icectl.results import RecordResult
 from icectl.table import load_table
-from icectl.upgrade import V4, V4_WARNING, upgrade
 
 
 def register(app: typer.Typer) -> None:

@@ -6,12 +6,12 @@ from typing import Annotated
 
 import typer
 
-from icectl.add_files import add_files
 from icectl.cli.framework import command, load_config_and_io
 from icectl.cli.options import DryRunOpt, JsonOpt, TableArg
+from icectl.ops.add_files import add_files
+from icectl.ops.create.table import SchemaSource, create, parse_properties
 from icectl.results import RecordResult
 from icectl.table import load_table
-from icectl.table_create import SchemaSource, create, parse_properties
 
 
 def register(app: typer.Typer) -> None:

@@ -1,6 +1,6 @@
 """Manifest lists, manifests and their entries (spec "Manifests", "Manifest Lists").
 
-Pure models: :mod:`icectl.avro_manifests` reads them from Avro. Field names are the spec's.
+Pure models: :mod:`icectl.codec.manifest_reader` reads them from Avro. Field names are the spec's.
 Entries hold values *after* inheritance (snapshot id, sequence numbers, first row id).
 """
 

@@ -7,7 +7,7 @@ sort orders) of one id (``ImmutableMap`` duplicate key), with a snapshot sequenc
 last-sequence-number or a v1 last-sequence-number other than 0, and numbers a Java ``long`` cannot
 hold (``JsonUtil.getLong``: "Cannot parse to a long value"). icectl adds what no Java writer can
 produce and icectl's own walks must not trust: parent cycles and negative sequence numbers,
-timestamps and row ids. The write gate (:mod:`icectl.write_guard`) refuses on any problem;
+timestamps and row ids. The write gate (:mod:`icectl.table.write_guard`) refuses on any problem;
 ``validate`` reports each as a finding of the rule named by its kind.
 """
 

@@ -22,12 +22,12 @@ from icectl.catalog import resolve
 from icectl.config import Config
 from icectl.errors import CorruptInputError, ExitCode, IcectlError, NotFoundError
 from icectl.results import RowsResult
-from icectl.scan import DEFAULT_WORKERS, partition_type
 from icectl.spec.manifest import ManifestFile
 from icectl.spec.metadata import TableMetadata
 from icectl.spec.snapshots import Snapshot
 from icectl.storage import FileIO
 from icectl.table import Table
+from icectl.table.scan import DEFAULT_WORKERS, partition_type
 from icectl.validate import delete_rules, file_rules, manifest_list_rules, manifest_rules, metadata_rules, v4_rules
 from icectl.validate.context import Context
 from icectl.validate.rules import (

@@ -6,8 +6,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from icectl.codec.puffin import PuffinFileMetadata, read_puffin_footer
 from icectl.errors import IcectlError, NotFoundError
-from icectl.puffin import PuffinFileMetadata, read_puffin_footer
 from icectl.spec.manifest import ManifestFile, single_valued_ids
 from icectl.spec.metadata import TableMetadata
 from icectl.spec.schema import Schema

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections import Counter
 
+from icectl.codec.puffin import DELETION_VECTOR_V1, decode_deletion_vector
 from icectl.errors import IcectlError, NotFoundError
-from icectl.puffin import DELETION_VECTOR_V1, decode_deletion_vector
 from icectl.spec.manifest import DataFileContent, ManifestContent, ManifestEntry, ManifestEntryStatus, ManifestFile
 from icectl.spec.schema import Schema
 from icectl.spec.snapshots import Snapshot

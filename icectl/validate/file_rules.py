@@ -9,7 +9,7 @@ import pyarrow.parquet as pq
 
 from icectl import progress
 from icectl.errors import IcectlError, NotFoundError
-from icectl.scan import DEFAULT_WORKERS
+from icectl.table.scan import DEFAULT_WORKERS
 from icectl.validate.context import Context, LiveFile
 from icectl.validate.rules import Severity, rule
 

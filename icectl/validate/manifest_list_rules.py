@@ -6,13 +6,13 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from icectl.avro_manifests import read_manifest_list
+from icectl.codec.manifest_reader import read_manifest_list
 from icectl.errors import CorruptInputError, IcectlError, NotFoundError, UnsupportedError
-from icectl.scan import manifests_of
 from icectl.spec.manifest import ManifestContent, ManifestEntryStatus, ManifestFile
 from icectl.spec.schema import IcebergType, StructType
 from icectl.spec.snapshots import Snapshot
 from icectl.spec.values import from_bytes
+from icectl.table.scan import manifests_of
 from icectl.validate.context import Context
 from icectl.validate.rules import Rule, Severity, rule
 

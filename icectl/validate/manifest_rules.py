@@ -7,9 +7,8 @@ import decimal
 import uuid
 from typing import Any
 
-from icectl.avro_manifests import read_manifest, read_manifest_metadata
+from icectl.codec.manifest_reader import read_manifest, read_manifest_metadata
 from icectl.errors import CorruptInputError, IcectlError, UnsupportedError
-from icectl.scan import partition_type
 from icectl.spec.manifest import (
     DataFileContent,
     ManifestContent,
@@ -22,6 +21,7 @@ from icectl.spec.partitioning import PartitionSpec
 from icectl.spec.schema import IcebergType, PrimitiveType, Schema, StructType
 from icectl.spec.transforms import BucketTransform, IdentityTransform
 from icectl.spec.values import from_bytes
+from icectl.table.scan import partition_type
 from icectl.validate import delete_rules
 from icectl.validate.context import Context, LiveFile, ManifestSummary
 from icectl.validate.manifest_list_rules import (

@@ -12,10 +12,10 @@ import dataclasses
 
 from pyroaring import BitMap64
 
+from icectl.codec.puffin import DELETION_VECTOR_V1, decode_deletion_vector
+from icectl.codec.root_manifest import ContentEntry
 from icectl.errors import IcectlError
-from icectl.puffin import DELETION_VECTOR_V1, decode_deletion_vector
 from icectl.spec.manifest import ManifestFile
-from icectl.v4_manifests import ContentEntry
 from icectl.validate.context import Context, ManifestSummary
 from icectl.validate.rules import Severity, entry_name, rule
 

@@ -20,22 +20,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from icectl.avro_manifests import read_manifest_metadata
-from icectl.errors import CorruptInputError, IcectlError, NotFoundError, UnsupportedError
-from icectl.scan import DEFAULT_WORKERS, partition_type
-from icectl.scan_v4 import partition_field_types
-from icectl.spec.manifest import (
-    DataFileContent,
-    ManifestContent,
-    ManifestEntry,
-    ManifestEntryStatus,
-    ManifestFile,
-    inherit_from_manifest,
-)
-from icectl.spec.schema import IcebergType
-from icectl.spec.snapshots import Snapshot
-from icectl.spec.values import from_bytes
-from icectl.v4_manifests import (
+from icectl.codec.manifest_reader import read_manifest_metadata
+from icectl.codec.root_manifest import (
     DATA,
     DELETES,
     FILE_TYPES,
@@ -49,6 +35,20 @@ from icectl.v4_manifests import (
     v4_format_version,
     with_inherited,
 )
+from icectl.errors import CorruptInputError, IcectlError, NotFoundError, UnsupportedError
+from icectl.spec.manifest import (
+    DataFileContent,
+    ManifestContent,
+    ManifestEntry,
+    ManifestEntryStatus,
+    ManifestFile,
+    inherit_from_manifest,
+)
+from icectl.spec.schema import IcebergType
+from icectl.spec.snapshots import Snapshot
+from icectl.spec.values import from_bytes
+from icectl.table.scan import DEFAULT_WORKERS, partition_type
+from icectl.table.scan_v4 import partition_field_types
 from icectl.validate import delete_rules, manifest_rules
 from icectl.validate.context import Context, LiveFile, ManifestSummary
 from icectl.validate.manifest_list_rules import (

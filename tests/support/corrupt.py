@@ -18,10 +18,10 @@ from typing import Any
 
 import fastavro
 
-from icectl.scan import manifests_of
 from icectl.spec.manifest import ManifestFile
 from icectl.spec.metadata import TableMetadata
 from icectl.storage import FileIO
+from icectl.table.scan import manifests_of
 from support.s3 import _read_raw_avro, _write_avro, relocate_table
 
 Records = list[dict[str, Any]]

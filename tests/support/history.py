@@ -32,10 +32,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from icectl.commit import add_snapshot, commit, create_table, set_properties
+from icectl.codec.manifest_writer import UNASSIGNED_SEQ, write_manifest, write_manifest_list
 from icectl.config import Config
-from icectl.create import new_table_metadata
-from icectl.manifest_writer import UNASSIGNED_SEQ, write_manifest, write_manifest_list
+from icectl.ops.create.metadata import new_table_metadata
 from icectl.spec.manifest import (
     DataFile,
     DataFileContent,
@@ -55,6 +54,7 @@ from icectl.spec.snapshots import (
     StatisticsFile,
 )
 from icectl.table import Table, load_table
+from icectl.table.commit import add_snapshot, commit, create_table, set_properties
 
 T0_MS = 1_700_000_000_000
 UNIT_MS = 60_000  # one clock step; every timestamp is T0_MS + k * UNIT_MS

@@ -30,8 +30,8 @@ from urllib.parse import urlparse
 
 import pytest
 
-from icectl.puffin import MAGIC as PUFFIN_MAGIC
-from icectl.puffin import read_puffin_footer
+from icectl.codec.puffin import MAGIC as PUFFIN_MAGIC
+from icectl.codec.puffin import read_puffin_footer
 
 HOST = "127.0.0.1"  # loopback only: tests never talk to anything else
 ACCESS_KEY = "icectl-test-key"  # moto accepts any credentials; these only have to exist

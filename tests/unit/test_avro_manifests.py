@@ -18,7 +18,7 @@ from typing import Any
 import fastavro
 import pytest
 
-from icectl.avro_manifests import (
+from icectl.codec.manifest_reader import (
     read_manifest,
     read_manifest_list,
     read_manifest_metadata,

@@ -10,7 +10,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from icectl.create import (
+from icectl.errors import CorruptInputError, NotFoundError, UsageError
+from icectl.ops.create.ddl import parse_partition_spec, parse_schema, parse_sort_order
+from icectl.ops.create.metadata import (
     PartitionRequest,
     SortRequest,
     assign_fresh_ids,
@@ -20,9 +22,7 @@ from icectl.create import (
     new_table_metadata,
     persisted_properties,
 )
-from icectl.ddl import parse_partition_spec, parse_schema, parse_sort_order
-from icectl.errors import CorruptInputError, NotFoundError, UsageError
-from icectl.schema_io import schema_from_json_file, schema_from_parquet
+from icectl.ops.create.schema_file import schema_from_json_file, schema_from_parquet
 from icectl.spec.metadata import parse_table_metadata
 from icectl.spec.partitioning import PartitionField, PartitionSpec
 from icectl.spec.schema import (

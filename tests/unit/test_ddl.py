@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from icectl.ddl import parse_partition_spec, parse_schema, parse_sort_order
 from icectl.errors import UsageError
+from icectl.ops.create.ddl import parse_partition_spec, parse_schema, parse_sort_order
 from icectl.spec.schema import (
     BINARY,
     BOOLEAN,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from icectl.avro_manifests import read_manifest_list, scan_manifest_list_paths
-from icectl.manifest_writer import write_manifest_list
+from icectl.codec.manifest_reader import read_manifest_list, scan_manifest_list_paths
+from icectl.codec.manifest_writer import write_manifest_list
 from icectl.spec.manifest import ManifestContent, ManifestFile, PartitionFieldSummary
 
 DIR = "s3://bucket/wh/db/t/metadata/"

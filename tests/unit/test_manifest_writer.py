@@ -1,4 +1,4 @@
-"""icectl.manifest_writer: Avro schemas, key-value metadata and round trips through icectl's reader."""
+"""icectl.codec.manifest_writer: Avro schemas, key-value metadata and round trips through icectl's reader."""
 
 from __future__ import annotations
 
@@ -14,9 +14,8 @@ from typing import Any
 import fastavro
 import pytest
 
-from icectl.avro_manifests import read_manifest, read_manifest_list, read_manifest_metadata
-from icectl.errors import UnsupportedError
-from icectl.manifest_writer import (
+from icectl.codec.manifest_reader import read_manifest, read_manifest_list, read_manifest_metadata
+from icectl.codec.manifest_writer import (
     UNASSIGNED_SEQ,
     avro_field_name,
     decimal_required_bytes,
@@ -25,6 +24,7 @@ from icectl.manifest_writer import (
     write_manifest,
     write_manifest_list,
 )
+from icectl.errors import UnsupportedError
 from icectl.spec.manifest import (
     DataFile,
     DataFileContent,

@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from icectl.create import new_table_metadata
 from icectl.errors import CorruptInputError
+from icectl.ops.create.metadata import new_table_metadata
 from icectl.spec.name_mapping import (
     DEFAULT_NAME_MAPPING,
     MappedField,

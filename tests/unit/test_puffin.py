@@ -11,8 +11,7 @@ import zlib
 import pytest
 from pyroaring import BitMap64
 
-from icectl.errors import CorruptInputError, UnsupportedError
-from icectl.puffin import (
+from icectl.codec.puffin import (
     DELETION_VECTOR_V1,
     PuffinBlob,
     decode_deletion_vector,
@@ -21,6 +20,7 @@ from icectl.puffin import (
     read_puffin_footer,
     write_puffin,
 )
+from icectl.errors import CorruptInputError, UnsupportedError
 
 DV_MAGIC = bytes([0xD1, 0xD3, 0x39, 0x64])
 

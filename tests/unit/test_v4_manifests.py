@@ -14,12 +14,8 @@ import fastavro
 import pytest
 from pyroaring import BitMap64
 
-from icectl.errors import CorruptInputError
-from icectl.puffin import decode_deletion_vector
-from icectl.spec.manifest import DataFileContent, ManifestContent, ManifestEntryStatus, ManifestFile
-from icectl.spec.schema import DATE, INT, LONG, STRING, NestedField, StructType
-from icectl.spec.values import to_bytes
-from icectl.v4_manifests import (
+from icectl.codec.puffin import decode_deletion_vector
+from icectl.codec.root_manifest import (
     ContentEntry,
     ContentStats,
     ContentType,
@@ -38,6 +34,10 @@ from icectl.v4_manifests import (
     with_inherited,
     write_v4_manifest,
 )
+from icectl.errors import CorruptInputError
+from icectl.spec.manifest import DataFileContent, ManifestContent, ManifestEntryStatus, ManifestFile
+from icectl.spec.schema import DATE, INT, LONG, STRING, NestedField, StructType
+from icectl.spec.values import to_bytes
 
 ADDED, EXISTING, DELETED = ManifestEntryStatus.ADDED, ManifestEntryStatus.EXISTING, ManifestEntryStatus.DELETED
 # Unified partition type: spec 0 day(ts) (1000), spec 1 adds region (1001).

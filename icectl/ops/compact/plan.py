@@ -16,8 +16,8 @@ from collections.abc import Container, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from icectl.codec.manifest_writer import ManifestWriteResult, write_manifest
 from icectl.errors import CorruptInputError, NotFoundError, UsageError
-from icectl.manifest_writer import ManifestWriteResult, write_manifest
 from icectl.spec.manifest import (
     DataFile,
     ManifestContent,

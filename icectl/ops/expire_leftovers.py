@@ -21,10 +21,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from icectl.catalog.hadoop import version_of
-from icectl.delete_fence import file_identity
 from icectl.errors import CorruptInputError, IcectlError, NotFoundError
 from icectl.spec.metadata import TableMetadata, metadata_json
 from icectl.storage import FileIO, parent
+from icectl.table.delete_fence import file_identity
 
 
 @dataclass

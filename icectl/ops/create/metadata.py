@@ -1,6 +1,6 @@
 """A new table's first metadata, built as Iceberg Java's ``TableMetadata.newTableMetadata`` builds it.
 
-Pure: no I/O. The CLI parses the schema (``icectl.ddl`` / ``icectl.schema_io``), calls
+Pure: no I/O. The CLI parses the schema (``icectl.ops.create.ddl`` / ``icectl.ops.create.schema_file``), calls
 :func:`new_table_metadata` and hands the result to the commit protocol.
 
 What Java does on create, and this module repeats (Iceberg 1.10.2):

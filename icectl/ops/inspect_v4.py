@@ -13,12 +13,12 @@ from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
+from icectl.codec.root_manifest import ContentEntry, ContentType, live_manifest_dvs
 from icectl.results import RowsResult
-from icectl.scan import manifests_of
-from icectl.scan_v4 import dv_positions, read_root
 from icectl.spec.manifest import ManifestContent
 from icectl.table import Table
-from icectl.v4_manifests import ContentEntry, ContentType, live_manifest_dvs
+from icectl.table.scan import manifests_of
+from icectl.table.scan_v4 import dv_positions, read_root
 
 TREE_COLUMNS = ["ordinal", "content_type", "status", "location", "spec_id", "record_count", "added_files",
                 "existing_files", "deleted_files", "dv_cardinality", "referenced_file", "snapshot_id",

@@ -2,18 +2,18 @@
 
 Read-only commands (inspect, validate) show what they can of damaged tables; writing commands
 (expire-snapshots, compact, add-files, remove-files, upgrade) first call :func:`check_writable`,
-and :func:`icectl.commit.commit` checks each freshly read base again with
+and :func:`icectl.table.commit.commit` checks each freshly read base again with
 :func:`check_metadata_sound`, so nothing is written on metadata Iceberg Java would refuse.
 """
 
 from __future__ import annotations
 
-from icectl.delete_fence import file_identity, table_folder
 from icectl.errors import CorruptInputError, RefusedError
 from icectl.spec.metadata import TableMetadata
 from icectl.spec.soundness import metadata_problems
 from icectl.storage import parent
 from icectl.table import Table
+from icectl.table.delete_fence import file_identity, table_folder
 
 
 def check_metadata_sound(metadata: TableMetadata, location: str) -> None:
@@ -36,7 +36,7 @@ def check_table_home(table: Table) -> None:
     """Raise :class:`~icectl.errors.RefusedError` (exit 6) when the folder the table was found in
     and the location its metadata names differ (a copied table would work on the original).
 
-    Compared as :func:`~icectl.delete_fence.file_identity` (real paths on a local disk). A catalog
+    Compared as :func:`~icectl.table.delete_fence.file_identity` (real paths on a local disk). A catalog
     table without a folder of its own is not checked: its location is where the catalog put it.
     """
     folder = table_folder(table)

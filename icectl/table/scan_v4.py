@@ -8,7 +8,7 @@
 * the root-level data and delete files, grouped by content and partition spec, as pseudo
   manifests whose ``manifest_path`` is the root itself (their entries are already decoded).
 
-:mod:`icectl.scan` hands these to :func:`read_tree_entries`, so every view and operation built on
+:mod:`icectl.table.scan` hands these to :func:`read_tree_entries`, so every view and operation built on
 ``manifests_of``/``iter_entries`` reads v4 snapshots unchanged (layout page section 7).
 """
 
@@ -19,14 +19,8 @@ from dataclasses import dataclass, field
 
 from pyroaring import BitMap64
 
-from icectl.avro_manifests import read_manifest, read_manifest_metadata
-from icectl.errors import CorruptInputError, IcectlError
-from icectl.spec.manifest import DataFileContent, ManifestContent, ManifestEntry, ManifestEntryStatus, ManifestFile
-from icectl.spec.metadata import TableMetadata
-from icectl.spec.schema import IcebergType, StructType
-from icectl.spec.snapshots import Snapshot
-from icectl.storage import FileIO
-from icectl.v4_manifests import (
+from icectl.codec.manifest_reader import read_manifest, read_manifest_metadata
+from icectl.codec.root_manifest import (
     ContentEntry,
     V4Manifest,
     leaf_entries,
@@ -38,6 +32,12 @@ from icectl.v4_manifests import (
     v4_format_version,
     with_inherited,
 )
+from icectl.errors import CorruptInputError, IcectlError
+from icectl.spec.manifest import DataFileContent, ManifestContent, ManifestEntry, ManifestEntryStatus, ManifestFile
+from icectl.spec.metadata import TableMetadata
+from icectl.spec.schema import IcebergType, StructType
+from icectl.spec.snapshots import Snapshot
+from icectl.storage import FileIO
 
 
 @dataclass(frozen=True, slots=True)

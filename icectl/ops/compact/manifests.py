@@ -33,10 +33,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from icectl import progress
-from icectl.avro_manifests import read_manifest
 from icectl.catalog.operations import CommitStateUnknownError
-from icectl.commit import add_snapshot, commit, new_snapshot_id
-from icectl.compact_plan import (
+from icectl.codec.manifest_reader import read_manifest
+from icectl.codec.manifest_writer import UNASSIGNED_SEQ, write_manifest_list
+from icectl.errors import CommitConflictError, CorruptInputError, IcectlError, NotFoundError
+from icectl.ops.compact.plan import (
     Bin,
     CompactOptions,
     GroupPlan,
@@ -53,18 +54,17 @@ from icectl.compact_plan import (
     sort_fields,
     table_target_size,
 )
-from icectl.compact_v4 import compact_v4
-from icectl.errors import CommitConflictError, CorruptInputError, IcectlError, NotFoundError
-from icectl.manifest_writer import UNASSIGNED_SEQ, write_manifest_list
+from icectl.ops.compact.v4 import compact_v4
 from icectl.results import RecordResult
-from icectl.scan import check_manifests_intact, iter_entries, manifests_of, partition_type
-from icectl.snapshot_summary import SummaryBuilder
 from icectl.spec.manifest import DataFile, ManifestContent, ManifestEntry, ManifestFile, single_valued_ids
 from icectl.spec.metadata import MIN_ROW_LINEAGE_VERSION, TableMetadata
 from icectl.spec.snapshots import Snapshot
 from icectl.storage import FileIO, delete_quietly, join
 from icectl.table import Table
-from icectl.write_guard import check_writable
+from icectl.table.commit import add_snapshot, commit, new_snapshot_id
+from icectl.table.scan import check_manifests_intact, iter_entries, manifests_of, partition_type
+from icectl.table.summary import SummaryBuilder
+from icectl.table.write_guard import check_writable
 
 WRITE_WORKERS = 8
 
@@ -373,7 +373,7 @@ def compact(table: Table, options: CompactOptions, *, dry_run: bool = False,
     commit as a concurrent writer would).
     """
     check_writable(table)
-    if table.metadata.format_version >= 4:  # roots and leaves (icectl.compact_v4)
+    if table.metadata.format_version >= 4:  # roots and leaves (icectl.ops.compact.v4)
         return compact_v4(table, options, dry_run=dry_run, on_planned=on_planned)
     plan = plan_compaction(table, options)
     if dry_run or not plan.rewritten:

@@ -34,10 +34,8 @@ from typing import Any
 from pyroaring import BitMap64
 
 from icectl import progress
-from icectl.avro_manifests import read_manifest_list, scan_manifest_list_paths
 from icectl.catalog.operations import FileSystemOperations
-from icectl.commit import commit, operations_for
-from icectl.delete_fence import file_identity, identity_cache, table_fence
+from icectl.codec.manifest_reader import read_manifest_list, scan_manifest_list_paths
 from icectl.errors import (
     CorruptInputError,
     ExitCode,
@@ -47,16 +45,18 @@ from icectl.errors import (
     StorageError,
     UsageError,
 )
-from icectl.expire_leftovers import Leftovers, leftover_snapshots
+from icectl.ops.expire_leftovers import Leftovers, leftover_snapshots
 from icectl.results import RecordResult
-from icectl.scan import iter_entries, manifests_of
-from icectl.scan_v4 import TreeFiles, leaf_rows, tree_files
 from icectl.spec.manifest import DataFileContent, ManifestFile
 from icectl.spec.metadata import TableMetadata
 from icectl.spec.snapshots import MAIN_BRANCH, Snapshot, SnapshotLogEntry, ancestors_of
 from icectl.storage import FileIO, checksum_sidecar, scheme_of
 from icectl.table import Table
-from icectl.write_guard import check_writable
+from icectl.table.commit import commit, operations_for
+from icectl.table.delete_fence import file_identity, identity_cache, table_fence
+from icectl.table.scan import iter_entries, manifests_of
+from icectl.table.scan_v4 import TreeFiles, leaf_rows, tree_files
+from icectl.table.write_guard import check_writable
 
 DEFAULT_MAX_SNAPSHOT_AGE_MS = 5 * 24 * 3600 * 1000  # history.expire.max-snapshot-age-ms
 DEFAULT_MIN_SNAPSHOTS_TO_KEEP = 1  # history.expire.min-snapshots-to-keep
@@ -509,7 +509,7 @@ def delete_files(io: FileIO, files: FileSet, workers: int) -> DeleteOutcome:
 
 
 def _check_deletes(table: Table, files: FileSet, *, allow_external: bool, max_deletes: int | None) -> FileSet:
-    """Apply the delete fence (:func:`icectl.delete_fence.table_fence`) to ``files``: unless
+    """Apply the delete fence (:func:`icectl.table.delete_fence.table_fence`) to ``files``: unless
     ``allow_external``, the files outside it (added from elsewhere, or reached through a symlink
     leading out of the table) are taken OUT of ``files`` and returned: they are kept, reported, and
     never block the rest. Raises RefusedError when more than ``max_deletes`` remain to delete."""

@@ -37,13 +37,13 @@ from icectl.catalog.operations import (
 )
 from icectl.catalog.sql import SqlCatalog
 from icectl.config import Config, load_config
-from icectl.delete_fence import metadata_files_to_delete
 from icectl.errors import CommitConflictError, CorruptInputError, IcectlError, RefusedError, UsageError
 from icectl.spec.metadata import MIN_ROW_LINEAGE_VERSION, TableMetadata
 from icectl.spec.snapshots import MAIN_BRANCH, MetadataLogEntry, Snapshot, SnapshotLogEntry, SnapshotRef
 from icectl.storage import FileIO, basename, checksum_sidecar, delete_quietly, local_path, parent, scheme_of
 from icectl.table import Table
-from icectl.write_guard import check_metadata_sound
+from icectl.table.delete_fence import metadata_files_to_delete
+from icectl.table.write_guard import check_metadata_sound
 
 # TableProperties names and defaults (Iceberg 1.10).
 COMMIT_NUM_RETRIES = ("commit.retry.num-retries", 4)
@@ -184,7 +184,7 @@ def delete_removed_metadata_files(io: FileIO, base: TableMetadata, new: TableMet
                                   new_location: str, table: Table) -> list[str]:
     """Delete them if ``write.metadata.delete-after-commit.enabled``; failures are ignored, as in Java.
 
-    Unlike Java, only what the delete fence allows (:func:`icectl.delete_fence.metadata_files_to_delete`):
+    Unlike Java, only what the delete fence allows (:func:`icectl.table.delete_fence.metadata_files_to_delete`):
     a log entry naming a data file, a manifest or a file outside the table is never deleted.
     """
     if not _bool_property(new.properties, METADATA_DELETE_AFTER_COMMIT):
@@ -360,7 +360,7 @@ def create_table(where: str | Catalog, identifier: str | Sequence[str] | None, m
     INSERTs the pointer to ``00000-<uuid>.metadata.json``), or ``[catalog.]namespace.table`` itself
     with ``identifier`` None. ``metadata.location`` may be None: the catalog's default is used.
     Raises RefusedError when the table exists. Build ``metadata`` with
-    :func:`icectl.create.new_table_metadata` (Java's ``newTableMetadata``).
+    :func:`icectl.ops.create.metadata.new_table_metadata` (Java's ``newTableMetadata``).
     """
     if isinstance(where, str) and identifier is None and looks_like_path(where):
         table_dir = os.path.abspath(local_path(where)) if scheme_of(where) == "file" else where.rstrip("/")

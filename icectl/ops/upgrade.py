@@ -24,21 +24,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from icectl.avro_manifests import read_manifest
-from icectl.commit import add_snapshot, commit, discard_on_failure, new_snapshot_id
-from icectl.errors import CommitConflictError, CorruptInputError, IcectlError, RefusedError, UsageError
-from icectl.inspect import unified_partition_type
-from icectl.results import RecordResult
-from icectl.scan import DEFAULT_WORKERS, iter_entries, manifests_of, partition_type
-from icectl.scan_v4 import TreeManifest, read_tree_entries, tree_manifests
-from icectl.snapshot_summary import SummaryBuilder
-from icectl.spec.manifest import DataFileContent, ManifestContent, ManifestEntry, ManifestEntryStatus, ManifestFile
-from icectl.spec.metadata import MAX_FORMAT_VERSION, MIN_ROW_LINEAGE_VERSION, TableMetadata
-from icectl.spec.snapshots import MAIN_BRANCH, Snapshot
-from icectl.storage import FileIO, join
-from icectl.table import Table
-from icectl.v4_commit import column_types
-from icectl.v4_manifests import (
+from icectl.codec.manifest_reader import read_manifest
+from icectl.codec.root_manifest import (
     ROOT,
     ContentEntry,
     ContentStats,
@@ -47,7 +34,20 @@ from icectl.v4_manifests import (
     manifest_entry_of_manifest_file,
     write_v4_manifest,
 )
-from icectl.write_guard import check_writable
+from icectl.errors import CommitConflictError, CorruptInputError, IcectlError, RefusedError, UsageError
+from icectl.ops.inspect import unified_partition_type
+from icectl.results import RecordResult
+from icectl.spec.manifest import DataFileContent, ManifestContent, ManifestEntry, ManifestEntryStatus, ManifestFile
+from icectl.spec.metadata import MAX_FORMAT_VERSION, MIN_ROW_LINEAGE_VERSION, TableMetadata
+from icectl.spec.snapshots import MAIN_BRANCH, Snapshot
+from icectl.storage import FileIO, join
+from icectl.table import Table
+from icectl.table.commit import add_snapshot, commit, discard_on_failure, new_snapshot_id
+from icectl.table.scan import DEFAULT_WORKERS, iter_entries, manifests_of, partition_type
+from icectl.table.scan_v4 import TreeManifest, read_tree_entries, tree_manifests
+from icectl.table.summary import SummaryBuilder
+from icectl.table.v4_commit import column_types
+from icectl.table.write_guard import check_writable
 
 V4_WARNING = ("format v4 is icectl's experimental layout (root manifests, not adopted upstream): released "
               "engines, Spark 3.5 with Iceberg 1.10 among them, cannot read the table after the upgrade")

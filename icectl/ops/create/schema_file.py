@@ -1,7 +1,7 @@
 """Schemas from files for ``icectl create``: a JSON schema (Appendix C) or a Parquet file (``--like``).
 
 Both return a :class:`Schema` with fresh ids assigned as Java assigns them on create, so the
-result can go straight to :func:`icectl.create.new_table_metadata`.
+result can go straight to :func:`icectl.ops.create.metadata.new_table_metadata`.
 
 Parquet types map the way the file declares them, read through pyarrow:
 
@@ -37,8 +37,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from icectl.create import assign_fresh_ids
 from icectl.errors import CorruptInputError, UsageError
+from icectl.ops.create.metadata import assign_fresh_ids
 from icectl.spec.schema import (
     BINARY,
     BOOLEAN,

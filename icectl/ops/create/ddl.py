@@ -9,7 +9,7 @@ Spark SQL, ``timestamp`` keeps the Iceberg meaning (without zone); ``timestamptz
 ``timestamp_ltz``) is the zoned type, ``timestamp_ntz`` an alias of ``timestamp``. Because Spark SQL
 users mean the zoned type by ``timestamp``, :func:`schema_warnings` flags the plain spelling.
 
-Ids are assigned as Java assigns them on create (``icectl.create.assign_fresh_ids``), so a
+Ids are assigned as Java assigns them on create (``icectl.ops.create.metadata.assign_fresh_ids``), so a
 table made from this DDL gets the ids Spark's ``CREATE TABLE`` gives the same columns.
 
 Errors are :class:`UsageError` with one line naming the 1-based character position and the
@@ -26,7 +26,8 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation, localcontext
 from typing import Any, TypeVar
 
-from icectl.create import (
+from icectl.errors import CorruptInputError, UnsupportedError, UsageError
+from icectl.ops.create.metadata import (
     MIN_V3_FORMAT_VERSION,
     PartitionRequest,
     SortRequest,
@@ -36,7 +37,6 @@ from icectl.create import (
     may_have_default,
     needs_v3,
 )
-from icectl.errors import CorruptInputError, UnsupportedError, UsageError
 from icectl.spec.partitioning import PartitionSpec
 from icectl.spec.schema import (
     STRING,
@@ -216,7 +216,7 @@ def parse_schema(text: str, *, format_version: int | None = None) -> Schema:
     """Parse a column list into a :class:`Schema` with Java's fresh ids (schema id 0).
 
     ``format_version`` (when known) rejects v3-only types and default values early, with the
-    position of the offending token; :func:`icectl.create.new_table_metadata` checks it anyway.
+    position of the offending token; :func:`icectl.ops.create.metadata.new_table_metadata` checks it anyway.
     """
     lx = _Lexer(text, "schema")
     if lx.peek().kind == "end":

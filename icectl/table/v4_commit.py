@@ -25,18 +25,7 @@ from dataclasses import dataclass, field
 
 from pyroaring import BitMap64
 
-from icectl.commit import CommitResult, add_snapshot, commit
-from icectl.errors import CommitConflictError, IcectlError, NotFoundError, RefusedError
-from icectl.inspect import unified_partition_type
-from icectl.scan_v4 import dv_positions, read_root
-from icectl.snapshot_summary import SummaryBuilder
-from icectl.spec.manifest import ManifestEntryStatus
-from icectl.spec.metadata import TableMetadata
-from icectl.spec.schema import IcebergType
-from icectl.spec.snapshots import MAIN_BRANCH, Snapshot
-from icectl.storage import FileIO, join
-from icectl.table import Table
-from icectl.v4_manifests import (
+from icectl.codec.root_manifest import (
     ROOT,
     ContentEntry,
     ContentStats,
@@ -48,6 +37,17 @@ from icectl.v4_manifests import (
     manifest_dv_entry,
     write_v4_manifest,
 )
+from icectl.errors import CommitConflictError, IcectlError, NotFoundError, RefusedError
+from icectl.ops.inspect import unified_partition_type
+from icectl.spec.manifest import ManifestEntryStatus
+from icectl.spec.metadata import TableMetadata
+from icectl.spec.schema import IcebergType
+from icectl.spec.snapshots import MAIN_BRANCH, Snapshot
+from icectl.storage import FileIO, join
+from icectl.table import Table
+from icectl.table.commit import CommitResult, add_snapshot, commit
+from icectl.table.scan_v4 import dv_positions, read_root
+from icectl.table.summary import SummaryBuilder
 
 # Files added by one commit above this many go into a new leaf instead of the root.
 ROOT_MAX_ADDED_FILES = ("write.v4.root-max-added-files", 50)

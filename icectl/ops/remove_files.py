@@ -15,22 +15,22 @@ from typing import Any
 
 from pyroaring import BitMap64
 
-from icectl.commit import discard_on_failure, new_snapshot_id
+from icectl.codec.root_manifest import FORMAT_VERSION as V4
+from icectl.codec.root_manifest import ContentType
 from icectl.errors import NotFoundError, UnsupportedError, UsageError
 from icectl.results import RecordResult
-from icectl.scan import DEFAULT_WORKERS
-from icectl.scan_v4 import TreeManifest, read_leaf, tree_manifests
-from icectl.snapshot_summary import SummaryBuilder
 from icectl.spec.manifest import DataFile, DataFileContent, ManifestContent, ManifestEntry
 from icectl.spec.metadata import TableMetadata
 from icectl.spec.schema import StructType
 from icectl.spec.values import to_human
 from icectl.storage import file_key, join
 from icectl.table import Table
-from icectl.v4_commit import V4Change, cleanup, commit_v4_change, head_root, root_file_key
-from icectl.v4_manifests import FORMAT_VERSION as V4
-from icectl.v4_manifests import ContentType
-from icectl.write_guard import check_writable
+from icectl.table.commit import discard_on_failure, new_snapshot_id
+from icectl.table.scan import DEFAULT_WORKERS
+from icectl.table.scan_v4 import TreeManifest, read_leaf, tree_manifests
+from icectl.table.summary import SummaryBuilder
+from icectl.table.v4_commit import V4Change, cleanup, commit_v4_change, head_root, root_file_key
+from icectl.table.write_guard import check_writable
 
 
 def parse_where(clauses: Iterable[str]) -> list[tuple[str, str]]:

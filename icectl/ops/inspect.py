@@ -13,16 +13,16 @@ from collections.abc import Iterator
 from enum import Enum
 from typing import Any
 
+from icectl.codec.puffin import decode_deletion_vector
 from icectl.errors import CorruptInputError, IcectlError
-from icectl.puffin import decode_deletion_vector
 from icectl.results import RecordResult, RowsResult
-from icectl.scan import iter_entries, manifests_of
 from icectl.spec.manifest import DataFile, DataFileContent, ManifestContent, ManifestEntry, ManifestFile
 from icectl.spec.metadata import TableMetadata
 from icectl.spec.schema import NestedField, StructType
 from icectl.spec.snapshots import Snapshot, ancestors_of
 from icectl.spec.values import to_human
 from icectl.table import Table
+from icectl.table.scan import iter_entries, manifests_of
 
 
 class ContentFilter(str, Enum):

@@ -13,14 +13,14 @@ from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from icectl import progress
-from icectl.avro_manifests import probe_avro_file, read_manifest, read_manifest_list, read_manifest_metadata
+from icectl.codec.manifest_reader import probe_avro_file, read_manifest, read_manifest_list, read_manifest_metadata
 from icectl.errors import CorruptInputError, IcectlError, NotFoundError
-from icectl.scan_v4 import TreeManifest, read_tree_entries, tree_manifests
 from icectl.spec.manifest import ManifestContent, ManifestEntry, ManifestFile
 from icectl.spec.metadata import TableMetadata
 from icectl.spec.schema import StructType
 from icectl.spec.snapshots import Snapshot
 from icectl.storage import FileIO
+from icectl.table.scan_v4 import TreeManifest, read_tree_entries, tree_manifests
 
 DEFAULT_WORKERS = min(16, 4 * (os.cpu_count() or 2))
 
@@ -35,7 +35,7 @@ def _with_path(e: IcectlError, path: str) -> IcectlError:
 
 def manifests_of(metadata: TableMetadata, snapshot: Snapshot, io: FileIO) -> list[ManifestFile]:
     """The manifests of a snapshot: its manifest list, or a v1 snapshot's embedded ``manifests``, or
-    a v4 snapshot's leaves and root-level file groups (:mod:`icectl.scan_v4`)."""
+    a v4 snapshot's leaves and root-level file groups (:mod:`icectl.table.scan_v4`)."""
     if snapshot.manifest_list:
         data = io.read(snapshot.manifest_list)
         try:

@@ -89,7 +89,7 @@ def table_folder(table: Table) -> str | None:
         return address.table_dir
     if address.catalog is None:
         # A bare vN.metadata.json in a metadata/ folder is committed to that folder's table
-        # (icectl.commit.operations_for): the same folder is its home.
+        # (icectl.table.commit.operations_for): the same folder is its home.
         directory = parent(address.metadata_location)
         if is_version_file(basename(address.metadata_location)) and basename(directory) == "metadata":
             return parent(directory)

@@ -1,6 +1,6 @@
 """`icectl add-files`: register existing Parquet files in a table as one `append` snapshot.
 
-Metrics come from each file's footer (:mod:`icectl.parquet_metrics`); partition values from
+Metrics come from each file's footer (:mod:`icectl.codec.parquet_metrics`); partition values from
 the file's rows through the table's transforms. A file whose rows fall in more than one
 partition is refused, as is a file the table already has.
 """
@@ -20,7 +20,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from icectl.commit import add_snapshot, commit, discard_on_failure, new_snapshot_id
+from icectl.codec.manifest_writer import write_manifest, write_manifest_list
+from icectl.codec.parquet_metrics import data_file_from_footer, field_ids_of
+from icectl.codec.root_manifest import DATA as V4_DATA
+from icectl.codec.root_manifest import FORMAT_VERSION as V4
+from icectl.codec.root_manifest import ContentType, content_entry_of, write_v4_manifest
 from icectl.errors import (
     CommitConflictError,
     CorruptInputError,
@@ -29,12 +33,8 @@ from icectl.errors import (
     RefusedError,
     UsageError,
 )
-from icectl.inspect import unified_partition_type
-from icectl.manifest_writer import write_manifest, write_manifest_list
-from icectl.parquet_metrics import data_file_from_footer, field_ids_of
+from icectl.ops.inspect import unified_partition_type
 from icectl.results import RecordResult
-from icectl.scan import iter_entries, manifests_of
-from icectl.snapshot_summary import SummaryBuilder
 from icectl.spec.manifest import DataFile, ManifestContent, ManifestEntry, ManifestEntryStatus, ManifestFile
 from icectl.spec.metadata import TableMetadata
 from icectl.spec.name_mapping import ensure_name_mapping
@@ -52,7 +52,10 @@ from icectl.spec.schema import (
 from icectl.spec.snapshots import MAIN_BRANCH, Snapshot
 from icectl.storage import FileIO, basename, delete_quietly, file_key, join, scheme_of
 from icectl.table import Table
-from icectl.v4_commit import (
+from icectl.table.commit import add_snapshot, commit, discard_on_failure, new_snapshot_id
+from icectl.table.scan import iter_entries, manifests_of
+from icectl.table.summary import SummaryBuilder
+from icectl.table.v4_commit import (
     NewLeaf,
     V4Change,
     branch_head,
@@ -62,10 +65,7 @@ from icectl.v4_commit import (
     leaf_entry,
     root_max_added_files,
 )
-from icectl.v4_manifests import DATA as V4_DATA
-from icectl.v4_manifests import FORMAT_VERSION as V4
-from icectl.v4_manifests import ContentType, content_entry_of, write_v4_manifest
-from icectl.write_guard import check_writable
+from icectl.table.write_guard import check_writable
 
 
 @dataclass

@@ -1,6 +1,6 @@
 """The create-table operation: schema, spec and sort order from text, then the first commit.
 
-``icectl.create`` builds the metadata exactly as Java would; this module decides where the
+``icectl.ops.create.metadata`` builds the metadata exactly as Java would; this module decides where the
 table goes (a directory, or a catalog's ``namespace.table``) and writes its first version.
 """
 
@@ -10,15 +10,15 @@ import os
 from dataclasses import dataclass
 
 from icectl.catalog import looks_like_path, open_catalog, split_identifier
-from icectl.commit import create_table
 from icectl.config import Config
-from icectl.create import new_table_metadata
-from icectl.ddl import parse_partition_spec, parse_schema, parse_sort_order, schema_warnings
 from icectl.errors import UsageError
+from icectl.ops.create.ddl import parse_partition_spec, parse_schema, parse_sort_order, schema_warnings
+from icectl.ops.create.metadata import new_table_metadata
+from icectl.ops.create.schema_file import schema_from_json_file, schema_from_parquet
 from icectl.results import RecordResult
-from icectl.schema_io import schema_from_json_file, schema_from_parquet
 from icectl.spec.schema import Schema
 from icectl.storage import FileIO, local_path, scheme_of
+from icectl.table.commit import create_table
 
 DEFAULT_FORMAT_VERSION = 2  # as Iceberg Java and Spark
 

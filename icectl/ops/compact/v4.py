@@ -1,7 +1,7 @@
 """`icectl compact` on format v4: rewrite a branch head's root and leaves in one `replace` commit.
 
 The layout page's compaction (section 8), with v1-v3 compaction's planning per (spec, content)
-group (:mod:`icectl.compact_plan`) and its three steps:
+group (:mod:`icectl.ops.compact.plan`) and its three steps:
 
 1. :func:`plan_v4_compaction`: read the head's root. In each selected group, a leaf is kept as it
    is when it has no live manifest DV, is at least half the target size and not oversized (more
@@ -38,8 +38,23 @@ from pyroaring import BitMap64
 
 from icectl import progress
 from icectl.catalog.operations import CommitStateUnknownError
-from icectl.commit import add_snapshot, commit, new_snapshot_id
-from icectl.compact_plan import (
+from icectl.codec.root_manifest import (
+    DATA,
+    DELETES,
+    ROOT,
+    ContentEntry,
+    ContentType,
+    V4Manifest,
+    VersionInfo,
+    content_entry_of,
+    live_manifest_dvs,
+    manifest_entry_of,
+    manifest_file_of,
+    read_v4_manifest,
+    write_v4_manifest,
+)
+from icectl.errors import CommitConflictError, CorruptInputError, IcectlError, NotFoundError, RefusedError
+from icectl.ops.compact.plan import (
     SPLIT_FACTOR,
     Bin,
     CompactOptions,
@@ -56,12 +71,8 @@ from icectl.compact_plan import (
     sort_fields,
     table_target_size,
 )
-from icectl.errors import CommitConflictError, CorruptInputError, IcectlError, NotFoundError, RefusedError
-from icectl.inspect import unified_partition_type
+from icectl.ops.inspect import unified_partition_type
 from icectl.results import RecordResult
-from icectl.scan import DEFAULT_WORKERS, check_manifests_intact, partition_type
-from icectl.scan_v4 import dv_positions, partition_field_types, read_leaf, read_root
-from icectl.snapshot_summary import SummaryBuilder
 from icectl.spec.manifest import (
     DataFile,
     DataFileContent,
@@ -76,22 +87,11 @@ from icectl.spec.schema import IcebergType, StructType
 from icectl.spec.snapshots import Snapshot
 from icectl.storage import FileIO, delete_quietly, join
 from icectl.table import Table
-from icectl.v4_commit import column_types, leaf_entry
-from icectl.v4_manifests import (
-    DATA,
-    DELETES,
-    ROOT,
-    ContentEntry,
-    ContentType,
-    V4Manifest,
-    VersionInfo,
-    content_entry_of,
-    live_manifest_dvs,
-    manifest_entry_of,
-    manifest_file_of,
-    read_v4_manifest,
-    write_v4_manifest,
-)
+from icectl.table.commit import add_snapshot, commit, new_snapshot_id
+from icectl.table.scan import DEFAULT_WORKERS, check_manifests_intact, partition_type
+from icectl.table.scan_v4 import dv_positions, partition_field_types, read_leaf, read_root
+from icectl.table.summary import SummaryBuilder
+from icectl.table.v4_commit import column_types, leaf_entry
 
 WRITE_WORKERS = 8
 KEEP_FILL = 0.5  # a leaf at least this fraction of the target (without DV, not oversized) is kept

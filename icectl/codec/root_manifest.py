@@ -29,7 +29,7 @@ from typing import Any
 
 from pyroaring import BitMap64
 
-from icectl.avro_manifests import (
+from icectl.codec.manifest_reader import (
     AvroSource,
     _as_stream,
     _avro_map,
@@ -42,9 +42,15 @@ from icectl.avro_manifests import (
     _resolve,
     _writer_schema,
 )
+from icectl.codec.manifest_writer import (
+    _avro_file,
+    _avro_partition_value,
+    _AvroSchemaBuilder,
+    _sort_key,
+    avro_field_name,
+)
+from icectl.codec.puffin import decode_deletion_vector, encode_deletion_vector
 from icectl.errors import CorruptInputError, UnsupportedError
-from icectl.manifest_writer import _avro_file, _avro_partition_value, _AvroSchemaBuilder, _sort_key, avro_field_name
-from icectl.puffin import decode_deletion_vector, encode_deletion_vector
 from icectl.spec.manifest import (
     DataFile,
     DataFileContent,

@@ -1,0 +1,4 @@
+"""Codecs: bytes in, bytes out (Avro manifests and lists, v4 root manifests, Puffin, Parquet footers).
+
+Never storage: callers read and write the bytes through :mod:`icectl.storage`.
+"""

@@ -1,0 +1,1 @@
+"""Manifest compaction: planning per (spec, content) group, then one write / verify / commit loop."""

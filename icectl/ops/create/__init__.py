@@ -1,0 +1,1 @@
+"""Creating tables: new table metadata (Java's newTableMetadata), DDL and schema files, the commit."""
