@@ -12,7 +12,24 @@ Three steps (see ``--help`` of each):
 * ``compare A B``: both captures normalized the same way (ids, uuids, timestamps -> placeholders),
   then compared case by case; exit 1 on any difference.
 
-Self-contained: stdlib + fastavro (+ pyspark/pyarrow and tests/support for ``build`` only).
+Determinism in capture (the wrapper, before icectl is imported): uuid.uuid4 from a seeded
+generator (``--seed``), os.urandom seeded (fastavro sync markers), time.time/time_ns a fixed clock
+(cases.json ``clock_ms`` = 10 days after the build) advancing 1 ms per call, random.seed(0),
+PYTHONHASHSEED=0, HOME empty, ICECTL_WAREHOUSE=D/warehouse, cwd D.
+
+Normalization in compare (both sides alike, placeholders numbered in order of first appearance per
+case, fed stdout -> stderr -> file paths -> file contents): UUID-shaped substrings -> <uuidN>;
+integers >= 1e14 and 15-20 digit runs in strings (snapshot ids, also inside file names) -> <idN>;
+epoch ms/us and ISO timestamps inside [build - 3 days, clock + 1 day], and ints > 1e12 under
+timestamp keys -> <ts>; values under seconds/elapsed/duration keys -> <dur>; a length field
+(manifest_length, file_size_in_bytes, bytes, ...) in a record that names a file the case wrote and
+equal to that file's real size -> a placeholder (it varies with the byte length of ids inside).
+Files: *.metadata.json parsed (gzip too); Avro decoded (header metadata + records, not bytes);
+Puffin as blob bytes + footer JSON; anything else byte for byte. Added/changed/deleted path sets
+are compared as sets.
+
+Usage (issue 12): build --dir /work/contract; capture --code <old tree> --out before; capture
+--code <new tree> --out after; compare before after.
 """
 
 from __future__ import annotations
@@ -319,7 +336,7 @@ def cmd_capture(args: argparse.Namespace) -> int:
         "HOME": str(home),  # no ~/.config/icectl/config.toml
         "ICECTL_WAREHOUSE": str(d / "warehouse"),
         "CONTRACT_SEED": str(args.seed),
-        "CONTRACT_CLOCK_MS": str(doc["clock_ms"]),
+        "CONTRACT_CLOCK_MS": str(doc["clock_ms"] + args.clock_shift_ms),
         "COLUMNS": "200",
         "TZ": "UTC",
     })
@@ -358,7 +375,7 @@ def cmd_capture(args: argparse.Namespace) -> int:
     _restore(d)
     (out / "capture.json").write_text(json.dumps({
         "code": str(code), "cases": [c["name"] for c in cases], "seconds": round(time.time() - t0, 1),
-        "seed": args.seed}, indent=1))
+        "seed": args.seed, "clock_shift_ms": args.clock_shift_ms}, indent=1))
     print(f"captured {len(cases)} cases in {time.time() - t0:.0f}s")
     return 0
 
@@ -367,9 +384,12 @@ def cmd_capture(args: argparse.Namespace) -> int:
 
 _UUID_RE = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 # Snapshot ids are random positive 63-bit numbers: 15+ digits, never a count or a size here.
-_BIGINT_RE = re.compile(r"(?<![0-9])-?[0-9]{15,20}(?![0-9])")
+_BIGINT_RE = re.compile(r"(?<![0-9])[0-9]{15,20}(?![0-9])")
 _ISO_RE = re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})?")
 _DURATION_KEYS = re.compile(r"(^|_)(seconds|secs|elapsed|duration)(_|$)|_s$")
+# Length fields checked against the file they name when this case wrote it (else compared as numbers).
+_SIZE_KEYS = frozenset({"manifest_length", "file_size_in_bytes", "bytes", "size", "length", "bytes_out",
+                        "file-size-in-bytes", "manifest-length"})
 _TS_KEYS = re.compile(r"(timestamp[-_]ms|last-updated-ms|timestamp_ms|committed_at|made_current_at)$")
 
 
@@ -377,9 +397,12 @@ class Normalizer:
     """Maps ids and uuids to placeholders in order of first appearance; timestamps near the build
     (epoch ms, µs, ISO text) to ``<ts>``. One instance per case and side, fed in a fixed order."""
 
-    def __init__(self, ts_lo_ms: int, ts_hi_ms: int) -> None:
+    def __init__(self, ts_lo_ms: int, ts_hi_ms: int, written: dict[str, int] | None = None) -> None:
         self.ids: dict[str, str] = {}
         self.lo, self.hi = ts_lo_ms, ts_hi_ms
+        # absolute path -> size of each file this case wrote: a record naming one of them may give
+        # its length, which varies with the byte length of the ids inside (Avro varints, JSON digits).
+        self.written = written or {}
 
     def _id(self, raw: str, kind: str) -> str:
         key = raw.lower()
@@ -417,7 +440,10 @@ class Normalizer:
 
     def value(self, v: Any, key: str = "") -> Any:
         if isinstance(v, dict):
-            return {self.text(str(k)): self.value(x, str(k)) for k, x in v.items()}
+            sizes = {self.written[x] for x in v.values() if isinstance(x, str) and x in self.written}
+            return {self.text(str(k)): "<length of the written file>"
+                    if str(k) in _SIZE_KEYS and isinstance(x, int) and x in sizes
+                    else self.value(x, str(k)) for k, x in v.items()}
         if isinstance(v, list | tuple):
             return [self.value(x, key) for x in v]
         if isinstance(v, bool) or v is None:
@@ -511,11 +537,18 @@ def _generic(path: str) -> str:
     return _BIGINT_RE.sub("#", _UUID_RE.sub("#", path))
 
 
-def normalized_case(cdir: Path, lo: int, hi: int) -> dict[str, Any]:
+def normalized_case(cdir: Path, lo: int, hi: int, base: str | None = None) -> dict[str, Any]:
     """One side of one case, normalized; the order fed to the normalizer is fixed (stdout, stderr,
-    paths in id-blind order, file contents in that order) so both sides get the same placeholders."""
+    paths in id-blind order, file contents in that order) so both sides get the same placeholders.
+    ``base``: the directory D the capture ran in (paths in the documents are absolute)."""
     res = json.loads((cdir / "result.json").read_text())
-    n = Normalizer(lo, hi)
+    written: dict[str, int] = {}
+    if base:
+        for rel in res["added"] + res["changed"]:
+            f = cdir / "files" / rel
+            if f.is_file():
+                written[f"{base}/{rel}"] = written[f"file:{base}/{rel}"] = f.stat().st_size
+    n = Normalizer(lo, hi, written)
     kind, out = _parse_json_text((cdir / "stdout").read_bytes())
     doc: dict[str, Any] = {"exit": res["exit"], "stdout": {kind: n.value(out)}}
     doc["stderr"] = n.text((cdir / "stderr").read_bytes().decode("utf-8", errors="replace"))
@@ -575,8 +608,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
     doc = json.loads(Path(args.cases).read_text()) if args.cases else None
     if doc is not None:
         lo, hi = doc["build_end_ms"] - 3 * 86_400_000, doc["clock_ms"] + 86_400_000
+        base = doc["dir"]
     else:
         lo, hi = 1_500_000_000_000, 2_500_000_000_000
+        base = None
     if args.only:
         cases_a = [c for c in cases_a if re.search(args.only, c)]
         cases_b = [c for c in cases_b if re.search(args.only, c)]
@@ -586,9 +621,15 @@ def cmd_compare(args: argparse.Namespace) -> int:
             print(f"{name}: MISSING in {'A' if name not in cases_a else 'B'}")
             bad += 1
             continue
-        da = normalized_case(a / name, lo, hi)
-        db = normalized_case(b / name, lo, hi)
+        da = normalized_case(a / name, lo, hi, base)
+        db = normalized_case(b / name, lo, hi, base)
         diffs: list[str] = []
+        for group in ("added", "changed", "deleted"):  # file sets: report as sets, not shifted lists
+            ga, gb = da.pop(group), db.pop(group)
+            if ga != gb:
+                only_a, only_b = sorted(set(ga) - set(gb)), sorted(set(gb) - set(ga))
+                diffs.append(f".{group}: {len(ga)} vs {len(gb)} files; only in A: {_short(only_a)}; "
+                             f"only in B: {_short(only_b)}" if only_a or only_b else f".{group}: order differs")
         _diff(da, db, "", diffs, args.max_diffs)
         if diffs:
             bad += 1
@@ -617,6 +658,8 @@ def main() -> int:
     c.add_argument("--code", required=True)
     c.add_argument("--out", required=True)
     c.add_argument("--seed", type=int, default=12, help="seed of the fake uuid4/urandom")
+    c.add_argument("--clock-shift-ms", type=int, default=0,
+                   help="move the fake clock (to check that compare ignores timestamps)")
     c.add_argument("--only", help="regex: only the cases whose name matches")
     c.set_defaults(func=cmd_capture)
     k = sub.add_parser("compare", help="compare two captures; exit 1 on any difference")
