@@ -214,18 +214,19 @@ def add_files(table: Table, paths: Iterable[str], *, branch: str = "main", creat
         nonlocal outcome
         base, outcome = ensure_name_mapping(base)
         return base
-    layout: SnapshotLayout = ManifestListLayout([])
     to_leaf = False
     if table.metadata.format_version >= V4:  # one new root (or one leaf and the root): single-file commits
         # The v4 append (layout page section 8): root-level ADDED entries, or past
         # write.v4.root-max-added-files one new leaf referenced by an ADDED DATA_MANIFEST entry.
         to_leaf = len(plan.files) > root_max_added_files(table.metadata)
         summary["layout"] = "new leaf" if to_leaf else "root"
-        layout = RootLayout(branch)
+        layout: SnapshotLayout = RootLayout(branch)
+    else:
+        layout = ManifestListLayout(str(uuid.uuid4()), [])
     change = SnapshotChange("append", layout)
     snapshot_id = new_snapshot_id(table.metadata)
     if dry_run:
-        summary["would_write"] = [*_would_write(table, layout, to_leaf, change.commit_id, snapshot_id),
+        summary["would_write"] = [*_would_write(table, layout, to_leaf, snapshot_id),
                                   "a new table metadata file (the next version)"]
         summary["would_delete"] = []
         return _said(RecordResult("add_files", f"Would add {len(plan.files)} files to {table.identifier}", summary),
@@ -264,12 +265,13 @@ def _said(result: RecordResult, summary: dict[str, Any]) -> RecordResult:
     return result
 
 
-def _would_write(table: Table, layout: SnapshotLayout, to_leaf: bool, commit_id: str, snapshot_id: int) -> list[str]:
+def _would_write(table: Table, layout: SnapshotLayout, to_leaf: bool, snapshot_id: int) -> list[str]:
     folder = metadata_dir(table)
     if isinstance(layout, RootLayout):
         leaf = [join(folder, f"{uuid.uuid4()}-m0.avro")] if to_leaf else []
         return [*leaf, join(folder, f"root-{snapshot_id}-<uuid>.avro")]
-    return [manifest_path(folder, commit_id, 0), manifest_list_path(folder, snapshot_id, 1, commit_id)]
+    assert isinstance(layout, ManifestListLayout)
+    return [manifest_path(folder, layout.commit_id, 0), manifest_list_path(folder, snapshot_id, 1, layout.commit_id)]
 
 
 def _write_added(table: Table, plan: AddFilesPlan, layout: SnapshotLayout, to_leaf: bool, change: SnapshotChange,
@@ -281,7 +283,7 @@ def _write_added(table: Table, plan: AddFilesPlan, layout: SnapshotLayout, to_le
     ptype = spec.partition_type(md.schema(), md.schemas)
     folder = metadata_dir(table)
     if isinstance(layout, ManifestListLayout):
-        path = manifest_path(folder, change.commit_id, 0)
+        path = manifest_path(folder, layout.commit_id, 0)
         entries = [ManifestEntry(ManifestEntryStatus.ADDED, snapshot_id, None, None, f) for f in plan.files]
         result = write_manifest(entries, schema=md.schema(), spec=spec, partition_type=ptype,
                                 format_version=md.format_version, content=ManifestContent.DATA,

@@ -15,7 +15,6 @@ attempts are.
 from __future__ import annotations
 
 import time
-import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -103,7 +102,6 @@ class SnapshotChange:
     # Summary keys that depend on the attempt (e.g. compaction's manifests-kept), after the metrics.
     extra: Callable[[WrittenIndex], dict[str, str]] | None = None
     written: list[str] = field(default_factory=list)  # files written before the commit, all referenced
-    commit_id: str = field(default_factory=lambda: str(uuid.uuid4()))
 
 
 @dataclass(frozen=True)
@@ -143,8 +141,7 @@ def write_snapshot(table: Table, branch: str, change: SnapshotChange, *, snapsho
                                                                   create_branch=create_branch)
         seq = sequence_number(base)
         first_row_id = base.next_row_id if base.format_version >= MIN_ROW_LINEAGE_VERSION else None
-        attempt = Attempt(table.identifier, base, parent, snapshot_id, seq, first_row_id, attempts, folder,
-                          change.commit_id)
+        attempt = Attempt(table.identifier, base, parent, snapshot_id, seq, first_row_id, attempts, folder)
         index = change.layout.write(table.io, attempt)
         written.append(index.path)
         indexes[index.path] = index

@@ -296,7 +296,7 @@ def _layout(table: Table, plan: CompactPlan, written: list[WrittenManifest],
             reapplied.append(snap.snapshot_id)
         return current
 
-    return ManifestListLayout([w.manifest for w in written], replaced, head_manifests), head
+    return ManifestListLayout(plan.commit_id, [w.manifest for w in written], replaced, head_manifests), head
 
 
 # --------------------------------------------------------------------------- the operation

@@ -41,7 +41,6 @@ class Plan(Protocol):
     table: str
     branch: str
     snapshot_id: int  # of the snapshot to commit (also the new manifests' added_snapshot_id)
-    commit_id: str
 
     @property
     def rewritten(self) -> Sequence[GroupPlan]: ...
@@ -96,7 +95,7 @@ def commit_plan(table: Table, steps: Steps[P, W], plan: P, written: list[W],
     def extra(index: WrittenIndex) -> dict[str, str]:
         return rewrite_summary(plan, len(written), index.kept_manifests)
 
-    change = SnapshotChange("replace", layout, extra=extra, written=paths, commit_id=plan.commit_id)
+    change = SnapshotChange("replace", layout, extra=extra, written=paths)
     with discard_on_failure(table.io, paths):  # never referenced by a committed snapshot
         if on_planned is not None:
             on_planned(plan)

@@ -31,7 +31,6 @@ class Attempt:
     first_row_id: int | None  # the snapshot's first-row-id (v3+)
     number: int  # 1-based
     metadata_dir: str
-    commit_id: str  # names this commit's files (a uuid)
 
     @property
     def parent_id(self) -> int | None:

@@ -39,6 +39,7 @@ class ManifestListLayout(SnapshotLayout):
 
     snapshot_field: ClassVar[str] = "manifest_list"
 
+    commit_id: str  # names the commit's manifests and lists (a uuid)
     added: Sequence[ManifestFile]  # this snapshot's manifests, written before the commit
     replaced: Collection[str] = ()  # paths of the head's manifests the added ones replace
     # The head's manifests; the default reads them. An operation passes its own to check them
@@ -57,6 +58,6 @@ class ManifestListLayout(SnapshotLayout):
         result = write_manifest_list([*self.added, *kept], format_version=base.format_version,
                                      snapshot_id=attempt.snapshot_id, parent_snapshot_id=attempt.parent_id,
                                      sequence_number=attempt.sequence_number, first_row_id=attempt.first_row_id)
-        path = manifest_list_path(attempt.metadata_dir, attempt.snapshot_id, attempt.number, attempt.commit_id)
+        path = manifest_list_path(attempt.metadata_dir, attempt.snapshot_id, attempt.number, self.commit_id)
         io.write(path, result.data)
         return WrittenIndex(path, result.added_rows, len(kept))
