@@ -26,11 +26,9 @@ from __future__ import annotations
 import dataclasses
 import uuid
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from icectl import progress
 from icectl.codec.manifest_reader import read_manifest
 from icectl.codec.manifest_writer import UNASSIGNED_SEQ
 from icectl.errors import CorruptInputError, IcectlError, NotFoundError
@@ -51,7 +49,7 @@ from icectl.ops.compact.plan import (
     sort_fields,
     table_target_size,
 )
-from icectl.ops.compact.run import CommitOutcome, StalePlanError, Steps, run_compaction
+from icectl.ops.compact.run import CommitOutcome, Plan, StalePlanError, Steps, run_compaction, write_bins
 from icectl.ops.compact.v4 import V4_STEPS
 from icectl.results import RecordResult
 from icectl.spec.manifest import DataFile, ManifestContent, ManifestEntry, ManifestFile, single_valued_ids
@@ -59,41 +57,19 @@ from icectl.spec.metadata import MIN_ROW_LINEAGE_VERSION, TableMetadata
 from icectl.spec.snapshots import Snapshot
 from icectl.storage import FileIO
 from icectl.table import Table
-from icectl.table.commit import discard_on_failure, new_snapshot_id
+from icectl.table.commit import new_snapshot_id
 from icectl.table.layout import SnapshotLayout
-from icectl.table.layout.manifest_list import ManifestListLayout, manifest_list_path, manifest_path
+from icectl.table.layout.manifest_list import ManifestListLayout, manifest_list_path
 from icectl.table.scan import check_manifests_intact, iter_entries, manifests_of, partition_type
 from icectl.table.snapshot_writer import metadata_dir
 from icectl.table.write_guard import check_writable
 
-WRITE_WORKERS = 8
-
 
 @dataclass
-class CompactPlan:
+class CompactPlan(Plan[GroupPlan]):
     """What one compaction of ``branch`` at ``base_snapshot`` does."""
 
-    table: str
-    metadata: TableMetadata
-    branch: str
-    base_snapshot: Snapshot | None
-    base_manifests: list[ManifestFile]
-    target_size: int
-    groups: list[GroupPlan]
-    snapshot_id: int  # of the snapshot to commit (also the new manifests' added_snapshot_id)
-    commit_id: str
-    metadata_dir: str
-
-    @property
-    def rewritten(self) -> list[GroupPlan]:
-        return [g for g in self.groups if g.rewrite]
-
-    @property
-    def replaced(self) -> list[ManifestFile]:
-        return [m for g in self.rewritten for m in g.manifests]
-
-    def manifest_path(self, index: int) -> str:
-        return manifest_path(self.metadata_dir, self.commit_id, index)
+    base_manifests: list[ManifestFile] = field(default_factory=list)  # the head's, as planned
 
     def list_path(self, attempt: int) -> str:
         return manifest_list_path(self.metadata_dir, self.snapshot_id, attempt, self.commit_id)
@@ -151,8 +127,8 @@ def plan_compaction(table: Table, options: CompactOptions, metadata: TableMetada
                 g.rewrite, g.bins = False, []
                 g.reason = (f"rewriting would not improve {len(g.manifests)} manifests "
                             f"({g.live_entries} live entries, {capacity} per manifest at the target size)")
-    return CompactPlan(table.identifier, md, options.branch, head, manifests, target, groups, snapshot_id,
-                       str(uuid.uuid4()), metadata_dir(table))
+    return CompactPlan(table.identifier, md, options.branch, head, target, groups, snapshot_id, str(uuid.uuid4()),
+                       metadata_dir(table), base_manifests=manifests)
 
 
 def _live_manifests(table: Table, md: TableMetadata, head: Snapshot) -> list[ManifestFile]:
@@ -239,13 +215,8 @@ def verify_group(md: TableMetadata, io: FileIO, group: GroupPlan, written: Seque
 def write_compaction(table: Table, plan: CompactPlan) -> list[WrittenManifest]:
     """Write the new manifests and check their content; returns them in manifest-list order."""
     md = plan.metadata
-    jobs: list[tuple[GroupPlan, Bin, str]] = []
-    for g in plan.rewritten:
-        for b in g.bins:
-            jobs.append((g, b, plan.manifest_path(len(jobs))))
 
-    def one(job: tuple[GroupPlan, Bin, str]) -> WrittenManifest:
-        g, b, path = job
+    def one(g: GroupPlan, b: Bin, path: str) -> WrittenManifest:
         spec = md.spec_by_id(g.spec_id)
         assert spec is not None
         result = ManifestShape(md, spec, partition_type(md, g.spec_id), g.content, plan.snapshot_id).write(b.entries)
@@ -254,17 +225,7 @@ def write_compaction(table: Table, plan: CompactPlan) -> list[WrittenManifest]:
                                      _first_row_id(md, g.content, b))
         return WrittenManifest(mf, g, len(b.entries))
 
-    written: list[WrittenManifest] = []
-    # On failure every path goes, also those a failed pool task may have left half-done.
-    with discard_on_failure(table.io, [path for _, _, path in jobs]), \
-            progress.task("writing manifests", len(jobs)) as advance, \
-            ThreadPoolExecutor(max(1, min(WRITE_WORKERS, len(jobs)))) as pool:
-        for w in pool.map(one, jobs):
-            written.append(w)
-            advance(1)
-        for g in plan.rewritten:
-            verify_group(md, table.io, g, [w for w in written if w.group is g])
-    return written
+    return write_bins(table, plan, one, lambda g, ws: verify_group(md, table.io, g, ws), "manifests")
 
 
 # --------------------------------------------------------------------------- 3. commit

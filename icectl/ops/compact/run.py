@@ -12,19 +12,25 @@ snapshots; expiry removes them.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
+from icectl import progress
 from icectl.errors import CommitConflictError
-from icectl.ops.compact.plan import CompactOptions, GroupPlan
+from icectl.ops.compact.plan import Bin, CompactOptions, GroupPlan
 from icectl.results import RecordResult
+from icectl.spec.manifest import ManifestFile
 from icectl.spec.metadata import TableMetadata
 from icectl.spec.snapshots import Snapshot
 from icectl.table import Table
 from icectl.table.commit import discard_on_failure
 from icectl.table.layout import SnapshotLayout, WrittenIndex
+from icectl.table.layout.manifest_list import manifest_path
 from icectl.table.snapshot_writer import SnapshotChange, write_snapshot
+
+WRITE_WORKERS = 8
 
 
 class StalePlanError(CommitConflictError):
@@ -35,22 +41,41 @@ class StalePlanError(CommitConflictError):
         self.fresh = fresh
 
 
-class Plan(Protocol):
-    """What the loop needs of a format's plan."""
+G = TypeVar("G", bound=GroupPlan)
+
+
+@dataclass
+class Plan(Generic[G]):
+    """What one compaction of ``branch`` at ``base_snapshot`` does (each format adds what it read)."""
 
     table: str
+    metadata: TableMetadata
     branch: str
+    base_snapshot: Snapshot | None
+    target_size: int
+    groups: list[G]
     snapshot_id: int  # of the snapshot to commit (also the new manifests' added_snapshot_id)
+    commit_id: str
+    metadata_dir: str
 
     @property
-    def rewritten(self) -> Sequence[GroupPlan]: ...
+    def rewritten(self) -> list[G]:
+        return [g for g in self.groups if g.rewrite]
 
     @property
-    def replaced(self) -> Sequence[Any]: ...
+    def replaced(self) -> list[ManifestFile]:
+        return [m for g in self.rewritten for m in g.manifests]
+
+    def manifest_path(self, index: int) -> str:
+        return manifest_path(self.metadata_dir, self.commit_id, index)
 
 
-P = TypeVar("P", bound=Plan)
-W = TypeVar("W")
+class Written(Protocol):
+    group: Any  # the GroupPlan it was written for
+
+
+P = TypeVar("P", bound=Plan[Any])
+W = TypeVar("W", bound=Written)
 
 
 @dataclass
@@ -77,7 +102,28 @@ class Steps(Generic[P, W]):
     rivals: str  # what a stale plan lost to twice, for the message
 
 
-def rewrite_summary(plan: Plan, created: int, kept: int) -> dict[str, str]:
+def write_bins(table: Table, plan: P, write_one: Callable[[G, Bin, str], W], verify: Callable[[G, list[W]], None],
+               what: str) -> list[W]:
+    """Write one manifest per bin of every rewritten group (in parallel), then verify each group
+    against what it replaces; returns them in listing order. On failure every path goes, also
+    those a failed pool task may have left half-done."""
+    jobs: list[tuple[Any, Bin, str]] = []
+    for g in plan.rewritten:
+        for b in g.bins:
+            jobs.append((g, b, plan.manifest_path(len(jobs))))
+    written: list[W] = []
+    with discard_on_failure(table.io, [path for _, _, path in jobs]), \
+            progress.task(f"writing {what}", len(jobs)) as advance, \
+            ThreadPoolExecutor(max(1, min(WRITE_WORKERS, len(jobs)))) as pool:
+        for w in pool.map(lambda job: write_one(*job), jobs):
+            written.append(w)
+            advance(1)
+        for g in plan.rewritten:
+            verify(g, [w for w in written if w.group is g])  # type: ignore[arg-type]
+    return written
+
+
+def rewrite_summary(plan: Plan[Any], created: int, kept: int) -> dict[str, str]:
     """Java's RewriteManifests summary keys."""
     return {"manifests-created": str(created), "manifests-kept": str(kept),
             "manifests-replaced": str(len(plan.replaced)),

@@ -68,7 +68,7 @@ from icectl.ops.compact.plan import (
     sort_fields,
     table_target_size,
 )
-from icectl.ops.compact.run import CommitOutcome, StalePlanError, Steps
+from icectl.ops.compact.run import CommitOutcome, Plan, StalePlanError, Steps, write_bins
 from icectl.results import RecordResult
 from icectl.spec.manifest import (
     DataFile,
@@ -84,15 +84,13 @@ from icectl.spec.schema import IcebergType, StructType
 from icectl.spec.snapshots import Snapshot
 from icectl.storage import FileIO, join
 from icectl.table import Table
-from icectl.table.commit import discard_on_failure, new_snapshot_id
+from icectl.table.commit import new_snapshot_id
 from icectl.table.layout import SnapshotLayout
-from icectl.table.layout.manifest_list import manifest_path
 from icectl.table.layout.root import RootLayout, column_types, unified_partition_type, write_leaf
 from icectl.table.scan import DEFAULT_WORKERS, check_manifests_intact, partition_type
 from icectl.table.scan_v4 import dv_positions, read_leaf, read_root
 from icectl.table.snapshot_writer import metadata_dir
 
-WRITE_WORKERS = 8
 KEEP_FILL = 0.5  # a leaf at least this fraction of the target (without DV, not oversized) is kept
 EXISTING, ADDED = ManifestEntryStatus.EXISTING, ManifestEntryStatus.ADDED
 
@@ -109,28 +107,11 @@ class V4GroupPlan(GroupPlan):
 
 
 @dataclass
-class V4CompactPlan:
+class V4CompactPlan(Plan[V4GroupPlan]):
     """What one compaction of ``branch`` at ``base_snapshot`` (a v4 head) does."""
 
-    table: str
-    metadata: TableMetadata
-    branch: str
-    base_snapshot: Snapshot | None
-    root: V4Manifest
-    target_size: int
-    groups: list[V4GroupPlan]
-    root_deleted: int  # DELETED entries of the head's root (dropped by any new root)
-    snapshot_id: int
-    commit_id: str
-    metadata_dir: str
-
-    @property
-    def rewritten(self) -> list[V4GroupPlan]:
-        return [g for g in self.groups if g.rewrite]
-
-    @property
-    def replaced(self) -> list[ManifestFileRow]:
-        return [m for g in self.rewritten for m in g.manifests]
+    root: V4Manifest = field(default_factory=lambda: V4Manifest([], {}))  # the head's, as planned
+    root_deleted: int = 0  # DELETED entries of the head's root (dropped by any new root)
 
     @property
     def flushed(self) -> list[FileKey]:
@@ -143,9 +124,6 @@ class V4CompactPlan:
     @property
     def leaves(self) -> int:
         return sum(1 for e in self.root.entries if e.is_live and e.is_manifest)
-
-    def manifest_path(self, index: int) -> str:
-        return manifest_path(self.metadata_dir, self.commit_id, index)
 
 
 @dataclass
@@ -269,8 +247,8 @@ def plan_v4_compaction(table: Table, options: CompactOptions, metadata: TableMet
             g.rewrite, g.bins, g.manifests = False, [], [*g.manifests, *leaves_kept[g.spec_id, int(g.content)]]
             g.kept_leaves = len(g.manifests)
     root_deleted = sum(1 for e in root.entries if not e.is_live)
-    return V4CompactPlan(table.identifier, md, options.branch, head, root, target, groups, root_deleted, snapshot_id,
-                         str(uuid.uuid4()), metadata_dir(table))
+    return V4CompactPlan(table.identifier, md, options.branch, head, target, groups, snapshot_id, str(uuid.uuid4()),
+                         metadata_dir(table), root=root, root_deleted=root_deleted)
 
 
 def _read_checked_root(table: Table, md: TableMetadata, head: Snapshot, known: V4Manifest | None = None) -> V4Manifest:
@@ -420,13 +398,8 @@ def write_v4_compaction(table: Table, plan: V4CompactPlan) -> list[WrittenLeaf]:
     md = plan.metadata
     unified = unified_partition_type(md)
     ftypes: dict[int, IcebergType] = column_types(md)
-    jobs: list[tuple[V4GroupPlan, Bin, str]] = []
-    for g in plan.rewritten:
-        for b in g.bins:
-            jobs.append((g, b, plan.manifest_path(len(jobs))))
 
-    def one(job: tuple[V4GroupPlan, Bin, str]) -> WrittenLeaf:
-        g, b, path = job
+    def one(g: V4GroupPlan, b: Bin, path: str) -> WrittenLeaf:
         spec = md.spec_by_id(g.spec_id)
         assert spec is not None
         shape = V4LeafShape(md, spec, partition_type(md, g.spec_id), g.content, plan.snapshot_id, unified)
@@ -434,17 +407,7 @@ def write_v4_compaction(table: Table, plan: V4CompactPlan) -> list[WrittenLeaf]:
                            partition_type=unified, field_types=ftypes)
         return WrittenLeaf(dataclasses.replace(entry, first_row_id=_first_row_id(g.content, b)), g, len(b.entries))
 
-    written: list[WrittenLeaf] = []
-    # On failure every path goes, also those a failed pool task may have left half-done.
-    with discard_on_failure(table.io, [path for _, _, path in jobs]), \
-            progress.task("writing leaves", len(jobs)) as advance, \
-            ThreadPoolExecutor(max(1, min(WRITE_WORKERS, len(jobs)))) as pool:
-        for w in pool.map(one, jobs):
-            written.append(w)
-            advance(1)
-        for g in plan.rewritten:
-            verify_v4_group(md, table.io, g, [w for w in written if w.group is g])
-    return written
+    return write_bins(table, plan, one, lambda g, ws: verify_v4_group(md, table.io, g, ws), "leaves")
 
 
 # --------------------------------------------------------------------------- 3. commit
