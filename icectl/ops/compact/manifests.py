@@ -81,6 +81,10 @@ class WrittenManifest:
     group: GroupPlan
     entries: int
 
+    @property
+    def path(self) -> str:
+        return self.manifest.manifest_path
+
 
 # --------------------------------------------------------------------------- 1. plan
 
@@ -338,5 +342,5 @@ def _result(plan: CompactPlan, *, dry_run: bool, written: Sequence[WrittenManife
 
 
 STEPS: Steps[CompactPlan, WrittenManifest] = Steps(
-    plan=plan_compaction, commits=lambda plan: bool(plan.rewritten), write=write_compaction,
-    paths=lambda w: w.manifest.manifest_path, layout=_layout, result=_result, rivals="rewrites")
+    plan=plan_compaction, commits=lambda plan: bool(plan.rewritten), write=write_compaction, layout=_layout,
+    result=_result, rivals="rewrites")

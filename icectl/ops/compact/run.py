@@ -71,7 +71,12 @@ class Plan(Generic[G]):
 
 
 class Written(Protocol):
+    """A manifest (v4: leaf) the compaction wrote."""
+
     group: Any  # the GroupPlan it was written for
+
+    @property
+    def path(self) -> str: ...
 
 
 P = TypeVar("P", bound=Plan[Any])
@@ -94,7 +99,6 @@ class Steps(Generic[P, W]):
     plan: Callable[[Table, CompactOptions, TableMetadata | None], P]
     commits: Callable[[P], bool]  # whether the plan changes anything
     write: Callable[[Table, P], list[W]]  # write and verify the new manifests (deleted again on failure)
-    paths: Callable[[W], str]
     # The layout of the new snapshot, and the head it builds on; heads of other writers' commits
     # the plan is re-applied on are appended to the list.
     layout: Callable[[Table, P, list[W], list[int]], tuple[SnapshotLayout, Callable[[TableMetadata], Snapshot | None]]]
@@ -134,7 +138,7 @@ def rewrite_summary(plan: Plan[Any], created: int, kept: int) -> dict[str, str]:
 def commit_plan(table: Table, steps: Steps[P, W], plan: P, written: list[W],
                 on_planned: Callable[[P], None] | None = None) -> CommitOutcome:
     """One ``replace`` snapshot on the branch head at commit time."""
-    paths = [steps.paths(w) for w in written]
+    paths = [w.path for w in written]
     reapplied: list[int] = []
     layout, head = steps.layout(table, plan, written, reapplied)
 

@@ -132,6 +132,10 @@ class WrittenLeaf:
     group: V4GroupPlan
     entries: int
 
+    @property
+    def path(self) -> str:
+        return self.entry.location
+
 
 @dataclass(frozen=True)
 class V4LeafShape(ManifestShape):
@@ -529,5 +533,5 @@ def _result(plan: V4CompactPlan, *, dry_run: bool, written: Sequence[WrittenLeaf
 
 
 V4_STEPS: Steps[V4CompactPlan, WrittenLeaf] = Steps(
-    plan=plan_v4_compaction, commits=lambda plan: plan.commits, write=write_v4_compaction,
-    paths=lambda w: w.entry.location, layout=_layout, result=_result, rivals="commits")
+    plan=plan_v4_compaction, commits=lambda plan: plan.commits, write=write_v4_compaction, layout=_layout,
+    result=_result, rivals="commits")
