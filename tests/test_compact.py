@@ -18,7 +18,6 @@ from icectl.cli.app import app
 from icectl.config import parse_config
 from icectl.errors import CommitConflictError, IcectlError, UsageError
 from icectl.ops.add_files import add_files
-from icectl.ops.compact import manifests as compact_module
 from icectl.ops.compact import plan as compact_plan
 from icectl.ops.compact.manifests import CompactPlan, compact
 from icectl.ops.compact.plan import CompactOptions, parse_size
@@ -26,7 +25,7 @@ from icectl.ops.create.table import SchemaSource, create
 from icectl.spec.manifest import ManifestContent
 from icectl.spec.snapshots import SnapshotRef
 from icectl.storage import FileIO
-from icectl.table import load_table
+from icectl.table import load_table, snapshot_writer
 from icectl.table.commit import commit
 from icectl.table.scan import iter_entries, manifests_of
 
@@ -306,7 +305,7 @@ def test_unknown_commit_state_keeps_the_new_manifests(tmp_path: Path, monkeypatc
         build(table.metadata)  # writes the manifest list, as a real attempt would
         raise CommitStateUnknownError("the swap may or may not have happened", location="v9.metadata.json")
 
-    monkeypatch.setattr(compact_module, "commit", lost_answer)
+    monkeypatch.setattr(snapshot_writer, "commit", lost_answer)
     with pytest.raises(CommitStateUnknownError):
         compact(load_table(d), CompactOptions())
     # The commit may have happened: deleting its manifests or manifest list could break the table.

@@ -49,7 +49,7 @@ from icectl.spec.manifest import ManifestEntryStatus
 from icectl.spec.snapshots import Snapshot, SnapshotRef
 from icectl.table import load_table
 from icectl.table.commit import add_snapshot, commit
-from icectl.table.v4_commit import ROOT_MAX_ADDED_FILES
+from icectl.table.layout.root import ROOT_MAX_ADDED_FILES
 
 LEAF_TYPES = {"DATA_MANIFEST", "DELETE_MANIFEST"}
 

@@ -33,7 +33,7 @@ from icectl.spec.name_mapping import DEFAULT_NAME_MAPPING
 from icectl.spec.snapshots import Snapshot
 from icectl.table import load_table
 from icectl.table.commit import add_snapshot, commit
-from icectl.table.v4_commit import ROOT_MAX_ADDED_FILES
+from icectl.table.layout.root import ROOT_MAX_ADDED_FILES
 
 
 def avro_files(d: Path) -> dict[str, str]:
@@ -223,9 +223,7 @@ def test_commit_with_unknown_outcome_keeps_what_it_wrote(operation: str, tmp_pat
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     """The commit happened but its answer was lost: the files it wrote must stay, or the table
     (which now references them) would be broken. Only failures known not to have committed clean up."""
-    import icectl.ops.add_files as add_files_module
-    import icectl.ops.upgrade as upgrade_module
-    import icectl.table.v4_commit as v4_commit_module
+    import icectl.table.snapshot_writer as writer_module
     from icectl.catalog.operations import CommitStateUnknownError
 
     d = tmp_path / "t"
@@ -235,7 +233,7 @@ def test_commit_with_unknown_outcome_keeps_what_it_wrote(operation: str, tmp_pat
     icectl("add-files", str(d), first)
     if operation != "add-files v2" and operation != "upgrade":
         icectl("upgrade", str(d), "--to", "4", "--yes")
-    module = {"add-files v2": add_files_module, "upgrade": upgrade_module}.get(operation, v4_commit_module)
+    module = writer_module  # every operation commits through the snapshot writer
     real = module.commit
 
     def answer_lost(table: object, build: object, **kw: object) -> object:

@@ -35,8 +35,8 @@ from icectl.spec.snapshots import SnapshotRef
 from icectl.storage import FileIO
 from icectl.table import load_table
 from icectl.table.commit import commit
+from icectl.table.layout.root import ROOT_MAX_ADDED_FILES
 from icectl.table.scan import iter_entries, manifests_of
-from icectl.table.v4_commit import ROOT_MAX_ADDED_FILES
 
 _counter = itertools.count()
 

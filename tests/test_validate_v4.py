@@ -32,7 +32,7 @@ from icectl.ops.upgrade import upgrade
 from icectl.storage import FileIO
 from icectl.table import load_table
 from icectl.table.commit import commit
-from icectl.table.v4_commit import ROOT_MAX_ADDED_FILES
+from icectl.table.layout.root import ROOT_MAX_ADDED_FILES
 from icectl.validate import CATALOGUE, Severity, ValidationResult, validate_address, validate_table
 
 KINDS = ["v1_unpart", "v2_part", "v3_dv"]

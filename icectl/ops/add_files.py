@@ -7,11 +7,9 @@ partition is refused, as is a file the table already has.
 
 from __future__ import annotations
 
-import dataclasses
 import os
-import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,11 +18,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from icectl.codec.manifest_writer import write_manifest, write_manifest_list
+from icectl.codec.manifest_writer import UNASSIGNED_SEQ, write_manifest
 from icectl.codec.parquet_metrics import data_file_from_footer, field_ids_of
-from icectl.codec.root_manifest import DATA as V4_DATA
 from icectl.codec.root_manifest import FORMAT_VERSION as V4
-from icectl.codec.root_manifest import ContentType, content_entry_of, write_v4_manifest
+from icectl.codec.root_manifest import content_entry_of
 from icectl.errors import (
     CommitConflictError,
     CorruptInputError,
@@ -33,9 +30,8 @@ from icectl.errors import (
     RefusedError,
     UsageError,
 )
-from icectl.ops.inspect import unified_partition_type
 from icectl.results import RecordResult
-from icectl.spec.manifest import DataFile, ManifestContent, ManifestEntry, ManifestEntryStatus, ManifestFile
+from icectl.spec.manifest import DataFile, ManifestContent, ManifestEntry, ManifestEntryStatus
 from icectl.spec.metadata import TableMetadata
 from icectl.spec.name_mapping import ensure_name_mapping
 from icectl.spec.partitioning import PartitionSpec
@@ -50,21 +46,14 @@ from icectl.spec.schema import (
     Schema,
 )
 from icectl.spec.snapshots import MAIN_BRANCH, Snapshot
-from icectl.storage import FileIO, basename, delete_quietly, file_key, join, scheme_of
+from icectl.storage import FileIO, basename, file_key, join, scheme_of
 from icectl.table import Table
-from icectl.table.commit import add_snapshot, commit, discard_on_failure, new_snapshot_id
+from icectl.table.commit import discard_on_failure, new_snapshot_id
+from icectl.table.layout import SnapshotLayout
+from icectl.table.layout.manifest_list import ManifestListLayout, manifest_list_path, manifest_path
+from icectl.table.layout.root import NewLeaf, RootLayout, root_max_added_files, write_leaf
 from icectl.table.scan import iter_entries, manifests_of
-from icectl.table.summary import SummaryBuilder
-from icectl.table.v4_commit import (
-    NewLeaf,
-    V4Change,
-    branch_head,
-    cleanup,
-    column_types,
-    commit_v4_change,
-    leaf_entry,
-    root_max_added_files,
-)
+from icectl.table.snapshot_writer import SnapshotChange, branch_head, metadata_dir, write_snapshot
 from icectl.table.write_guard import check_writable
 
 
@@ -225,69 +214,42 @@ def add_files(table: Table, paths: Iterable[str], *, branch: str = "main", creat
         nonlocal outcome
         base, outcome = ensure_name_mapping(base)
         return base
+    to_leaf = False
     if table.metadata.format_version >= V4:  # one new root (or one leaf and the root): single-file commits
-        result = _add_files_v4(table, plan, summary, branch, dry_run, with_mapping, create_branch)
-        if not dry_run:
-            summary["name_mapping"] = outcome
-        return _said(result, summary)
-    md = table.metadata
-    commit_id = str(uuid.uuid4())
-    metadata_dir = join(md.location or table.address.table_dir or "", "metadata")
-    snapshot_id = new_snapshot_id(md)
-    manifest_path = join(metadata_dir, f"{commit_id}-m0.avro")
+        # The v4 append (layout page section 8): root-level ADDED entries, or past
+        # write.v4.root-max-added-files one new leaf referenced by an ADDED DATA_MANIFEST entry.
+        to_leaf = len(plan.files) > root_max_added_files(table.metadata)
+        summary["layout"] = "new leaf" if to_leaf else "root"
+        layout: SnapshotLayout = RootLayout(branch)
+    else:
+        layout = ManifestListLayout(str(uuid.uuid4()), [])
+    change = SnapshotChange("append", layout)
+    snapshot_id = new_snapshot_id(table.metadata)
     if dry_run:
-        summary["would_write"] = [manifest_path, join(metadata_dir, f"snap-{snapshot_id}-1-{commit_id}.avro"),
+        summary["would_write"] = [*_would_write(table, layout, to_leaf, snapshot_id),
                                   "a new table metadata file (the next version)"]
         summary["would_delete"] = []
         return _said(RecordResult("add_files", f"Would add {len(plan.files)} files to {table.identifier}", summary),
                      summary)
-    written: list[str] = []
-    manifest = _write_added_manifest(table, plan, snapshot_id, manifest_path)
-    written.append(manifest.manifest_path)
-    attempt = 0
+    md = table.metadata
 
-    def build(base: TableMetadata) -> TableMetadata:
-        nonlocal attempt
-        attempt += 1
+    def unchanged(base: TableMetadata) -> None:
         if base.default_spec_id != plan.spec_id or base.current_schema_id != md.current_schema_id:
             raise CommitConflictError(f"table {table.identifier} changed its schema or partition spec meanwhile",
                                       hint="run add-files again")
-        base = with_mapping(base)
-        parent = branch_head(base, branch, table.identifier, create_branch=create_branch)
-        parent_manifests = manifests_of(base, parent, table.io) if parent else []
-        seq = base.last_sequence_number + 1 if base.format_version >= 2 else 0
-        new_manifest = _with_sequence(manifest, seq, snapshot_id)
-        builder = SummaryBuilder()
-        for f, p in zip(plan.files, plan.partitions, strict=True):
-            builder.added_file(f, p)
-        first_row_id = base.next_row_id if base.format_version >= 3 else None
-        list_path = join(metadata_dir, f"snap-{snapshot_id}-{attempt}-{commit_id}.avro")
-        result = write_manifest_list([new_manifest, *parent_manifests], format_version=base.format_version,
-                                     snapshot_id=snapshot_id,
-                                     parent_snapshot_id=parent.snapshot_id if parent else None,
-                                     sequence_number=seq, first_row_id=first_row_id)
-        table.io.write(list_path, result.data)
-        written.append(list_path)
-        snapshot = Snapshot(
-            snapshot_id=snapshot_id, timestamp_ms=_now_ms(), parent_snapshot_id=parent.snapshot_id if parent else None,
-            sequence_number=seq, manifest_list=list_path,
-            summary=builder.build("append", parent.summary if parent else None),
-            schema_id=base.current_schema_id,
-            first_row_id=first_row_id,
-            added_rows=(result.next_row_id - first_row_id) if first_row_id is not None else None)
-        return add_snapshot(base, snapshot, branch=branch)
 
-    with discard_on_failure(table.io, written):
-        done = commit(table, build)
-    committed = done.metadata.snapshot_by_id(snapshot_id)
-    kept = {manifest.manifest_path, committed.manifest_list if committed else None}
-    for p in written:
-        if p not in kept:  # manifest lists of attempts that lost a conflict
-            delete_quietly(table.io, p)
+    for f, p in zip(plan.files, plan.partitions, strict=True):
+        change.summary.added_file(f, p)
+    with discard_on_failure(table.io, change.written):
+        _write_added(table, plan, layout, to_leaf, change, snapshot_id)
+        done = write_snapshot(table, branch, change, snapshot_id=snapshot_id, check=unchanged, adjust=with_mapping,
+                              create_branch=create_branch)
     summary["snapshot_id"] = snapshot_id
     summary["metadata_location"] = done.metadata_location
     summary["commit_attempts"] = done.attempts
     summary["name_mapping"] = outcome
+    if isinstance(layout, RootLayout):
+        summary["written"] = done.files
     return _said(RecordResult("add_files", f"Added {len(plan.files)} files to {table.identifier}", summary), summary)
 
 
@@ -303,72 +265,41 @@ def _said(result: RecordResult, summary: dict[str, Any]) -> RecordResult:
     return result
 
 
-def _add_files_v4(table: Table, plan: AddFilesPlan, summary: dict[str, Any], branch: str, dry_run: bool,
-                  adjust: Callable[[TableMetadata], TableMetadata], create_branch: bool) -> RecordResult:
-    """The v4 append (layout page section 8): root-level ADDED entries, or past
-    ``write.v4.root-max-added-files`` one new leaf referenced by an ADDED DATA_MANIFEST entry."""
+def _would_write(table: Table, layout: SnapshotLayout, to_leaf: bool, snapshot_id: int) -> list[str]:
+    folder = metadata_dir(table)
+    if isinstance(layout, RootLayout):
+        leaf = [join(folder, f"{uuid.uuid4()}-m0.avro")] if to_leaf else []
+        return [*leaf, join(folder, f"root-{snapshot_id}-<uuid>.avro")]
+    assert isinstance(layout, ManifestListLayout)
+    return [manifest_path(folder, layout.commit_id, 0), manifest_list_path(folder, snapshot_id, 1, layout.commit_id)]
+
+
+def _write_added(table: Table, plan: AddFilesPlan, layout: SnapshotLayout, to_leaf: bool, change: SnapshotChange,
+                 snapshot_id: int) -> None:
+    """Write what the snapshot adds before the commit: one manifest (v1-v3), one leaf (a large v4
+    append) or nothing (root-level v4 entries)."""
     md = table.metadata
     spec = md.spec()
     ptype = spec.partition_type(md.schema(), md.schemas)
-    snapshot_id = new_snapshot_id(md)
-    metadata_dir = join(md.location or table.address.table_dir or "", "metadata")
-    to_leaf = len(plan.files) > root_max_added_files(md)
-    leaf_path = join(metadata_dir, f"{uuid.uuid4()}-m0.avro") if to_leaf else None
-    summary["layout"] = "new leaf" if to_leaf else "root"
-    if dry_run:
-        summary["would_write"] = [*([leaf_path] if leaf_path else []),
-                                  join(metadata_dir, f"root-{snapshot_id}-<uuid>.avro"),
-                                  "a new table metadata file (the next version)"]
-        summary["would_delete"] = []
-        return RecordResult("add_files", f"Would add {len(plan.files)} files to {table.identifier}", summary)
-    builder = SummaryBuilder()
-    for f, p in zip(plan.files, plan.partitions, strict=True):
-        builder.added_file(f, p)
+    folder = metadata_dir(table)
+    if isinstance(layout, ManifestListLayout):
+        path = manifest_path(folder, layout.commit_id, 0)
+        entries = [ManifestEntry(ManifestEntryStatus.ADDED, snapshot_id, None, None, f) for f in plan.files]
+        result = write_manifest(entries, schema=md.schema(), spec=spec, partition_type=ptype,
+                                format_version=md.format_version, content=ManifestContent.DATA,
+                                snapshot_id=snapshot_id)
+        table.io.write(path, result.data)
+        change.written.append(path)
+        layout.added = [result.to_manifest_file(path, len(result.data), spec.spec_id, snapshot_id, UNASSIGNED_SEQ)]
+        return
+    assert isinstance(layout, RootLayout)
     entries = [content_entry_of(ManifestEntry(ManifestEntryStatus.ADDED, None, None, None, f), spec.spec_id, ptype)
                for f in plan.files]
-    change = V4Change("append", builder)
-    written: list[str] = []
-
-    def unchanged(base: TableMetadata) -> None:
-        if base.default_spec_id != plan.spec_id or base.current_schema_id != md.current_schema_id:
-            raise CommitConflictError(f"table {table.identifier} changed its schema or partition spec meanwhile",
-                                      hint="run add-files again")
-
-    with discard_on_failure(table.io, written):
-        if leaf_path is not None:
-            leaf = write_v4_manifest(entries, content=V4_DATA, partition_type=unified_partition_type(md),
-                                     field_types=column_types(md))
-            table.io.write(leaf_path, leaf.data)
-            written.append(leaf_path)
-            change.new_leaves.append(NewLeaf(leaf_entry(
-                leaf_path, len(leaf.data), spec.spec_id, leaf.stats, ContentType.DATA_MANIFEST, leaf.content_stats),
-                leaf.stats.added_rows_count))
-        else:
-            change.added = entries
-        done = commit_v4_change(table, branch, change, snapshot_id, written, unchanged, adjust=adjust,
-                                create_branch=create_branch)
-    committed = done.metadata.snapshot_by_id(snapshot_id)
-    root = committed.root_manifest if committed else None
-    cleanup(table.io, written, {p for p in (leaf_path, root) if p})
-    summary.update(snapshot_id=snapshot_id, metadata_location=done.metadata_location, commit_attempts=done.attempts,
-                   written=[p for p in (leaf_path, root) if p])
-    return RecordResult("add_files", f"Added {len(plan.files)} files to {table.identifier}", summary)
-
-
-def _write_added_manifest(table: Table, plan: AddFilesPlan, snapshot_id: int, path: str) -> ManifestFile:
-    md = table.metadata
-    spec = md.spec()
-    entries = [ManifestEntry(ManifestEntryStatus.ADDED, snapshot_id, None, None, f) for f in plan.files]
-    result = write_manifest(entries, schema=md.schema(), spec=spec,
-                            partition_type=spec.partition_type(md.schema(), md.schemas),
-                            format_version=md.format_version, content=ManifestContent.DATA, snapshot_id=snapshot_id)
-    table.io.write(path, result.data)
-    return result.to_manifest_file(path, len(result.data), spec.spec_id, snapshot_id, -1)
-
-
-def _with_sequence(m: ManifestFile, seq: int, snapshot_id: int) -> ManifestFile:
-    return dataclasses.replace(m, sequence_number=seq, min_sequence_number=seq, added_snapshot_id=snapshot_id)
-
-
-def _now_ms() -> int:
-    return int(time.time() * 1000)
+    if not to_leaf:
+        layout.added = entries
+        return
+    path = join(folder, f"{uuid.uuid4()}-m0.avro")
+    change.written.append(path)  # before writing: a half-written leaf goes too
+    leaf = write_leaf(table.io, md, path, entries, ManifestContent.DATA, spec.spec_id)
+    assert leaf.manifest_stats is not None
+    layout.new_leaves = [NewLeaf(leaf, leaf.manifest_stats.added_rows_count)]

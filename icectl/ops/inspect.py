@@ -22,6 +22,7 @@ from icectl.spec.schema import NestedField, StructType
 from icectl.spec.snapshots import Snapshot, ancestors_of
 from icectl.spec.values import to_human
 from icectl.table import Table
+from icectl.table.layout.root import unified_partition_type
 from icectl.table.scan import iter_entries, manifests_of
 
 
@@ -304,23 +305,6 @@ def manifest_rows(table: Table, *, snapshot_id: int | None = None, ref: str | No
 
 
 # --------------------------------------------------------------------------- file views
-
-
-def unified_partition_type(md: TableMetadata) -> StructType:
-    """Every partition field any spec ever had, ordered by field id (Iceberg's
-    ``Partitioning.partitionType``): the ``partition`` struct of Spark's files/partitions tables."""
-    fields: dict[int, NestedField] = {}
-    void_ids: set[int] = set()  # fields seen so far only as v1 "dropped" (void) columns
-    for spec in sorted(md.partition_specs, key=lambda s: -s.spec_id):  # newest names win
-        for f in spec.partition_type(md.schema(), md.schemas).fields:
-            pf = spec.field_by_id(f.field_id)
-            void = pf is not None and str(pf.transform) == "void"
-            if f.field_id not in fields or (f.field_id in void_ids and not void):
-                fields[f.field_id] = NestedField(f.field_id, f.name, f.field_type, False)
-                void_ids.discard(f.field_id)
-                if void:
-                    void_ids.add(f.field_id)
-    return StructType(tuple(f for _, f in sorted(fields.items())))
 
 
 class _PartitionMapper:

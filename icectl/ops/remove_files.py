@@ -25,11 +25,11 @@ from icectl.spec.schema import StructType
 from icectl.spec.values import to_human
 from icectl.storage import file_key, join
 from icectl.table import Table
-from icectl.table.commit import discard_on_failure, new_snapshot_id
+from icectl.table.commit import new_snapshot_id
+from icectl.table.layout.root import RootLayout, head_root, root_file_key
 from icectl.table.scan import DEFAULT_WORKERS
 from icectl.table.scan_v4 import TreeManifest, read_leaf, tree_manifests
-from icectl.table.summary import SummaryBuilder
-from icectl.table.v4_commit import V4Change, cleanup, commit_v4_change, head_root, root_file_key
+from icectl.table.snapshot_writer import SnapshotChange, branch_head, metadata_dir, write_snapshot
 from icectl.table.write_guard import check_writable
 
 
@@ -91,7 +91,8 @@ def remove_files(table: Table, paths: Sequence[str] = (), *, where: Sequence[str
                                hint="upgrade it with 'icectl upgrade --to 4'")
     if not paths and not where:
         raise UsageError("give the files to remove (PATH...) or --where partition_field=value")
-    head, _root = head_root(md, branch, table.io, table.identifier)
+    head = branch_head(md, branch, table.identifier)
+    head_root(md, head, table.io, branch)  # refused when the head has no root
     if head is None:
         raise NotFoundError(f"branch '{branch}' of table {table.identifier} has no snapshot")
     clauses = parse_where(where)
@@ -101,7 +102,8 @@ def remove_files(table: Table, paths: Sequence[str] = (), *, where: Sequence[str
         raise UsageError(f"--where {unknown[0]}: {table.identifier} has no partition field of that name",
                          hint=f"partition fields: {', '.join(known) or 'none (unpartitioned)'}")
     sel = _Selector(md, {file_key(p): p for p in paths}, clauses)
-    change = V4Change("delete", SummaryBuilder())
+    layout = RootLayout(branch)
+    change = SnapshotChange("delete", layout)
     removed: list[dict[str, Any]] = []
     removed_keys: set[str] = set()
     manifests = tree_manifests(md, head, table.io)
@@ -112,10 +114,10 @@ def remove_files(table: Table, paths: Sequence[str] = (), *, where: Sequence[str
         partition = spec.partition_path(f.partition or (), md.schema()) if spec and f.partition else ""
         change.summary.removed_file(f, partition)
         if m.root_entries is not None:
-            change.removed_root_files.add(root_file_key(f.file_path, ContentType(int(f.content)),
+            layout.removed_root_files.add(root_file_key(f.file_path, ContentType(int(f.content)),
                                                         f.referenced_data_file))
         else:
-            change.removed_leaf_rows.setdefault(m.manifest_path, BitMap64()).add(ordinal)
+            layout.removed_leaf_rows.setdefault(m.manifest_path, BitMap64()).add(ordinal)
         via = "root DELETED entry" if m.root_entries is not None else f"manifest DV on {m.manifest_path}"
         removed.append({"file_path": f.file_path, "content": int(f.content), "record_count": f.record_count,
                         "via": via,
@@ -153,18 +155,12 @@ def remove_files(table: Table, paths: Sequence[str] = (), *, where: Sequence[str
         return RecordResult("remove_files", f"Nothing to remove from {table.identifier}", summary)
     snapshot_id = new_snapshot_id(md)
     if dry_run:
-        metadata_dir = join(md.location or table.address.table_dir or "", "metadata")
-        summary["would_write"] = [join(metadata_dir, f"root-{snapshot_id}-<uuid>.avro"),
+        summary["would_write"] = [join(metadata_dir(table), f"root-{snapshot_id}-<uuid>.avro"),
                                   "a new table metadata file (the next version)"]
         summary["would_delete"] = []
         return RecordResult("remove_files", f"Would remove {len(data_removed)} files from {table.identifier}",
                             summary)
-    written: list[str] = []
-    with discard_on_failure(table.io, written):
-        done = commit_v4_change(table, branch, change, snapshot_id, written)
-    committed = done.metadata.snapshot_by_id(snapshot_id)
-    root = committed.root_manifest if committed else None
-    cleanup(table.io, written, {root} if root else set())
+    done = write_snapshot(table, branch, change, snapshot_id=snapshot_id)
     summary.update(committed=True, snapshot_id=snapshot_id, metadata_location=done.metadata_location,
-                   commit_attempts=done.attempts, written=[root])
+                   commit_attempts=done.attempts, written=done.files)
     return RecordResult("remove_files", f"Removed {len(data_removed)} files from {table.identifier}", summary)

@@ -26,27 +26,25 @@ from typing import Any
 
 from icectl.codec.manifest_reader import read_manifest
 from icectl.codec.root_manifest import (
-    ROOT,
     ContentEntry,
     ContentStats,
     ManifestStats,
     aggregate_content_stats,
     manifest_entry_of_manifest_file,
-    write_v4_manifest,
 )
 from icectl.errors import CommitConflictError, CorruptInputError, IcectlError, RefusedError, UsageError
-from icectl.ops.inspect import unified_partition_type
 from icectl.results import RecordResult
 from icectl.spec.manifest import DataFileContent, ManifestContent, ManifestEntry, ManifestEntryStatus, ManifestFile
 from icectl.spec.metadata import MAX_FORMAT_VERSION, MIN_ROW_LINEAGE_VERSION, TableMetadata
 from icectl.spec.snapshots import MAIN_BRANCH, Snapshot
-from icectl.storage import FileIO, join
+from icectl.storage import FileIO
 from icectl.table import Table
-from icectl.table.commit import add_snapshot, commit, discard_on_failure, new_snapshot_id
+from icectl.table.commit import discard_on_failure, new_snapshot_id
+from icectl.table.layout.root import column_types, encode_root, root_path
 from icectl.table.scan import DEFAULT_WORKERS, iter_entries, manifests_of, partition_type
 from icectl.table.scan_v4 import TreeManifest, read_tree_entries, tree_manifests
+from icectl.table.snapshot_writer import commit_snapshots, metadata_dir, new_snapshot
 from icectl.table.summary import SummaryBuilder
-from icectl.table.v4_commit import column_types
 from icectl.table.write_guard import check_writable
 
 V4_WARNING = ("format v4 is icectl's experimental layout (root manifests, not adopted upstream): released "
@@ -74,10 +72,6 @@ class UpgradePlan:
     to_version: int
     metadata: TableMetadata  # the upgraded base, before the new snapshots are added
     roots: list[BranchRoot]
-
-
-def _now_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 def _upgraded_base(md: TableMetadata, to: int) -> TableMetadata:
@@ -134,8 +128,7 @@ def plan_upgrade(table: Table, to: int) -> UpgradePlan:
     if to < V4 or md.format_version >= V4:
         return UpgradePlan(md.format_version, to, base, [])
     reader = _ManifestReader(md, table.io)
-    partition_type = unified_partition_type(md)
-    metadata_dir = join(md.location or table.address.table_dir or "", "metadata")
+    folder = metadata_dir(table)
     next_row_id, seq = base.next_row_id, md.last_sequence_number
     taken: set[int] = set()
     roots: list[BranchRoot] = []
@@ -161,16 +154,12 @@ def plan_upgrade(table: Table, to: int) -> UpgradePlan:
         while snapshot_id in taken:
             snapshot_id = new_snapshot_id(md)
         taken.add(snapshot_id)
-        root_path = join(metadata_dir, f"root-{snapshot_id}-{uuid.uuid4()}.avro")
-        written = write_v4_manifest(entries, content=ROOT, partition_type=partition_type, snapshot_id=snapshot_id,
-                                    sequence_number=seq, parent_snapshot_id=head.snapshot_id)
-        snapshot = Snapshot(
-            snapshot_id=snapshot_id, timestamp_ms=max(_now_ms(), head.timestamp_ms + 1),
-            parent_snapshot_id=head.snapshot_id, sequence_number=seq, root_manifest=root_path,
-            summary=SummaryBuilder().build("replace", head.summary), schema_id=md.current_schema_id,
-            first_row_id=first_row_id, added_rows=next_row_id - first_row_id)
-        live = check_same_content(md, base, head, snapshot, written.data, manifests, table.io, branch)
-        roots.append(BranchRoot(branch, head, snapshot, written.data, len(manifests), live))
+        data = encode_root(md, entries, snapshot_id, seq, head.snapshot_id)
+        snapshot = new_snapshot(md, head, snapshot_id, seq, operation="replace", summary=SummaryBuilder(),
+                                root_manifest=root_path(folder, snapshot_id), first_row_id=first_row_id,
+                                added_rows=next_row_id - first_row_id)
+        live = check_same_content(md, base, head, snapshot, data, manifests, table.io, branch)
+        roots.append(BranchRoot(branch, head, snapshot, data, len(manifests), live))
     return UpgradePlan(md.format_version, to, base, roots)
 
 
@@ -286,23 +275,20 @@ def upgrade(table: Table, to: int, *, dry_run: bool = False) -> RecordResult:
     written: list[str] = []
     heads = {r.branch: r.head.snapshot_id for r in plan.roots}
 
-    def build(base: TableMetadata) -> TableMetadata:
+    def stage(base: TableMetadata) -> tuple[TableMetadata, list[tuple[str, Snapshot]]]:
         if (base.format_version != md.format_version or dict(_branches(base)) != dict(_branches(md))
                 or base.next_row_id != md.next_row_id or base.last_sequence_number != md.last_sequence_number
                 or base.partition_specs != md.partition_specs or base.schemas != md.schemas):
             raise CommitConflictError(f"table {table.identifier} changed while it was being upgraded; "
                                       "nothing was changed", hint="run the upgrade again")
-        new = _upgraded_base(base, to)
-        for r in plan.roots:
-            assert heads[r.branch] == r.snapshot.parent_snapshot_id
-            new = add_snapshot(new, r.snapshot, branch=r.branch)
-        return new
+        assert all(heads[r.branch] == r.snapshot.parent_snapshot_id for r in plan.roots)
+        return _upgraded_base(base, to), [(r.branch, r.snapshot) for r in plan.roots]
 
     with discard_on_failure(table.io, written):
         for r, path in zip(plan.roots, writes, strict=True):
             table.io.write(path, r.root_data)
             written.append(path)
-        done = commit(table, build)
+        done = commit_snapshots(table, stage, written)
     summary.update(committed=True, written=written, metadata_location=done.metadata_location,
                    commit_attempts=done.attempts, seconds=round(time.perf_counter() - start, 3))
     return RecordResult("upgrade", f"Upgraded {table.identifier} from v{plan.from_version} to v{to}", summary)

@@ -13,30 +13,25 @@ Three steps, each a function so that later layouts (v4 root and leaf manifests) 
    A v3 data manifest whose entries all carry a first_row_id gets an explicit manifest
    first_row_id (the smallest of its entries'), so the manifest list assigns it no fresh row-id
    range and ``next-row-id`` does not move (Java assigns one anyway).
-3. :func:`commit_compaction`: one snapshot, operation ``replace``, Java's summary keys and the
-   parent's totals, on the branch head as it is at commit time: when another writer committed
-   meanwhile and every replaced manifest is still in the new head, the new manifests replace
-   them there (the other writer's manifests are kept); otherwise the plan is stale
-   (:class:`StalePlanError`) and :func:`compact` plans once more from scratch, then gives up
-   with the conflict exit code. Replaced manifests stay on disk for older snapshots; expiry
-   removes them.
+3. the commit (:mod:`icectl.ops.compact.run`, shared with v4): one snapshot, operation
+   ``replace``, Java's summary keys and the parent's totals, on the branch head as it is at commit
+   time: when another writer committed meanwhile and every replaced manifest is still in the new
+   head, the new manifests replace them there (the other writer's manifests are kept); otherwise
+   the plan is stale and is planned once more from scratch, then the command gives up with the
+   conflict exit code. Replaced manifests stay on disk for older snapshots; expiry removes them.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import time
 import uuid
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from icectl import progress
-from icectl.catalog.operations import CommitStateUnknownError
 from icectl.codec.manifest_reader import read_manifest
-from icectl.codec.manifest_writer import UNASSIGNED_SEQ, write_manifest_list
-from icectl.errors import CommitConflictError, CorruptInputError, IcectlError, NotFoundError
+from icectl.codec.manifest_writer import UNASSIGNED_SEQ
+from icectl.errors import CorruptInputError, IcectlError, NotFoundError
 from icectl.ops.compact.plan import (
     Bin,
     CompactOptions,
@@ -54,57 +49,30 @@ from icectl.ops.compact.plan import (
     sort_fields,
     table_target_size,
 )
-from icectl.ops.compact.v4 import compact_v4
+from icectl.ops.compact.run import CommitOutcome, Plan, StalePlanError, Steps, run_compaction, write_bins
+from icectl.ops.compact.v4 import V4_STEPS
 from icectl.results import RecordResult
 from icectl.spec.manifest import DataFile, ManifestContent, ManifestEntry, ManifestFile, single_valued_ids
 from icectl.spec.metadata import MIN_ROW_LINEAGE_VERSION, TableMetadata
 from icectl.spec.snapshots import Snapshot
-from icectl.storage import FileIO, delete_quietly, join
+from icectl.storage import FileIO
 from icectl.table import Table
-from icectl.table.commit import add_snapshot, commit, new_snapshot_id
+from icectl.table.commit import new_snapshot_id
+from icectl.table.layout import SnapshotLayout
+from icectl.table.layout.manifest_list import ManifestListLayout, manifest_list_path
 from icectl.table.scan import check_manifests_intact, iter_entries, manifests_of, partition_type
-from icectl.table.summary import SummaryBuilder
+from icectl.table.snapshot_writer import metadata_dir
 from icectl.table.write_guard import check_writable
-
-WRITE_WORKERS = 8
-
-
-class StalePlanError(CommitConflictError):
-    """A manifest the plan replaces is gone from the branch head: another writer rewrote it."""
-
-    def __init__(self, message: str, fresh: TableMetadata) -> None:
-        super().__init__(message, hint="run compact again")
-        self.fresh = fresh
 
 
 @dataclass
-class CompactPlan:
+class CompactPlan(Plan[GroupPlan]):
     """What one compaction of ``branch`` at ``base_snapshot`` does."""
 
-    table: str
-    metadata: TableMetadata
-    branch: str
-    base_snapshot: Snapshot | None
-    base_manifests: list[ManifestFile]
-    target_size: int
-    groups: list[GroupPlan]
-    snapshot_id: int  # of the snapshot to commit (also the new manifests' added_snapshot_id)
-    commit_id: str
-    metadata_dir: str
-
-    @property
-    def rewritten(self) -> list[GroupPlan]:
-        return [g for g in self.groups if g.rewrite]
-
-    @property
-    def replaced(self) -> list[ManifestFile]:
-        return [m for g in self.rewritten for m in g.manifests]
-
-    def manifest_path(self, index: int) -> str:
-        return join(self.metadata_dir, f"{self.commit_id}-m{index}.avro")
+    base_manifests: list[ManifestFile] = field(default_factory=list)  # the head's, as planned
 
     def list_path(self, attempt: int) -> str:
-        return join(self.metadata_dir, f"snap-{self.snapshot_id}-{attempt}-{self.commit_id}.avro")
+        return manifest_list_path(self.metadata_dir, self.snapshot_id, attempt, self.commit_id)
 
 
 @dataclass
@@ -113,15 +81,9 @@ class WrittenManifest:
     group: GroupPlan
     entries: int
 
-
-@dataclass
-class CommitOutcome:
-    metadata_location: str
-    snapshot: Snapshot
-    attempts: int
-    manifests_kept: int
-    reapplied_on: list[int] = field(default_factory=list)  # heads of other writers' commits taken in
-    manifest_lists_written: list[str] = field(default_factory=list)
+    @property
+    def path(self) -> str:
+        return self.manifest.manifest_path
 
 
 # --------------------------------------------------------------------------- 1. plan
@@ -169,9 +131,8 @@ def plan_compaction(table: Table, options: CompactOptions, metadata: TableMetada
                 g.rewrite, g.bins = False, []
                 g.reason = (f"rewriting would not improve {len(g.manifests)} manifests "
                             f"({g.live_entries} live entries, {capacity} per manifest at the target size)")
-    metadata_dir = join(md.location or table.address.table_dir or "", "metadata")
-    return CompactPlan(table.identifier, md, options.branch, head, manifests, target, groups, snapshot_id,
-                       str(uuid.uuid4()), metadata_dir)
+    return CompactPlan(table.identifier, md, options.branch, head, target, groups, snapshot_id, str(uuid.uuid4()),
+                       metadata_dir(table), base_manifests=manifests)
 
 
 def _live_manifests(table: Table, md: TableMetadata, head: Snapshot) -> list[ManifestFile]:
@@ -258,13 +219,8 @@ def verify_group(md: TableMetadata, io: FileIO, group: GroupPlan, written: Seque
 def write_compaction(table: Table, plan: CompactPlan) -> list[WrittenManifest]:
     """Write the new manifests and check their content; returns them in manifest-list order."""
     md = plan.metadata
-    jobs: list[tuple[GroupPlan, Bin, str]] = []
-    for g in plan.rewritten:
-        for b in g.bins:
-            jobs.append((g, b, plan.manifest_path(len(jobs))))
 
-    def one(job: tuple[GroupPlan, Bin, str]) -> WrittenManifest:
-        g, b, path = job
+    def one(g: GroupPlan, b: Bin, path: str) -> WrittenManifest:
         spec = md.spec_by_id(g.spec_id)
         assert spec is not None
         result = ManifestShape(md, spec, partition_type(md, g.spec_id), g.content, plan.snapshot_id).write(b.entries)
@@ -273,100 +229,46 @@ def write_compaction(table: Table, plan: CompactPlan) -> list[WrittenManifest]:
                                      _first_row_id(md, g.content, b))
         return WrittenManifest(mf, g, len(b.entries))
 
-    written: list[WrittenManifest] = []
-    try:
-        with progress.task("writing manifests", len(jobs)) as advance, \
-                ThreadPoolExecutor(max(1, min(WRITE_WORKERS, len(jobs)))) as pool:
-            for w in pool.map(one, jobs):
-                written.append(w)
-                advance(1)
-        for g in plan.rewritten:
-            verify_group(md, table.io, g, [w for w in written if w.group is g])
-    except BaseException:
-        for _, _, path in jobs:  # also those a failed pool task may have left half-done
-            delete_quietly(table.io, path)
-        raise
-    return written
+    return write_bins(table, plan, one, lambda g, ws: verify_group(md, table.io, g, ws), "manifests")
 
 
 # --------------------------------------------------------------------------- 3. commit
 
 
-def _summary(plan: CompactPlan, created: int, kept: int, parent: Snapshot | None) -> dict[str, str]:
-    extra = {"manifests-created": str(created), "manifests-kept": str(kept),
-             "manifests-replaced": str(len(plan.replaced)),
-             "entries-processed": str(sum(g.live_entries for g in plan.rewritten)),
-             "changed-partition-count": "0"}  # as Java's rewrite writes it
-    return SummaryBuilder().build("replace", parent.summary if parent else None, extra)
-
-
-def commit_compaction(table: Table, plan: CompactPlan, written: Sequence[WrittenManifest]) -> CommitOutcome:
-    """One ``replace`` snapshot on the branch head at commit time (see the module docstring)."""
+def _layout(table: Table, plan: CompactPlan, written: list[WrittenManifest],
+            reapplied: list[int]) -> tuple[SnapshotLayout, Callable[[TableMetadata], Snapshot | None]]:
+    """The new manifests in place of the replaced ones, on the branch head at commit time."""
     replaced = {m.manifest_path for m in plan.replaced}
-    new_manifests = [w.manifest for w in written]
-    attempt = 0
-    lists: list[str] = []
-    reapplied: list[int] = []
-    kept_count = [0]
 
-    def build(fresh: TableMetadata) -> TableMetadata:
-        nonlocal attempt
-        attempt += 1
-        head = branch_head(fresh, plan.branch, table.identifier)
-        if head is None or plan.base_snapshot is None:
+    def head(fresh: TableMetadata) -> Snapshot | None:
+        snap = branch_head(fresh, plan.branch, table.identifier)
+        if snap is None or plan.base_snapshot is None:
             raise StalePlanError(f"branch '{plan.branch}' of {table.identifier} changed meanwhile", fresh)
-        if head.snapshot_id == plan.base_snapshot.snapshot_id:
-            current = plan.base_manifests
-        else:
-            current = manifests_of(fresh, head, table.io)
-            missing = replaced - {m.manifest_path for m in current}
-            if missing:  # another writer rewrote one: our manifests would resurrect or drop files
-                raise StalePlanError(f"manifest {sorted(missing)[0]} was replaced by a concurrent commit to "
-                                     f"{table.identifier}", fresh)
-            known = {m.manifest_path for m in plan.base_manifests}  # checked when planned
-            check_manifests_intact(table.io, [m for m in current if m.manifest_path not in known], head.manifest_list)
-            if head.snapshot_id not in reapplied:
-                reapplied.append(head.snapshot_id)
-        kept = [m for m in current if m.manifest_path not in replaced]
-        kept_count[0] = len(kept)
-        v = fresh.format_version
-        seq = fresh.last_sequence_number + 1 if v >= 2 else 0
-        first_row_id = fresh.next_row_id if v >= MIN_ROW_LINEAGE_VERSION else None
-        path = plan.list_path(attempt)
-        # New manifests first, then the kept ones, as Java orders them.
-        result = write_manifest_list([*new_manifests, *kept], format_version=v, snapshot_id=plan.snapshot_id,
-                                     parent_snapshot_id=head.snapshot_id, sequence_number=seq,
-                                     first_row_id=first_row_id)
-        table.io.write(path, result.data)
-        lists.append(path)
-        snapshot = Snapshot(
-            snapshot_id=plan.snapshot_id, timestamp_ms=int(time.time() * 1000), parent_snapshot_id=head.snapshot_id,
-            sequence_number=seq, manifest_list=path, summary=_summary(plan, len(new_manifests), len(kept), head),
-            schema_id=fresh.current_schema_id, first_row_id=first_row_id, added_rows=result.added_rows)
-        return add_snapshot(fresh, snapshot, branch=plan.branch)
+        return snap
 
-    try:
-        done = commit(table, build)
-    except CommitStateUnknownError:
-        raise  # the new version may be live: its files must stay
-    except BaseException:
-        for p in lists:
-            delete_quietly(table.io, p)
-        raise
-    snap = done.metadata.snapshot_by_id(plan.snapshot_id)
-    assert snap is not None
-    for p in lists:
-        if p != snap.manifest_list:  # manifest lists of attempts that lost a conflict
-            delete_quietly(table.io, p)
-    return CommitOutcome(done.metadata_location, snap, done.attempts, kept_count[0], reapplied,
-                         [snap.manifest_list] if snap.manifest_list else [])
+    def head_manifests(fresh: TableMetadata, snap: Snapshot) -> list[ManifestFile]:
+        assert plan.base_snapshot is not None
+        if snap.snapshot_id == plan.base_snapshot.snapshot_id:
+            return plan.base_manifests
+        current = manifests_of(fresh, snap, table.io)
+        missing = replaced - {m.manifest_path for m in current}
+        if missing:  # another writer rewrote one: our manifests would resurrect or drop files
+            raise StalePlanError(f"manifest {sorted(missing)[0]} was replaced by a concurrent commit to "
+                                 f"{table.identifier}", fresh)
+        known = {m.manifest_path for m in plan.base_manifests}  # checked when planned
+        check_manifests_intact(table.io, [m for m in current if m.manifest_path not in known], snap.manifest_list)
+        if snap.snapshot_id not in reapplied:
+            reapplied.append(snap.snapshot_id)
+        return current
+
+    return ManifestListLayout(plan.commit_id, [w.manifest for w in written], replaced, head_manifests), head
 
 
 # --------------------------------------------------------------------------- the operation
 
 
 def compact(table: Table, options: CompactOptions, *, dry_run: bool = False,
-            on_planned: Callable[[CompactPlan], None] | None = None) -> RecordResult:
+            on_planned: Callable[[Any], None] | None = None) -> RecordResult:
     """Compact the manifests of a branch head (see the module docstring).
 
     ``on_planned`` runs after the new manifests are written, before the commit (tests use it to
@@ -374,39 +276,8 @@ def compact(table: Table, options: CompactOptions, *, dry_run: bool = False,
     """
     check_writable(table)
     if table.metadata.format_version >= 4:  # roots and leaves (icectl.ops.compact.v4)
-        return compact_v4(table, options, dry_run=dry_run, on_planned=on_planned)
-    plan = plan_compaction(table, options)
-    if dry_run or not plan.rewritten:
-        return _result(plan, dry_run=dry_run)
-    replanned = False
-    while True:
-        written: list[WrittenManifest] = []
-        try:
-            written = write_compaction(table, plan)
-            if on_planned is not None:
-                on_planned(plan)
-            outcome = commit_compaction(table, plan, written)
-            break
-        except StalePlanError as e:
-            _delete_all(table.io, written, plan)
-            if replanned:
-                raise CommitConflictError(f"compacting {table.identifier} lost to concurrent rewrites twice "
-                                          f"({e.message})", hint="run it again when the other writer is done") from e
-            replanned = True
-            plan = plan_compaction(table, options, metadata=e.fresh)
-            if not plan.rewritten:
-                return _result(plan, dry_run=False, replanned=True)
-        except CommitStateUnknownError:
-            raise  # the new version may be live: its manifests must stay
-        except BaseException:
-            _delete_all(table.io, written, plan)
-            raise
-    return _result(plan, dry_run=False, written=written, outcome=outcome, replanned=replanned)
-
-
-def _delete_all(io: FileIO, written: Sequence[WrittenManifest], plan: CompactPlan) -> None:
-    for w in written:  # never referenced by a committed snapshot
-        delete_quietly(io, w.manifest.manifest_path)
+        return run_compaction(table, options, V4_STEPS, dry_run=dry_run, on_planned=on_planned)
+    return run_compaction(table, options, STEPS, dry_run=dry_run, on_planned=on_planned)
 
 
 def _group_row(g: GroupPlan, written: Sequence[WrittenManifest] | None, dry_run: bool) -> dict[str, Any]:
@@ -468,3 +339,8 @@ def _result(plan: CompactPlan, *, dry_run: bool, written: Sequence[WrittenManife
                  "reapplied_on": outcome.reapplied_on, "replanned": replanned})
     title = f"Compacted {plan.table}: {data['manifests_replaced']} manifests into {data['manifests_created']}"
     return RecordResult("compact", title, data)
+
+
+STEPS: Steps[CompactPlan, WrittenManifest] = Steps(
+    plan=plan_compaction, commits=lambda plan: bool(plan.rewritten), write=write_compaction, layout=_layout,
+    result=_result, rivals="rewrites")

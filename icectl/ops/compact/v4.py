@@ -14,12 +14,13 @@ group (:mod:`icectl.ops.compact.plan`) and its three steps:
 2. :func:`write_v4_compaction`: write the new v4 leaves, rows EXISTING with snapshot id, data and
    file sequence numbers and (data) ``first_row_id`` explicit, read each back through the v4
    reader (inheritance from its root entry included) and compare its live rows with the inputs'.
-3. :func:`commit_v4_compaction`: one snapshot, operation ``replace``, no net change (same
-   ``total-*``, no new row ids), whose root lists the new leaves (ADDED, first) and every other
-   live entry of the head at commit time (EXISTING). When another writer committed meanwhile the
-   plan is re-applied on its head if every replaced leaf is still live there with the same
-   manifest DV and every flushed file is still a live root-level file; otherwise the plan is
-   stale and :func:`compact_v4` plans once more, then gives up with the conflict exit code.
+3. the commit (:mod:`icectl.ops.compact.run`, shared with v1-v3): one snapshot, operation
+   ``replace``, no net change (same ``total-*``, no new row ids), whose root lists the new leaves
+   (ADDED, first) and every other live entry of the head at commit time (EXISTING). When another
+   writer committed meanwhile the plan is re-applied on its head if every replaced leaf is still
+   live there with the same manifest DV and every flushed file is still a live root-level file;
+   otherwise the plan is stale and is planned once more, then the command gives up with the
+   conflict exit code.
 
 Tree depth stays 2: leaves hold only data/delete files.
 """
@@ -27,7 +28,6 @@ Tree depth stays 2: leaves hold only data/delete files.
 from __future__ import annotations
 
 import dataclasses
-import time
 import uuid
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -37,11 +37,9 @@ from typing import Any
 from pyroaring import BitMap64
 
 from icectl import progress
-from icectl.catalog.operations import CommitStateUnknownError
 from icectl.codec.root_manifest import (
     DATA,
     DELETES,
-    ROOT,
     ContentEntry,
     ContentType,
     V4Manifest,
@@ -50,10 +48,9 @@ from icectl.codec.root_manifest import (
     live_manifest_dvs,
     manifest_entry_of,
     manifest_file_of,
-    read_v4_manifest,
     write_v4_manifest,
 )
-from icectl.errors import CommitConflictError, CorruptInputError, IcectlError, NotFoundError, RefusedError
+from icectl.errors import CorruptInputError, IcectlError, NotFoundError, RefusedError
 from icectl.ops.compact.plan import (
     SPLIT_FACTOR,
     Bin,
@@ -71,7 +68,7 @@ from icectl.ops.compact.plan import (
     sort_fields,
     table_target_size,
 )
-from icectl.ops.inspect import unified_partition_type
+from icectl.ops.compact.run import CommitOutcome, Plan, StalePlanError, Steps, write_bins
 from icectl.results import RecordResult
 from icectl.spec.manifest import (
     DataFile,
@@ -85,25 +82,17 @@ from icectl.spec.manifest import ManifestFile as ManifestFileRow
 from icectl.spec.metadata import TableMetadata
 from icectl.spec.schema import IcebergType, StructType
 from icectl.spec.snapshots import Snapshot
-from icectl.storage import FileIO, delete_quietly, join
+from icectl.storage import FileIO, join
 from icectl.table import Table
-from icectl.table.commit import add_snapshot, commit, new_snapshot_id
+from icectl.table.commit import new_snapshot_id
+from icectl.table.layout import SnapshotLayout
+from icectl.table.layout.root import RootLayout, column_types, unified_partition_type, write_leaf
 from icectl.table.scan import DEFAULT_WORKERS, check_manifests_intact, partition_type
-from icectl.table.scan_v4 import dv_positions, partition_field_types, read_leaf, read_root
-from icectl.table.summary import SummaryBuilder
-from icectl.table.v4_commit import column_types, leaf_entry
+from icectl.table.scan_v4 import dv_positions, read_leaf, read_root
+from icectl.table.snapshot_writer import metadata_dir
 
-WRITE_WORKERS = 8
 KEEP_FILL = 0.5  # a leaf at least this fraction of the target (without DV, not oversized) is kept
 EXISTING, ADDED = ManifestEntryStatus.EXISTING, ManifestEntryStatus.ADDED
-
-
-class StaleV4PlanError(CommitConflictError):
-    """A leaf, manifest DV or root-level file the plan replaces changed in the branch head."""
-
-    def __init__(self, message: str, fresh: TableMetadata) -> None:
-        super().__init__(message, hint="run compact again")
-        self.fresh = fresh
 
 
 @dataclass
@@ -118,28 +107,11 @@ class V4GroupPlan(GroupPlan):
 
 
 @dataclass
-class V4CompactPlan:
+class V4CompactPlan(Plan[V4GroupPlan]):
     """What one compaction of ``branch`` at ``base_snapshot`` (a v4 head) does."""
 
-    table: str
-    metadata: TableMetadata
-    branch: str
-    base_snapshot: Snapshot | None
-    root: V4Manifest
-    target_size: int
-    groups: list[V4GroupPlan]
-    root_deleted: int  # DELETED entries of the head's root (dropped by any new root)
-    snapshot_id: int
-    commit_id: str
-    metadata_dir: str
-
-    @property
-    def rewritten(self) -> list[V4GroupPlan]:
-        return [g for g in self.groups if g.rewrite]
-
-    @property
-    def replaced(self) -> list[ManifestFileRow]:
-        return [m for g in self.rewritten for m in g.manifests]
+    root: V4Manifest = field(default_factory=lambda: V4Manifest([], {}))  # the head's, as planned
+    root_deleted: int = 0  # DELETED entries of the head's root (dropped by any new root)
 
     @property
     def flushed(self) -> list[FileKey]:
@@ -153,12 +125,6 @@ class V4CompactPlan:
     def leaves(self) -> int:
         return sum(1 for e in self.root.entries if e.is_live and e.is_manifest)
 
-    def manifest_path(self, index: int) -> str:
-        return join(self.metadata_dir, f"{self.commit_id}-m{index}.avro")
-
-    def root_path(self) -> str:
-        return join(self.metadata_dir, f"root-{self.snapshot_id}-{uuid.uuid4()}.avro")  # one per attempt
-
 
 @dataclass
 class WrittenLeaf:
@@ -166,14 +132,9 @@ class WrittenLeaf:
     group: V4GroupPlan
     entries: int
 
-
-@dataclass
-class V4CommitOutcome:
-    metadata_location: str
-    snapshot: Snapshot
-    attempts: int
-    kept: int  # live leaves carried over
-    reapplied_on: list[int]
+    @property
+    def path(self) -> str:
+        return self.entry.location
 
 
 @dataclass(frozen=True)
@@ -289,10 +250,9 @@ def plan_v4_compaction(table: Table, options: CompactOptions, metadata: TableMet
                         f"({g.live_entries} live entries, {capacity} per leaf at the target size)")
             g.rewrite, g.bins, g.manifests = False, [], [*g.manifests, *leaves_kept[g.spec_id, int(g.content)]]
             g.kept_leaves = len(g.manifests)
-    metadata_dir = join(md.location or table.address.table_dir or "", "metadata")
     root_deleted = sum(1 for e in root.entries if not e.is_live)
-    return V4CompactPlan(table.identifier, md, options.branch, head, root, target, groups, root_deleted, snapshot_id,
-                         str(uuid.uuid4()), metadata_dir)
+    return V4CompactPlan(table.identifier, md, options.branch, head, target, groups, snapshot_id, str(uuid.uuid4()),
+                         metadata_dir(table), root=root, root_deleted=root_deleted)
 
 
 def _read_checked_root(table: Table, md: TableMetadata, head: Snapshot, known: V4Manifest | None = None) -> V4Manifest:
@@ -442,37 +402,16 @@ def write_v4_compaction(table: Table, plan: V4CompactPlan) -> list[WrittenLeaf]:
     md = plan.metadata
     unified = unified_partition_type(md)
     ftypes: dict[int, IcebergType] = column_types(md)
-    jobs: list[tuple[V4GroupPlan, Bin, str]] = []
-    for g in plan.rewritten:
-        for b in g.bins:
-            jobs.append((g, b, plan.manifest_path(len(jobs))))
 
-    def one(job: tuple[V4GroupPlan, Bin, str]) -> WrittenLeaf:
-        g, b, path = job
+    def one(g: V4GroupPlan, b: Bin, path: str) -> WrittenLeaf:
         spec = md.spec_by_id(g.spec_id)
         assert spec is not None
         shape = V4LeafShape(md, spec, partition_type(md, g.spec_id), g.content, plan.snapshot_id, unified)
-        result = write_v4_manifest(shape.content_entries(b.entries), content=_leaf_content(g.content),
-                                   partition_type=unified, field_types=ftypes)
-        table.io.write(path, result.data)
-        content_type = ContentType.DATA_MANIFEST if g.content == ManifestContent.DATA else ContentType.DELETE_MANIFEST
-        entry = leaf_entry(path, len(result.data), g.spec_id, result.stats, content_type, result.content_stats)
+        entry = write_leaf(table.io, md, path, shape.content_entries(b.entries), g.content, g.spec_id,
+                           partition_type=unified, field_types=ftypes)
         return WrittenLeaf(dataclasses.replace(entry, first_row_id=_first_row_id(g.content, b)), g, len(b.entries))
 
-    written: list[WrittenLeaf] = []
-    try:
-        with progress.task("writing leaves", len(jobs)) as advance, \
-                ThreadPoolExecutor(max(1, min(WRITE_WORKERS, len(jobs)))) as pool:
-            for w in pool.map(one, jobs):
-                written.append(w)
-                advance(1)
-        for g in plan.rewritten:
-            verify_v4_group(md, table.io, g, [w for w in written if w.group is g])
-    except BaseException:
-        for _, _, path in jobs:  # also those a failed pool task may have left half-done
-            delete_quietly(table.io, path)
-        raise
-    return written
+    return write_bins(table, plan, one, lambda g, ws: verify_v4_group(md, table.io, g, ws), "leaves")
 
 
 # --------------------------------------------------------------------------- 3. commit
@@ -496,136 +435,40 @@ def _stale(plan: V4CompactPlan, root: V4Manifest, io: FileIO) -> str | None:
     return None
 
 
-def new_root_entries(plan: V4CompactPlan, root: V4Manifest, written: Sequence[WrittenLeaf], snapshot_id: int,
-                     seq: int) -> tuple[list[ContentEntry], int]:
-    """The new leaves (ADDED) first, then every other live entry of ``root`` (EXISTING); the
-    replaced leaves, their manifest DVs, the flushed files and every DELETED entry go. Returns the
-    entries and the number of live leaves carried over."""
+def _layout(table: Table, plan: V4CompactPlan, written: list[WrittenLeaf],
+            reapplied: list[int]) -> tuple[SnapshotLayout, Callable[[TableMetadata], Snapshot | None]]:
+    """The new leaves (ADDED, first), then every other live entry of the head's root at commit time
+    (EXISTING); the replaced leaves, their manifest DVs, the flushed files and every DELETED entry go."""
     replaced = {m.manifest_path for m in plan.replaced}
     flushed = set(plan.flushed)
-    out = [_completed(w.entry, snapshot_id, seq) for w in written]
-    kept = 0
-    for e in root.entries:
-        if (not e.is_live or (e.is_manifest and e.location in replaced) or (e.is_file and _entry_key(e) in flushed)
-                or (e.is_manifest_dv and e.referenced_file in replaced)):
-            continue
-        kept += e.is_manifest
-        vi = e.version_info
-        out.append(dataclasses.replace(e, version_info=VersionInfo(EXISTING, vi.snapshot_id, vi.sequence_number,
-                                                                   vi.file_sequence_number)))
-    return out, kept
 
+    def head(fresh: TableMetadata) -> Snapshot | None:
+        snap = fresh.snapshot_for_ref(plan.branch)
+        if snap is None or plan.base_snapshot is None or not snap.root_manifest:
+            raise StalePlanError(f"branch '{plan.branch}' of {table.identifier} changed meanwhile", fresh)
+        return snap
 
-def _summary(plan: V4CompactPlan, created: int, kept: int, parent: Snapshot) -> dict[str, str]:
-    extra = {"manifests-created": str(created), "manifests-kept": str(kept),
-             "manifests-replaced": str(len(plan.replaced)),
-             "entries-processed": str(sum(g.live_entries for g in plan.rewritten)),
-             "changed-partition-count": "0"}
-    return SummaryBuilder().build("replace", parent.summary, extra)
+    def head_root(fresh: TableMetadata, snap: Snapshot) -> V4Manifest:
+        assert plan.base_snapshot is not None
+        if snap.snapshot_id == plan.base_snapshot.snapshot_id:
+            return plan.root
+        root = _read_checked_root(table, fresh, snap, known=plan.root)
+        why = _stale(plan, root, table.io)
+        if why is not None:
+            raise StalePlanError(f"{why} to {table.identifier}", fresh)
+        if snap.snapshot_id not in reapplied:
+            reapplied.append(snap.snapshot_id)
+        return root
 
+    def gone(e: ContentEntry) -> bool:
+        return ((e.is_manifest and e.location in replaced) or (e.is_file and _entry_key(e) in flushed)
+                or (e.is_manifest_dv and e.referenced_file in replaced))
 
-def commit_v4_compaction(table: Table, plan: V4CompactPlan, written: Sequence[WrittenLeaf]) -> V4CommitOutcome:
-    """One ``replace`` snapshot whose root is built on the branch head at commit time."""
-    attempt = 0
-    roots: list[str] = []
-    reapplied: list[int] = []
-    kept_count = [0]
-
-    def build(fresh: TableMetadata) -> TableMetadata:
-        nonlocal attempt
-        attempt += 1
-        if fresh.format_version < 4:
-            raise RefusedError(f"table {table.identifier} is not format v4 anymore")
-        head = fresh.snapshot_for_ref(plan.branch)
-        if head is None or plan.base_snapshot is None or not head.root_manifest:
-            raise StaleV4PlanError(f"branch '{plan.branch}' of {table.identifier} changed meanwhile", fresh)
-        if head.snapshot_id == plan.base_snapshot.snapshot_id:
-            root = plan.root
-        else:
-            root = _read_checked_root(table, fresh, head, known=plan.root)
-            why = _stale(plan, root, table.io)
-            if why is not None:
-                raise StaleV4PlanError(f"{why} to {table.identifier}", fresh)
-            if head.snapshot_id not in reapplied:
-                reapplied.append(head.snapshot_id)
-        seq = fresh.last_sequence_number + 1
-        entries, kept_count[0] = new_root_entries(plan, root, written, plan.snapshot_id, seq)
-        data = write_v4_manifest(entries, content=ROOT, partition_type=unified_partition_type(fresh),
-                                 snapshot_id=plan.snapshot_id, sequence_number=seq,
-                                 parent_snapshot_id=head.snapshot_id).data
-        _check_root(fresh, data, entries)
-        path = plan.root_path()
-        table.io.write(path, data)
-        roots.append(path)
-        snapshot = Snapshot(
-            snapshot_id=plan.snapshot_id, timestamp_ms=max(time.time_ns() // 1_000_000, head.timestamp_ms + 1),
-            parent_snapshot_id=head.snapshot_id, sequence_number=seq, root_manifest=path,
-            summary=_summary(plan, len(written), kept_count[0], head), schema_id=fresh.current_schema_id,
-            first_row_id=fresh.next_row_id, added_rows=0)  # every row keeps its row id: none assigned
-        return add_snapshot(fresh, snapshot, branch=plan.branch)
-
-    try:
-        done = commit(table, build)
-    except CommitStateUnknownError:
-        raise  # the new version may be live: its files must stay
-    except BaseException:
-        for p in roots:
-            delete_quietly(table.io, p)
-        raise
-    snap = done.metadata.snapshot_by_id(plan.snapshot_id)
-    assert snap is not None
-    for p in roots:
-        if p != snap.root_manifest:  # roots of attempts that lost a conflict
-            delete_quietly(table.io, p)
-    return V4CommitOutcome(done.metadata_location, snap, done.attempts, kept_count[0], reapplied)
-
-
-def _check_root(md: TableMetadata, data: bytes, entries: list[ContentEntry]) -> None:
-    # The root decodes to exactly the entries built (a writer bug must not reach the table).
-    decoded = read_v4_manifest(data, partition_types=partition_field_types(md)).entries
-    if [(e.content_type, e.location, e.status, e.referenced_file) for e in decoded] != \
-            [(e.content_type, e.location, e.status, e.referenced_file) for e in entries]:
-        raise IcectlError("the new root does not decode to the entries written; nothing was committed")
+    layout = RootLayout(plan.branch, replacing_leaves=[w.entry for w in written], replaced=gone, head_root=head_root)
+    return layout, head
 
 
 # --------------------------------------------------------------------------- the operation
-
-
-def compact_v4(table: Table, options: CompactOptions, *, dry_run: bool = False,
-               on_planned: Callable[[Any], None] | None = None) -> RecordResult:
-    """Compact the root and leaves of a v4 branch head (see the module docstring)."""
-    plan = plan_v4_compaction(table, options)
-    if dry_run or not plan.commits:
-        return _result(plan, dry_run=dry_run)
-    replanned = False
-    while True:
-        written: list[WrittenLeaf] = []
-        try:
-            written = write_v4_compaction(table, plan)
-            if on_planned is not None:
-                on_planned(plan)
-            outcome = commit_v4_compaction(table, plan, written)
-            break
-        except StaleV4PlanError as e:
-            _delete_leaves(table.io, written)
-            if replanned:
-                raise CommitConflictError(f"compacting {table.identifier} lost to concurrent commits twice "
-                                          f"({e.message})", hint="run it again when the other writer is done") from e
-            replanned = True
-            plan = plan_v4_compaction(table, options, metadata=e.fresh)
-            if not plan.commits:
-                return _result(plan, dry_run=False, replanned=True)
-        except CommitStateUnknownError:
-            raise  # the new version may be live: its leaves must stay
-        except BaseException:
-            _delete_leaves(table.io, written)
-            raise
-    return _result(plan, dry_run=False, written=written, outcome=outcome, replanned=replanned)
-
-
-def _delete_leaves(io: FileIO, written: Sequence[WrittenLeaf]) -> None:
-    for w in written:  # never referenced by a committed snapshot
-        delete_quietly(io, w.entry.location)
 
 
 def _group_row(g: V4GroupPlan, written: Sequence[WrittenLeaf] | None, dry_run: bool) -> dict[str, Any]:
@@ -652,7 +495,7 @@ def _group_row(g: V4GroupPlan, written: Sequence[WrittenLeaf] | None, dry_run: b
 
 
 def _result(plan: V4CompactPlan, *, dry_run: bool, written: Sequence[WrittenLeaf] | None = None,
-            outcome: V4CommitOutcome | None = None, replanned: bool = False) -> RecordResult:
+            outcome: CommitOutcome | None = None, replanned: bool = False) -> RecordResult:
     rewritten = plan.rewritten
     data: dict[str, Any] = {
         "table": plan.table, "branch": plan.branch, "dry_run": dry_run, "format_version": 4,
@@ -682,8 +525,13 @@ def _result(plan: V4CompactPlan, *, dry_run: bool, written: Sequence[WrittenLeaf
     if outcome is None:
         data["replanned"] = replanned
         return RecordResult("compact", f"Nothing to compact in {plan.table}", data)
-    data["manifests_kept"] = outcome.kept
+    data["manifests_kept"] = outcome.manifests_kept
     data.update({"snapshot_id": outcome.snapshot.snapshot_id, "sequence_number": outcome.snapshot.sequence_number,
                  "metadata_location": outcome.metadata_location, "root_manifest": outcome.snapshot.root_manifest,
                  "commit_attempts": outcome.attempts, "reapplied_on": outcome.reapplied_on, "replanned": replanned})
     return RecordResult("compact", f"Compacted {plan.table}: {what}", data)
+
+
+V4_STEPS: Steps[V4CompactPlan, WrittenLeaf] = Steps(
+    plan=plan_v4_compaction, commits=lambda plan: plan.commits, write=write_v4_compaction, layout=_layout,
+    result=_result, rivals="commits")

@@ -1,0 +1,180 @@
+"""The write / verify / commit / replan loop of `icectl compact`, the same for every format version.
+
+A format's compaction (:mod:`icectl.ops.compact.manifests` for v1-v3 manifest lists,
+:mod:`icectl.ops.compact.v4` for v4 roots and leaves) supplies its :class:`Steps`: how to plan,
+how to write and check the new manifests, and the snapshot layout that puts them on the branch
+head at commit time (raising :class:`StalePlanError` when the plan no longer applies to it).
+The commit is one ``replace`` snapshot through :func:`icectl.table.snapshot_writer.write_snapshot`
+with Java's rewrite summary keys; a stale plan is planned once more from scratch, then the
+command gives up with the conflict exit code. Replaced manifests stay on disk for older
+snapshots; expiry removes them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Generic, Protocol, TypeVar
+
+from icectl import progress
+from icectl.errors import CommitConflictError
+from icectl.ops.compact.plan import Bin, CompactOptions, GroupPlan
+from icectl.results import RecordResult
+from icectl.spec.manifest import ManifestFile
+from icectl.spec.metadata import TableMetadata
+from icectl.spec.snapshots import Snapshot
+from icectl.table import Table
+from icectl.table.commit import discard_on_failure
+from icectl.table.layout import SnapshotLayout, WrittenIndex
+from icectl.table.layout.manifest_list import manifest_path
+from icectl.table.snapshot_writer import SnapshotChange, write_snapshot
+
+WRITE_WORKERS = 8
+
+
+class StalePlanError(CommitConflictError):
+    """What the plan replaces changed in the branch head: another writer rewrote or removed it."""
+
+    def __init__(self, message: str, fresh: TableMetadata) -> None:
+        super().__init__(message, hint="run compact again")
+        self.fresh = fresh
+
+
+G = TypeVar("G", bound=GroupPlan)
+
+
+@dataclass
+class Plan(Generic[G]):
+    """What one compaction of ``branch`` at ``base_snapshot`` does (each format adds what it read)."""
+
+    table: str
+    metadata: TableMetadata
+    branch: str
+    base_snapshot: Snapshot | None
+    target_size: int
+    groups: list[G]
+    snapshot_id: int  # of the snapshot to commit (also the new manifests' added_snapshot_id)
+    commit_id: str
+    metadata_dir: str
+
+    @property
+    def rewritten(self) -> list[G]:
+        return [g for g in self.groups if g.rewrite]
+
+    @property
+    def replaced(self) -> list[ManifestFile]:
+        return [m for g in self.rewritten for m in g.manifests]
+
+    def manifest_path(self, index: int) -> str:
+        return manifest_path(self.metadata_dir, self.commit_id, index)
+
+
+class Written(Protocol):
+    """A manifest (v4: leaf) the compaction wrote."""
+
+    group: Any  # the GroupPlan it was written for
+
+    @property
+    def path(self) -> str: ...
+
+
+P = TypeVar("P", bound=Plan[Any])
+W = TypeVar("W", bound=Written)
+
+
+@dataclass
+class CommitOutcome:
+    metadata_location: str
+    snapshot: Snapshot
+    attempts: int
+    manifests_kept: int  # manifests (v4: live leaves) of the head carried over
+    reapplied_on: list[int] = field(default_factory=list)  # heads of other writers' commits taken in
+
+
+@dataclass(frozen=True)
+class Steps(Generic[P, W]):
+    """One format's compaction, as the loop calls it."""
+
+    plan: Callable[[Table, CompactOptions, TableMetadata | None], P]
+    commits: Callable[[P], bool]  # whether the plan changes anything
+    write: Callable[[Table, P], list[W]]  # write and verify the new manifests (deleted again on failure)
+    # The layout of the new snapshot, and the head it builds on; heads of other writers' commits
+    # the plan is re-applied on are appended to the list.
+    layout: Callable[[Table, P, list[W], list[int]], tuple[SnapshotLayout, Callable[[TableMetadata], Snapshot | None]]]
+    result: Callable[..., RecordResult]  # (plan, *, dry_run, written=None, outcome=None, replanned=False)
+    rivals: str  # what a stale plan lost to twice, for the message
+
+
+def write_bins(table: Table, plan: P, write_one: Callable[[G, Bin, str], W], verify: Callable[[G, list[W]], None],
+               what: str) -> list[W]:
+    """Write one manifest per bin of every rewritten group (in parallel), then verify each group
+    against what it replaces; returns them in listing order. On failure every path goes, also
+    those a failed pool task may have left half-done."""
+    jobs: list[tuple[Any, Bin, str]] = []
+    for g in plan.rewritten:
+        for b in g.bins:
+            jobs.append((g, b, plan.manifest_path(len(jobs))))
+    written: list[W] = []
+    with discard_on_failure(table.io, [path for _, _, path in jobs]), \
+            progress.task(f"writing {what}", len(jobs)) as advance, \
+            ThreadPoolExecutor(max(1, min(WRITE_WORKERS, len(jobs)))) as pool:
+        for w in pool.map(lambda job: write_one(*job), jobs):
+            written.append(w)
+            advance(1)
+        for g in plan.rewritten:
+            verify(g, [w for w in written if w.group is g])  # type: ignore[arg-type]
+    return written
+
+
+def rewrite_summary(plan: Plan[Any], created: int, kept: int) -> dict[str, str]:
+    """Java's RewriteManifests summary keys."""
+    return {"manifests-created": str(created), "manifests-kept": str(kept),
+            "manifests-replaced": str(len(plan.replaced)),
+            "entries-processed": str(sum(g.live_entries for g in plan.rewritten)),
+            "changed-partition-count": "0"}  # as Java's rewrite writes it
+
+
+def commit_plan(table: Table, steps: Steps[P, W], plan: P, written: list[W],
+                on_planned: Callable[[P], None] | None = None) -> CommitOutcome:
+    """One ``replace`` snapshot on the branch head at commit time."""
+    paths = [w.path for w in written]
+    reapplied: list[int] = []
+    layout, head = steps.layout(table, plan, written, reapplied)
+
+    def extra(index: WrittenIndex) -> dict[str, str]:
+        return rewrite_summary(plan, len(written), index.kept_manifests)
+
+    change = SnapshotChange("replace", layout, extra=extra, written=paths)
+    with discard_on_failure(table.io, paths):  # never referenced by a committed snapshot
+        if on_planned is not None:
+            on_planned(plan)
+        done = write_snapshot(table, plan.branch, change, snapshot_id=plan.snapshot_id, head=head)
+    return CommitOutcome(done.metadata_location, done.snapshot, done.attempts, done.index.kept_manifests, reapplied)
+
+
+def run_compaction(table: Table, options: CompactOptions, steps: Steps[P, W], *, dry_run: bool = False,
+                   on_planned: Callable[[P], None] | None = None) -> RecordResult:
+    """Plan, then write, verify and commit; plan once more when the plan went stale meanwhile.
+
+    ``on_planned`` runs after the new manifests are written, before the commit (tests use it to
+    commit as a concurrent writer would).
+    """
+    plan = steps.plan(table, options, None)
+    if dry_run or not steps.commits(plan):
+        return steps.result(plan, dry_run=dry_run)
+    replanned = False
+    while True:
+        try:
+            written = steps.write(table, plan)
+            outcome = commit_plan(table, steps, plan, written, on_planned)
+            break
+        except StalePlanError as e:
+            if replanned:
+                raise CommitConflictError(f"compacting {table.identifier} lost to concurrent {steps.rivals} twice "
+                                          f"({e.message})", hint="run it again when the other writer is done") from e
+            replanned = True
+            plan = steps.plan(table, options, e.fresh)
+            if not steps.commits(plan):
+                return steps.result(plan, dry_run=False, replanned=True)
+    return steps.result(plan, dry_run=False, written=written, outcome=outcome, replanned=replanned)

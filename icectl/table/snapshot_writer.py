@@ -1,0 +1,161 @@
+"""One snapshot writer for every format version (Java's ``SnapshotProducer``).
+
+:func:`write_snapshot` commits one change to a branch: on each attempt it takes the branch head
+of the fresh base, has the table's layout (:mod:`icectl.table.layout`: a manifest list for
+v1-v3, a root manifest for v4) write the file that lists the new snapshot's content, builds the
+``Snapshot`` (:func:`new_snapshot`: one timestamp rule, one summary builder) and adds it to the
+branch; a conflict rebuilds all of that on the new head. Files written before the commit (new
+manifests or leaves) and by every attempt are deleted when the commit fails
+(:func:`icectl.table.commit.discard_on_failure`); after a success, the lists or roots of lost
+attempts are.
+
+:func:`commit_snapshots` is the one place where snapshots are added to metadata and committed.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from icectl.errors import NotFoundError, RefusedError
+from icectl.spec.metadata import MIN_ROW_LINEAGE_VERSION, TableMetadata
+from icectl.spec.snapshots import MAIN_BRANCH, Snapshot
+from icectl.storage import delete_quietly, join
+from icectl.table import Table
+from icectl.table.commit import CommitResult, add_snapshot, commit, discard_on_failure, new_snapshot_id
+from icectl.table.layout import Attempt, SnapshotLayout, WrittenIndex
+from icectl.table.summary import SummaryBuilder
+
+Stage = Callable[[TableMetadata], tuple[TableMetadata, Sequence[tuple[str, Snapshot]]]]
+
+
+def metadata_dir(table: Table) -> str:
+    """The table's metadata folder, where new manifests, lists and roots go."""
+    return join(table.metadata.location or table.address.table_dir or "", "metadata")
+
+
+def branch_head(md: TableMetadata, branch: str, identifier: str, *, create_branch: bool = False) -> Snapshot | None:
+    """The snapshot a commit on ``branch`` builds on. A branch the table lacks is refused unless
+    ``create_branch``: then it starts at main's head, as Spark's ``CREATE BRANCH`` does (a new
+    branch without a parent would hide every row main has)."""
+    ref = md.ref(branch)
+    if ref is not None and not ref.is_branch:  # refused before any file is written or read
+        raise RefusedError(f"cannot commit to '{branch}': it is a tag, not a branch")
+    if ref is not None or branch == MAIN_BRANCH:  # main of an empty table has no ref yet
+        return md.snapshot_for_ref(branch)
+    if not create_branch:
+        raise NotFoundError(f"table {identifier} has no branch '{branch}'",
+                            hint="check the name with 'icectl inspect refs'; add-files --create-branch "
+                                 "starts a new branch at main's head")
+    return md.snapshot_for_ref(MAIN_BRANCH)
+
+
+def sequence_number(base: TableMetadata) -> int:
+    """The next snapshot's data sequence number (v1 has none: 0)."""
+    return base.last_sequence_number + 1 if base.format_version >= 2 else 0
+
+
+def snapshot_timestamp(parent: Snapshot | None) -> int:
+    """Now in milliseconds, and always after the parent: ``max(now, parent.timestamp_ms + 1)``.
+
+    A clock behind the parent's (another host, a clock step) must not make the branch history
+    go back in time; Java's snapshot-log check refuses out-of-order main entries."""
+    now = time.time_ns() // 1_000_000
+    return max(now, parent.timestamp_ms + 1) if parent is not None else now
+
+
+def new_snapshot(base: TableMetadata, parent: Snapshot | None, snapshot_id: int, seq: int, *, operation: str,
+                 summary: SummaryBuilder, extra: dict[str, str] | None = None, manifest_list: str | None = None,
+                 root_manifest: str | None = None, first_row_id: int | None = None,
+                 added_rows: int | None = None) -> Snapshot:
+    """The ``Snapshot`` of a commit on ``parent``: the one timestamp rule and the one summary
+    builder (``total-*`` carried from the parent)."""
+    return Snapshot(snapshot_id=snapshot_id, timestamp_ms=snapshot_timestamp(parent),
+                    parent_snapshot_id=parent.snapshot_id if parent is not None else None, sequence_number=seq,
+                    manifest_list=manifest_list, root_manifest=root_manifest,
+                    summary=summary.build(operation, parent.summary if parent is not None else None, extra),
+                    schema_id=base.current_schema_id, first_row_id=first_row_id, added_rows=added_rows)
+
+
+def commit_snapshots(table: Table, stage: Stage, written: list[str]) -> CommitResult:
+    """Commit the snapshots ``stage(base)`` returns, each added to its branch of the base it
+    returns, retrying on conflicts; every file in ``written`` (as it grows) is deleted when the
+    commit fails, unless its outcome is unknown."""
+    def build(base: TableMetadata) -> TableMetadata:
+        new, snapshots = stage(base)
+        for branch, snapshot in snapshots:
+            new = add_snapshot(new, snapshot, branch=branch)
+        return new
+
+    with discard_on_failure(table.io, written):
+        return commit(table, build)
+
+
+@dataclass
+class SnapshotChange:
+    """What one commit does to a branch: its layout's change, its operation and summary."""
+
+    operation: str
+    layout: SnapshotLayout
+    summary: SummaryBuilder = field(default_factory=SummaryBuilder)
+    # Summary keys that depend on the attempt (e.g. compaction's manifests-kept), after the metrics.
+    extra: Callable[[WrittenIndex], dict[str, str]] | None = None
+    written: list[str] = field(default_factory=list)  # files written before the commit, all referenced
+
+
+@dataclass(frozen=True)
+class SnapshotCommit:
+    snapshot: Snapshot
+    metadata_location: str
+    attempts: int
+    index: WrittenIndex  # the committed list or root
+    files: list[str]  # files of the committed snapshot this commit wrote: change.written, then the index
+
+
+def write_snapshot(table: Table, branch: str, change: SnapshotChange, *, snapshot_id: int | None = None,
+                   head: Callable[[TableMetadata], Snapshot | None] | None = None,
+                   check: Callable[[TableMetadata], None] | None = None,
+                   adjust: Callable[[TableMetadata], TableMetadata] | None = None,
+                   create_branch: bool = False) -> SnapshotCommit:
+    """Commit ``change`` as one new snapshot on ``branch`` (see the module docstring).
+
+    At each attempt: ``check(base)`` may raise to give up; ``adjust(base)`` changes the fresh base
+    in the same commit (e.g. a table property); ``head(base)`` is the snapshot to build on
+    (default :func:`branch_head`).
+    """
+    snapshot_id = snapshot_id if snapshot_id is not None else new_snapshot_id(table.metadata)
+    folder = metadata_dir(table)
+    written = list(change.written)
+    indexes: dict[str, WrittenIndex] = {}
+    attempts = 0
+
+    def stage(base: TableMetadata) -> tuple[TableMetadata, list[tuple[str, Snapshot]]]:
+        nonlocal attempts
+        attempts += 1
+        if check is not None:
+            check(base)
+        if adjust is not None:
+            base = adjust(base)
+        parent = head(base) if head is not None else branch_head(base, branch, table.identifier,
+                                                                  create_branch=create_branch)
+        seq = sequence_number(base)
+        first_row_id = base.next_row_id if base.format_version >= MIN_ROW_LINEAGE_VERSION else None
+        attempt = Attempt(table.identifier, base, parent, snapshot_id, seq, first_row_id, attempts, folder)
+        index = change.layout.write(table.io, attempt)
+        written.append(index.path)
+        indexes[index.path] = index
+        snapshot = new_snapshot(base, parent, snapshot_id, seq, operation=change.operation, summary=change.summary,
+                                extra=change.extra(index) if change.extra is not None else None,
+                                first_row_id=first_row_id, added_rows=index.added_rows,
+                                **{change.layout.snapshot_field: index.path})
+        return base, [(branch, snapshot)]
+
+    done = commit_snapshots(table, stage, written)
+    committed = done.metadata.snapshot_by_id(snapshot_id)
+    assert committed is not None
+    path = getattr(committed, change.layout.snapshot_field)
+    for p in written:
+        if p != path and p not in change.written:  # lists or roots of attempts that lost a conflict
+            delete_quietly(table.io, p)
+    return SnapshotCommit(committed, done.metadata_location, done.attempts, indexes[path], [*change.written, path])
