@@ -46,8 +46,8 @@ def scenarios(tmp: Path) -> dict[str, Any]:
 
     def run(name: str, *args: str, lines: bool = False) -> None:
         code, stdout, stderr = _run(wh, *args, "--json")
-        assert stdout.strip(), (args, code, stderr)
-        docs = [json.loads(line) for line in stdout.splitlines() if line.strip()] if lines else json.loads(stdout)
+        docs = ([json.loads(line) for line in stdout.splitlines() if line.strip()] if lines
+                else json.loads(stdout) if stdout.strip() else None)  # None: an error (exit code, stderr)
         out[name] = {"exit_code": code, "json": docs, "stderr": stderr}
         if any(w in name for w in _READ_ONLY):  # the terminal view too (the same command without --json)
             out[name]["text"] = _run(wh, *args)[1]
@@ -124,6 +124,15 @@ def scenarios(tmp: Path) -> dict[str, Any]:
     run("compact_v4", "compact", "db.v4")
     run("validate_v4", "validate", "db.v4")
     run("expire_v4_dry_run", "expire-snapshots", "db.v4", "--older-than", "0s", "--retain-last", "1", "--dry-run")
+    run("compact_v3", "compact", "db.v3")
+    run("expire_refused", "expire-snapshots", "db.v3", "--older-than", "0s", "--retain-last", "1",
+        "--max-deletes", "0")
+    run("expire_leftovers", "expire-snapshots", "db.v3", "--older-than", "0s", "--retain-last", "1")
+    call("create", "db.bad", "--schema", "id long")
+    for meta in (wh / "db" / "bad" / "metadata").glob("*.metadata.json"):
+        meta.write_text("{")
+    run("expire_all_with_failure", "expire-snapshots", "--all", "--dry-run", lines=True)
+    run("compact_all_with_failure", "compact", "--all", lines=True)
     return out
 
 
