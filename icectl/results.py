@@ -106,6 +106,13 @@ class CommandResult:
     def to_json(self) -> dict[str, Any]:
         return {"view": self.view, **fields_json(self)}
 
+    @property
+    def data(self) -> dict[str, Any]:
+        """The document without its ``view``: the JSON keys as a dict, for callers of the library."""
+        doc = self.to_json()
+        doc.pop("view", None)
+        return doc
+
 
 @dataclass(kw_only=True)
 class MessageResult(CommandResult):

@@ -65,9 +65,9 @@ def render(result: Result | MultiResult, *, as_json: bool, out: TextIO | None = 
         console.print(rows_table(result))
     elif isinstance(result, MessageResult):
         console.print(result.message)
-    else:
+    else:  # a document: a tree under the title (which says what "view" would)
         body = result.to_json()
-        body.pop("view", None)  # the title says what it is
+        body.pop("view", None)
         console.print(record_tree(result.title, body))
 
 

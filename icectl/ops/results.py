@@ -13,7 +13,8 @@ from typing import Any, ClassVar
 
 from icectl.results import UNSET, CommandResult, MessageResult, Part, Unset, json_key
 
-# The file categories of an expiry, in the order of its JSON keys (deleted_<category>_count).
+# The file categories of an expiry: Spark's expire_snapshots output names (deleted_<category>_count)
+# in its order, which is also Java's delete order.
 EXPIRE_CATEGORIES = ("data_files", "position_delete_files", "equality_delete_files", "manifest_files",
                      "manifest_lists", "statistics_files")
 
