@@ -1,10 +1,12 @@
 """Every command's --json output on small tables built with icectl itself (issue 12's typed results).
 
-``scenarios(tmp)`` runs the commands and returns ``{name: [documents]}`` (one document per stdout
-line for ``--all``; a whole document otherwise). ``normalize`` replaces what differs between runs
+``scenarios(tmp)`` runs the commands and returns ``{name: {"exit_code", "json", "stderr"[, "text"]}}``:
+the document (a list of them, one per stdout line, for ``--all``; None when the command failed),
+and for read-only commands the terminal view too. ``normalize`` replaces what differs between runs
 (paths of the temp dir, ids, uuids, times, sizes of Avro files) so two runs compare value for value.
 
-Run as a script to record a baseline: ``python tests/cli/json_contract_scenarios.py OUT.json``.
+Run as a script to record a baseline: ``PYTHONPATH=. python tests/support/json_contract.py OUT.json``
+(tests/cli/data/json_contract_before.json was recorded so, with the code before typed results).
 """
 
 from __future__ import annotations
