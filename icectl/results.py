@@ -71,6 +71,12 @@ def fields_json(obj: Any) -> dict[str, Any]:
     return out
 
 
+def document_keys(cls: type) -> list[str]:
+    """Every key a result class's document can carry, in order (``view`` first for commands)."""
+    keys = [f.metadata.get("key", f.name) for f in dataclasses.fields(cls) if f.metadata.get("json", True)]
+    return ["view", *keys] if issubclass(cls, CommandResult) and not issubclass(cls, MessageResult) else keys
+
+
 @dataclass
 class Part:
     """A nested object of a result's JSON (a branch, a group, a file): its fields, in order."""
