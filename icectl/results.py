@@ -72,7 +72,10 @@ def fields_json(obj: Any) -> dict[str, Any]:
 
 
 def document_keys(cls: type) -> list[str]:
-    """Every key a result class's document can carry, in order (``view`` first for commands)."""
+    """Every key a result class's document can carry, in order (``view`` first for commands).
+
+    For classes whose ``to_json`` is the generic one (ExpireResult orders its keys by itself).
+    """
     keys = [f.metadata.get("key", f.name) for f in dataclasses.fields(cls) if f.metadata.get("json", True)]
     return ["view", *keys] if issubclass(cls, CommandResult) and not issubclass(cls, MessageResult) else keys
 
