@@ -9,6 +9,7 @@ import typer
 from icectl.catalog import open_catalog, walk_tables
 from icectl.cli.framework import command, load_config_and_io
 from icectl.cli.options import JsonOpt
+from icectl.ops.results import CatalogMeta
 from icectl.results import RowsResult
 
 CatalogOpt = Annotated[str | None, typer.Option(
@@ -36,7 +37,7 @@ def register(app: typer.Typer) -> None:
         else:
             rows = [{"namespace": ".".join(n)} for n in cat.list_namespaces(())]
             return RowsResult("namespaces", f"Namespaces in catalog {cat.name}", ["namespace"], rows,
-                              {"catalog": cat.name, "warehouse": cat.warehouse})
+                              CatalogMeta(cat.name, cat.warehouse))
         rows = [{"namespace": ".".join(t[:-1]), "table": t[-1], "identifier": ".".join(t)} for t in names]
         return RowsResult("tables", f"Tables in catalog {cat.name}", ["namespace", "table"], rows,
-                          {"catalog": cat.name, "warehouse": cat.warehouse})
+                          CatalogMeta(cat.name, cat.warehouse))

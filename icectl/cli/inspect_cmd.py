@@ -10,7 +10,8 @@ from icectl.cli.framework import command, load_config_and_io
 from icectl.cli.options import JsonOpt, RefOpt, SnapshotOpt, TableArg
 from icectl.ops import inspect as core
 from icectl.ops import inspect_v4
-from icectl.results import RecordResult, RowsResult
+from icectl.ops.results import TableOverview
+from icectl.results import RowsResult
 from icectl.table import Table, load_table
 
 inspect_app = typer.Typer(
@@ -27,7 +28,7 @@ def _load(address: str) -> Table:
 
 
 @command(inspect_app, "table")
-def table_view(table: TableArg, json_output: JsonOpt = False) -> RecordResult:
+def table_view(table: TableArg, json_output: JsonOpt = False) -> TableOverview:
     """Overview: format, location, uuid, current snapshot, schema, spec, sort order, properties, totals."""
     return core.table_overview(_load(table))
 

@@ -19,13 +19,13 @@ from icectl.errors import ExitCode, IcectlError, UsageError
 from icectl.ops.compact.manifests import compact
 from icectl.ops.compact.plan import CompactOptions, parse_size
 from icectl.ops.expire import ExpirePolicy, expire_snapshots, parse_older_than
-from icectl.results import MultiResult, RecordResult
+from icectl.results import MultiResult, Result, TableFailure
 from icectl.storage import FileIO
 from icectl.table import Table, load_table
 
 
 def _each_table(config: Config, io: FileIO, catalog: str | None, namespace: str | None, view: str,
-                run: Callable[[Table], RecordResult]) -> Iterator[RecordResult]:
+                run: Callable[[Table], Result]) -> Iterator[Result]:
     """``run`` on every table of the catalog (or of one namespace), one result per table (``--all``)."""
     cat = open_catalog(config, io, catalog)
     ns = tuple(namespace.split(".")) if namespace else ()
@@ -35,13 +35,13 @@ def _each_table(config: Config, io: FileIO, catalog: str | None, namespace: str 
             table = load_table(f"{cat.name}.{name}" if len(ident) >= 2 else name, config, io)
             yield run(table)
         except IcectlError as e:  # one broken table must not stop the nightly run
-            yield RecordResult(view, f"{name}: failed", {"table": name, "error": e.one_line()},
+            yield TableFailure(view=view, title=f"{name}: failed", table=name, error=e.one_line(),
                                exit_code=e.exit_code)
         except Exception as e:  # nor may an icectl bug met on one table: report it (exit 1), go on
             if state.debug:
                 traceback.print_exc()
             error = f"internal error: {type(e).__name__}: {' '.join(str(e).split())}"
-            yield RecordResult(view, f"{name}: failed", {"table": name, "error": error},
+            yield TableFailure(view=view, title=f"{name}: failed", table=name, error=error,
                                exit_code=ExitCode.INTERNAL)
 
 
@@ -76,7 +76,7 @@ def register(app: typer.Typer) -> None:
             "--max-concurrent-deletes", help="Files deleted in parallel.")] = 8,
         dry_run: DryRunOpt = False,
         json_output: JsonOpt = False,
-    ) -> RecordResult | MultiResult:
+    ) -> Result | MultiResult:
         """Expire snapshots by retention policy, then delete the files no retained snapshot reaches.
 
         Policy: table properties history.expire.* and each ref's own retention, overridden by
@@ -127,7 +127,7 @@ def register(app: typer.Typer) -> None:
         branch: Annotated[str, typer.Option("--branch", help="The branch whose head is compacted.")] = "main",
         dry_run: DryRunOpt = False,
         json_output: JsonOpt = False,
-    ) -> RecordResult | MultiResult:
+    ) -> Result | MultiResult:
         """Rewrite and merge manifests (data and delete manifests) into few, clustered ones.
 
         Groups the branch head's manifests by partition spec and content, clusters live entries

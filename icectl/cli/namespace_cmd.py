@@ -11,7 +11,8 @@ from icectl.cli.catalog_cmd import CatalogOpt
 from icectl.cli.framework import command, load_config_and_io
 from icectl.cli.options import JsonOpt
 from icectl.ops.create.table import parse_properties
-from icectl.results import MessageResult, RowsResult
+from icectl.ops.results import CatalogMeta, NamespaceCreateResult
+from icectl.results import RowsResult
 
 namespace_app = typer.Typer(help="Create and list namespaces of a catalog.", no_args_is_help=True,
                             rich_markup_mode=None)
@@ -26,7 +27,7 @@ def create_namespace(
     exist_ok: Annotated[bool, typer.Option(
         "--exist-ok", help="Succeed when the namespace exists already (it is left as it is).")] = False,
     json_output: JsonOpt = False,
-) -> MessageResult:
+) -> NamespaceCreateResult:
     """Create a namespace (a directory in a file-system warehouse, a row in a SQLite catalog).
 
     Creates the warehouse (or the SQLite catalog) too when it does not exist yet. An existing
@@ -37,8 +38,8 @@ def create_namespace(
     created = cat.create_namespace(tuple(namespace.split(".")), parse_properties(prop or []) or None,
                                    exist_ok=exist_ok)
     said = "created namespace" if created else "namespace already exists:"
-    return MessageResult(f"{said} {namespace} in catalog {cat.name}",
-                         {"namespace": namespace, "catalog": cat.name, "created": created})
+    return NamespaceCreateResult(message=f"{said} {namespace} in catalog {cat.name}", namespace=namespace,
+                                 catalog=cat.name, created=created)
 
 
 @command(namespace_app, "list")
@@ -53,7 +54,7 @@ def list_namespaces(
     cat = open_catalog(config, io, catalog)
     rows = [{"namespace": ".".join(n)} for n in cat.list_namespaces(tuple(parent.split(".")) if parent else ())]
     return RowsResult("namespaces", f"Namespaces in catalog {cat.name}", ["namespace"], rows,
-                      {"catalog": cat.name, "warehouse": cat.warehouse})
+                      CatalogMeta(cat.name, cat.warehouse))
 
 
 def register(app: typer.Typer) -> None:

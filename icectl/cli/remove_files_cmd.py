@@ -9,7 +9,7 @@ import typer
 from icectl.cli.framework import command, load_config_and_io
 from icectl.cli.options import DryRunOpt, JsonOpt, TableArg
 from icectl.ops.remove_files import remove_files
-from icectl.results import RecordResult
+from icectl.results import Result
 from icectl.table import load_table
 
 
@@ -25,7 +25,7 @@ def register(app: typer.Typer) -> None:
         branch: Annotated[str, typer.Option("--branch", "-b", help="Branch to remove from.")] = "main",
         dry_run: DryRunOpt = False,
         json_output: JsonOpt = False,
-    ) -> RecordResult:
+    ) -> Result:
         """Remove data files from a v4 table as one delete commit that writes one root manifest.
 
         A file at the root level becomes a DELETED entry, a file inside a leaf manifest is removed

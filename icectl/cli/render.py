@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.tree import Tree
 
-from icectl.results import MultiResult, RecordResult, Result, RowsResult
+from icectl.results import MessageResult, MultiResult, Result, RowsResult
 
 
 def _json_default(value: Any) -> Any:
@@ -46,6 +46,7 @@ def stderr_console() -> Console:
 
 
 def render(result: Result | MultiResult, *, as_json: bool, out: TextIO | None = None) -> None:
+    """Print ``result``: with ``as_json`` its ``to_json()`` document (one per table for --all)."""
     out = out or sys.stdout
     if isinstance(result, MultiResult):
         n = failed = 0
@@ -62,26 +63,26 @@ def render(result: Result | MultiResult, *, as_json: bool, out: TextIO | None = 
     console = stdout_console() if out is sys.stdout else Console(file=out, markup=False, width=400)
     if isinstance(result, RowsResult):
         console.print(rows_table(result))
-    elif isinstance(result, RecordResult):
-        console.print(record_tree(result.title, result.data))
-    else:
+    elif isinstance(result, MessageResult):
         console.print(result.message)
+    else:  # a document: a tree under the title (which says what "view" would)
+        body = result.to_json()
+        body.pop("view", None)
+        console.print(record_tree(result.title, body))
 
 
 def _render_json(result: Result, out: TextIO) -> None:
     if isinstance(result, RowsResult):
         # Stream the rows array so a view of a million files never sits in memory as text.
-        head = {"view": result.view, **result.meta}
+        head = result.json_head()
         out.write(to_json(head)[:-1] + (", " if head else "") + '"rows": [')
         first = True
         for row in result.rows:
             out.write(("" if first else ",\n") + to_json(row))
             first = False
         out.write("]}\n")
-    elif isinstance(result, RecordResult):
-        out.write(to_json({"view": result.view, **result.data}) + "\n")
     else:
-        out.write(to_json({"message": result.message, **result.data}) + "\n")
+        out.write(to_json(result.to_json()) + "\n")
     out.flush()
 
 
@@ -101,7 +102,9 @@ def cell(value: Any) -> str:
 
 
 def rows_table(result: RowsResult) -> Table:
-    caption = " ".join(f"{k}={cell(v)}" for k, v in result.meta.items() if v is not None)
+    meta = result.json_head()
+    meta.pop("view")
+    caption = " ".join(f"{k}={cell(v)}" for k, v in meta.items() if v is not None)
     table = Table(title=result.title, caption=caption or None, show_lines=False)
     for c in result.columns:
         table.add_column(c, overflow="fold")

@@ -11,7 +11,7 @@ from icectl.cli.framework import command, load_config_and_io
 from icectl.cli.options import DryRunOpt, JsonOpt, TableArg
 from icectl.errors import RefusedError
 from icectl.ops.upgrade import V4, V4_WARNING, upgrade
-from icectl.results import RecordResult
+from icectl.results import Result
 from icectl.table import load_table
 
 
@@ -25,7 +25,7 @@ def register(app: typer.Typer) -> None:
             "--yes", "-y", help="Upgrade to v4 without asking (for scripts).")] = False,
         dry_run: DryRunOpt = False,
         json_output: JsonOpt = False,
-    ) -> RecordResult:
+    ) -> Result:
         """Upgrade a table's format version in one atomic commit.
 
         --to 2 and --to 3 follow the spec's Appendix E (v3 row lineage starts with the next commit).

@@ -10,7 +10,8 @@ from icectl.cli.framework import command, load_config_and_io
 from icectl.cli.options import DryRunOpt, JsonOpt, TableArg
 from icectl.ops.add_files import add_files
 from icectl.ops.create.table import SchemaSource, create, parse_properties
-from icectl.results import RecordResult
+from icectl.ops.results import CreateResult
+from icectl.results import Result
 from icectl.table import load_table
 
 
@@ -27,7 +28,7 @@ def register(app: typer.Typer) -> None:
             "--create-branch", help="Create the --branch when missing, starting at main's head.")] = False,
         dry_run: DryRunOpt = False,
         json_output: JsonOpt = False,
-    ) -> RecordResult:
+    ) -> Result:
         """Register existing Parquet files in a table as one append snapshot.
 
         Record counts and column metrics come from each file's footer; partition values from its
@@ -65,7 +66,7 @@ def register_create(app: typer.Typer) -> None:
             show_default=False)] = None,
         dry_run: DryRunOpt = False,
         json_output: JsonOpt = False,
-    ) -> RecordResult:
+    ) -> CreateResult:
         """Create an empty Iceberg table (metadata as Iceberg Java would write it).
 
         In --schema, 'timestamp' is Iceberg's timestamp WITHOUT time zone, not Spark SQL's

@@ -46,7 +46,7 @@ from icectl.errors import (
     UsageError,
 )
 from icectl.ops.expire_leftovers import Leftovers, leftover_snapshots
-from icectl.results import RecordResult
+from icectl.ops.results import EXPIRE_CATEGORIES, ExpireResult
 from icectl.spec.manifest import DataFileContent, ManifestFile
 from icectl.spec.metadata import TableMetadata
 from icectl.spec.snapshots import MAIN_BRANCH, Snapshot, SnapshotLogEntry, ancestors_of
@@ -62,10 +62,9 @@ DEFAULT_MAX_SNAPSHOT_AGE_MS = 5 * 24 * 3600 * 1000  # history.expire.max-snapsho
 DEFAULT_MIN_SNAPSHOTS_TO_KEEP = 1  # history.expire.min-snapshots-to-keep
 DEFAULT_MAX_REF_AGE_MS = 2**63 - 1  # history.expire.max-ref-age-ms: forever
 
-# Spark's expire_snapshots output names (deleted_<category>_count), in its order, which is also
-# Java's delete order: content files, manifests, manifest lists, statistics files.
-CATEGORIES = ("data_files", "position_delete_files", "equality_delete_files", "manifest_files", "manifest_lists",
-              "statistics_files")
+# Java's delete order (content files, manifests, manifest lists, statistics files), defined with
+# the result's JSON keys deleted_<category>_count.
+CATEGORIES = EXPIRE_CATEGORIES
 
 
 # --------------------------------------------------------------------------- policy
@@ -525,10 +524,10 @@ def _check_deletes(table: Table, files: FileSet, *, allow_external: bool, max_de
     return kept
 
 
-def _report_kept(data: dict[str, Any], kept: FileSet, table: Table) -> str:
+def _report_kept(res: ExpireResult, kept: FileSet, table: Table) -> str:
     """Record the files the fence kept; the words the summary line gets for them ("" for none)."""
     paths = sorted(kept.paths)
-    data.update(kept_external_files_count=len(paths), kept_external_files=paths)
+    res.kept_external_files = paths
     if not paths:
         return ""
     return (f"; kept {len(paths)} file(s) outside the table location {table_fence(table).describe()} "
@@ -560,7 +559,7 @@ def _commit_lost(table: Table, expired: list[int], *, committed_at: float) -> st
 
 def expire_snapshots(table: Table, policy: ExpirePolicy, *, dry_run: bool = False, max_deletes: int | None = None,
                      allow_external_deletes: bool = False, max_concurrent_deletes: int = 8,
-                     now_ms: int | None = None) -> RecordResult:
+                     now_ms: int | None = None) -> ExpireResult:
     """Expire snapshots by policy, commit, then delete the files no retained snapshot reaches."""
     with identity_cache():  # every reachable file's identity is asked for, many of them often
         return _expire_snapshots(table, policy, dry_run=dry_run, max_deletes=max_deletes,
@@ -569,7 +568,7 @@ def expire_snapshots(table: Table, policy: ExpirePolicy, *, dry_run: bool = Fals
 
 
 def _expire_snapshots(table: Table, policy: ExpirePolicy, *, dry_run: bool, max_deletes: int | None,
-                      allow_external_deletes: bool, max_concurrent_deletes: int, now_ms: int | None) -> RecordResult:
+                      allow_external_deletes: bool, max_concurrent_deletes: int, now_ms: int | None) -> ExpireResult:
     check_writable(table)
     now = now_ms if now_ms is not None else int(time.time() * 1000)
     base = table.metadata
@@ -584,23 +583,21 @@ def _expire_snapshots(table: Table, policy: ExpirePolicy, *, dry_run: bool, max_
     planned = (files_to_delete(base, plan.expired, planned_md, table.io, cache, found)
                if plan.expired or found.snapshots else FileSet())
     kept = _check_deletes(table, planned, allow_external=allow_external_deletes, max_deletes=max_deletes)
-    data: dict[str, Any] = {
-        "table": table.identifier, "dry_run": dry_run, "expired_snapshot_count": len(plan.expired),
-        "expired_snapshots": plan.expired, "removed_refs": plan.removed_refs,
-        "retained_snapshot_count": len(plan.retained),
-        "leftover_snapshots": sorted(found.on_disk), "skipped_metadata": found.notes,
-    }
+    res = ExpireResult(table=table.identifier, dry_run=dry_run, expired_snapshots=plan.expired,
+                       removed_refs=plan.removed_refs, retained_snapshot_count=len(plan.retained),
+                       leftover_snapshots=sorted(found.on_disk), skipped_metadata=found.notes)
     if dry_run:
         changes = bool(plan.expired or plan.removed_refs or planned_md is not base)
-        data["would_write"] = ["the next table metadata version (snapshots, refs and logs updated)"] if changes else []
-        data["would_delete"] = planned.by_category()
-        data.update({f"deleted_{c}_count": len(v) for c, v in planned.by_category().items()})
-        kept_note = _report_kept(data, kept, table)
-        return RecordResult("expire_snapshots", f"Would expire {len(plan.expired)} snapshots of {table.identifier}"
-                            f"{kept_note}" + _leftover_note(found, planned, "would finish"), data)
+        res.would_write = ["the next table metadata version (snapshots, refs and logs updated)"] if changes else []
+        res.would_delete = planned.by_category()
+        res.deleted = {c: len(v) for c, v in planned.by_category().items()}
+        kept_note = _report_kept(res, kept, table)
+        res.title = (f"Would expire {len(plan.expired)} snapshots of {table.identifier}"
+                     f"{kept_note}" + _leftover_note(found, planned, "would finish"))
+        return res
     if not plan.expired and not plan.removed_refs and planned_md is base and not planned.files:
-        data.update({f"deleted_{c}_count": 0 for c in CATEGORIES})
-        return RecordResult("expire_snapshots", f"Nothing to expire in {table.identifier}", data)
+        res.title = f"Nothing to expire in {table.identifier}"
+        return res
 
     committed_base: dict[str, Any] = {}
 
@@ -616,10 +613,9 @@ def _expire_snapshots(table: Table, policy: ExpirePolicy, *, dry_run: bool, max_
     committed_at = time.monotonic()
     used: TableMetadata = committed_base["base"]
     retention: Retention = committed_base["retention"]
-    data.update(expired_snapshot_count=len(retention.expired), expired_snapshots=retention.expired,
-                removed_refs=retention.removed_refs, retained_snapshot_count=len(retention.retained),
-                metadata_location=result.metadata_location,
-                commit_attempts=result.attempts)
+    res.expired_snapshots, res.removed_refs = retention.expired, retention.removed_refs
+    res.retained_snapshot_count = len(retention.retained)
+    res.metadata_location, res.commit_attempts = result.metadata_location, result.attempts
     try:
         # Judged on the table as it is now, so a snapshot another writer added after our commit
         # keeps its files. Any read failure here deletes nothing.
@@ -631,38 +627,38 @@ def _expire_snapshots(table: Table, policy: ExpirePolicy, *, dry_run: bool, max_
                                    ignore=frozenset(retention.expired))
         doomed = (files_to_delete(used, retention.expired, after, table.io, cache, found)
                   if retention.expired or found.snapshots else FileSet())
-        data.update(leftover_snapshots=sorted(found.on_disk), skipped_metadata=found.notes)
+        res.leftover_snapshots, res.skipped_metadata = sorted(found.on_disk), found.notes
     except IcectlError as e:
-        data.update({f"deleted_{c}_count": 0 for c in CATEGORIES}, cleanup_skipped=e.one_line())
-        return RecordResult("expire_snapshots", "Expired snapshots; no file deleted (cleanup could not "
-                            "read the table)", data, exit_code=e.exit_code)
+        return _skipped(res, "Expired snapshots; no file deleted (cleanup could not read the table)",
+                        e.one_line(), e.exit_code)
     try:
-        kept_note = _report_kept(data, _check_deletes(table, doomed, allow_external=allow_external_deletes,
-                                                      max_deletes=max_deletes), table)
+        kept_note = _report_kept(res, _check_deletes(table, doomed, allow_external=allow_external_deletes,
+                                                     max_deletes=max_deletes), table)
     except RefusedError as e:
         # The commit is done; only the deletions are refused. Say so and keep the table intact.
-        data["deletes_refused"] = e.one_line()
-        data.update({f"deleted_{c}_count": 0 for c in CATEGORIES})
-        return RecordResult("expire_snapshots", "Expired snapshots; file deletions refused", data,
-                            exit_code=ExitCode.REFUSED)
+        res.deletes_refused = e.one_line()
+        res.title, res.exit_code = "Expired snapshots; file deletions refused", ExitCode.REFUSED
+        return res
     try:
         lost = (_commit_lost(table, [*retention.expired, *found.ids], committed_at=committed_at)
                 if doomed.files else None)
     except IcectlError as e:
-        data.update({f"deleted_{c}_count": 0 for c in CATEGORIES}, cleanup_skipped=e.one_line())
-        return RecordResult("expire_snapshots", "Expired snapshots; no file deleted (cleanup could not "
-                            "re-read the table)", data, exit_code=e.exit_code)
+        return _skipped(res, "Expired snapshots; no file deleted (cleanup could not re-read the table)",
+                        e.one_line(), e.exit_code)
     if lost:
-        data.update({f"deleted_{c}_count": 0 for c in CATEGORIES}, cleanup_skipped=lost)
-        return RecordResult("expire_snapshots", "Expiry undone by another writer; no file deleted", data,
-                            exit_code=ExitCode.CONFLICT)
+        return _skipped(res, "Expiry undone by another writer; no file deleted", lost, ExitCode.CONFLICT)
     outcome = delete_files(table.io, doomed, max_concurrent_deletes)
-    data.update(already_gone=outcome.already_gone, failures=outcome.failures)
-    data.update({f"deleted_{c}_count": n for c, n in outcome.deleted.items()})
-    title = (f"Expired {len(retention.expired)} snapshots of {table.identifier}{kept_note}"
-             + _leftover_note(found, doomed))
-    return RecordResult("expire_snapshots", title, data,
-                        exit_code=StorageError.exit_code if outcome.failures else ExitCode.OK)
+    res.already_gone, res.failures, res.deleted = outcome.already_gone, outcome.failures, dict(outcome.deleted)
+    res.title = (f"Expired {len(retention.expired)} snapshots of {table.identifier}{kept_note}"
+                 + _leftover_note(found, doomed))
+    res.exit_code = StorageError.exit_code if outcome.failures else ExitCode.OK
+    return res
+
+
+def _skipped(res: ExpireResult, title: str, why: str, exit_code: int) -> ExpireResult:
+    """The result of a committed expiry whose cleanup deleted nothing, and why."""
+    res.title, res.cleanup_skipped, res.exit_code = title, why, exit_code
+    return res
 
 
 def _leftover_note(found: Leftovers, files: FileSet, verb: str = "finishing") -> str:

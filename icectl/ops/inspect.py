@@ -15,7 +15,8 @@ from typing import Any
 
 from icectl.codec.puffin import decode_deletion_vector
 from icectl.errors import CorruptInputError, IcectlError
-from icectl.results import RecordResult, RowsResult
+from icectl.ops.results import SchemaBrief, SnapshotBrief, SortOrderBrief, SpecBrief, TableOverview, TableViewMeta
+from icectl.results import UNSET, RowsResult
 from icectl.spec.manifest import DataFile, DataFileContent, ManifestContent, ManifestEntry, ManifestFile
 from icectl.spec.metadata import TableMetadata
 from icectl.spec.schema import NestedField, StructType
@@ -44,14 +45,14 @@ def _ts(ms: int | None) -> str | None:
         timespec="milliseconds")
 
 
-def _meta(table: Table, **extra: Any) -> dict[str, Any]:
-    return {"table": table.identifier, "metadata_location": table.metadata_location, **extra}
+def _meta(table: Table, **extra: Any) -> TableViewMeta:
+    return TableViewMeta(table=table.identifier, metadata_location=table.metadata_location, **extra)
 
 
 # --------------------------------------------------------------------------- metadata-only views
 
 
-def table_overview(table: Table) -> RecordResult:
+def table_overview(table: Table) -> TableOverview:
     """Format, location, ids, current schema/spec/sort order, properties and totals."""
     md = table.metadata
     snap = md.current_snapshot()
@@ -59,35 +60,33 @@ def table_overview(table: Table) -> RecordResult:
     totals = {k: summary[k] for k in ("total-records", "total-data-files", "total-delete-files",
                                       "total-files-size", "total-position-deletes",
                                       "total-equality-deletes") if k in summary}
-    data: dict[str, Any] = {
-        "table": table.identifier,
-        "metadata_location": table.metadata_location,
-        "format_version": md.format_version,
-        "table_uuid": md.table_uuid,
-        "location": md.location,
-        "last_updated": _ts(md.last_updated_ms),
-        "last_sequence_number": md.last_sequence_number,
-        "current_snapshot_id": md.current_snapshot_id,
-        "current_snapshot": None if snap is None else {
-            "snapshot_id": snap.snapshot_id, "committed_at": _ts(snap.timestamp_ms),
-            "operation": snap.operation, "sequence_number": snap.sequence_number},
-        "snapshot_count": len(md.snapshots),
-        "refs": {name: f"{r.type} -> {r.snapshot_id}" for name, r in md.refs.items()},
-        "schema": {"schema_id": md.current_schema_id,
-                   "columns": [f"{f.field_id}: {f.name} {f.field_type}{' not null' if f.required else ''}"
-                               for f in md.schema().fields]},
-        "partition_spec": {"spec_id": md.default_spec_id,
-                           "fields": [f"{f.name}={f.transform}({', '.join(_source_names(md, f.source_ids))})"
-                                      for f in md.spec().fields]},
-        "sort_order": {"order_id": md.default_sort_order_id,
-                       "fields": [f"{f.transform}({', '.join(_source_names(md, f.source_ids))}) "
-                                  f"{f.direction} {f.null_order}" for f in md.sort_order().fields]},
-        "properties": dict(md.properties),
-        "totals": totals,
-    }
-    if md.format_version >= 3:
-        data["next_row_id"] = md.next_row_id
-    return RecordResult("table", f"Table {table.identifier}", data)
+    return TableOverview(
+        title=f"Table {table.identifier}",
+        table=table.identifier,
+        metadata_location=table.metadata_location,
+        format_version=md.format_version,
+        table_uuid=md.table_uuid,
+        location=md.location,
+        last_updated=_ts(md.last_updated_ms),
+        last_sequence_number=md.last_sequence_number,
+        current_snapshot_id=md.current_snapshot_id,
+        current_snapshot=None if snap is None else SnapshotBrief(
+            snap.snapshot_id, _ts(snap.timestamp_ms), snap.operation, snap.sequence_number),
+        snapshot_count=len(md.snapshots),
+        refs={name: f"{r.type} -> {r.snapshot_id}" for name, r in md.refs.items()},
+        schema=SchemaBrief(md.current_schema_id,
+                           [f"{f.field_id}: {f.name} {f.field_type}{' not null' if f.required else ''}"
+                            for f in md.schema().fields]),
+        partition_spec=SpecBrief(md.default_spec_id,
+                                 [f"{f.name}={f.transform}({', '.join(_source_names(md, f.source_ids))})"
+                                  for f in md.spec().fields]),
+        sort_order=SortOrderBrief(md.default_sort_order_id,
+                                  [f"{f.transform}({', '.join(_source_names(md, f.source_ids))}) "
+                                   f"{f.direction} {f.null_order}" for f in md.sort_order().fields]),
+        properties=dict(md.properties),
+        totals=totals,
+        next_row_id=md.next_row_id if md.format_version >= 3 else UNSET,
+    )
 
 
 def _source_names(md: TableMetadata, source_ids: tuple[int, ...]) -> list[str]:

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from icectl.codec.root_manifest import ContentEntry, ContentType, live_manifest_dvs
+from icectl.ops.results import TreeMeta
 from icectl.results import RowsResult
 from icectl.spec.manifest import ManifestContent
 from icectl.table import Table
@@ -72,8 +73,8 @@ def tree_rows(table: Table, *, snapshot_id: int | None = None, ref: str | None =
     def stream() -> Iterator[dict[str, Any]]:
         yield from rows
 
-    meta = dict(table=table.identifier, metadata_location=table.metadata_location,
-                snapshot_id=snap.snapshot_id if snap else None, kind=kind,
-                root=(snap.root_manifest or snap.manifest_list) if snap else None,
-                by_type_and_status=dict(sorted(counts.items())))
+    meta = TreeMeta(table=table.identifier, metadata_location=table.metadata_location,
+                    snapshot_id=snap.snapshot_id if snap else None, kind=kind,
+                    root=(snap.root_manifest or snap.manifest_list) if snap else None,
+                    by_type_and_status=dict(sorted(counts.items())))
     return RowsResult("tree", f"Metadata tree of {table.identifier}", TREE_COLUMNS, stream(), meta)

@@ -21,7 +21,7 @@ from icectl import progress
 from icectl.catalog import resolve
 from icectl.config import Config
 from icectl.errors import CorruptInputError, ExitCode, IcectlError, NotFoundError
-from icectl.results import RowsResult
+from icectl.results import UNSET, Part, RowsResult, Unset
 from icectl.spec.manifest import ManifestFile
 from icectl.spec.metadata import TableMetadata
 from icectl.spec.snapshots import Snapshot
@@ -42,8 +42,8 @@ from icectl.validate.rules import (
     select_rules,
 )
 
-__all__ = ["CATALOGUE", "Finding", "Rule", "Severity", "ValidationResult", "catalogue_markdown", "list_rules",
-           "validate_address", "validate_table"]
+__all__ = ["CATALOGUE", "Finding", "Rule", "RuleCount", "Severity", "ValidateSummary", "ValidationResult",
+           "catalogue_markdown", "list_rules", "validate_address", "validate_table"]
 
 _AHEAD = max(2, DEFAULT_WORKERS * 2)  # bounded read-ahead: memory stays flat however big the table
 COLUMNS = ["severity", "rule", "file", "entry", "message", "values"]
@@ -82,19 +82,40 @@ class ValidationResult:
         return ExitCode.FINDINGS if self.errors else ExitCode.OK
 
     def to_result(self) -> RowsResult:
+        """The CLI's view: the findings as rows (errors first), the counts before them."""
         order = {Severity.ERROR: 0, Severity.WARNING: 1}
         rows = [f.to_row() for f in sorted(self.findings, key=lambda f: (order[f.severity], f.rule))]
-        meta = {"table": self.table, "errors": self.errors, "warnings": self.warnings, "snapshots": self.snapshots,
-                "manifests": self.manifests, "entries": self.entries, "summary": self.summary}
-        if self.notes:
-            meta["notes"] = list(self.notes)
+        meta = ValidateSummary(table=self.table, errors=self.errors, warnings=self.warnings,
+                               snapshots=self.snapshots, manifests=self.manifests, entries=self.entries,
+                               summary=self.summary, notes=list(self.notes) if self.notes else UNSET)
         return RowsResult("validate", f"validate {self.table}", COLUMNS, rows, meta, exit_code=self.exit_code)
+
+
+@dataclass(kw_only=True)
+class ValidateSummary(Part):
+    """The keys of ``icectl validate --json`` before its ``rows`` (one per finding)."""
+
+    table: str
+    errors: int
+    warnings: int
+    snapshots: int
+    manifests: int
+    entries: int
+    summary: str  # the counts in words
+    notes: list[str] | Unset = UNSET  # what was not checked, and why (only when something was not)
+
+
+@dataclass
+class RuleCount(Part):
+    """The key of ``icectl validate --list-rules --json`` before its ``rows`` (one per rule)."""
+
+    rules: int
 
 
 def list_rules() -> RowsResult:
     rows = sorted(catalogue_rows(), key=lambda r: AREAS.index(CATALOGUE[r["rule"]].area))
     return RowsResult("validate_rules", "validate rules", ["rule", "severity", "summary", "spec_section"], rows,
-                      {"rules": len(rows)})
+                      RuleCount(len(rows)))
 
 
 def _raw_json(io: FileIO, location: str) -> Any:

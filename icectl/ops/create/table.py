@@ -15,7 +15,7 @@ from icectl.errors import UsageError
 from icectl.ops.create.ddl import parse_partition_spec, parse_schema, parse_sort_order, schema_warnings
 from icectl.ops.create.metadata import new_table_metadata
 from icectl.ops.create.schema_file import schema_from_json_file, schema_from_parquet
-from icectl.results import RecordResult
+from icectl.ops.results import CreateResult
 from icectl.spec.schema import Schema
 from icectl.storage import FileIO, local_path, scheme_of
 from icectl.table.commit import create_table
@@ -55,7 +55,7 @@ def parse_properties(pairs: list[str]) -> dict[str, str]:
 
 def create(address: str, source: SchemaSource, *, config: Config, io: FileIO, partition_by: str = "",
            sort_by: str = "", properties: dict[str, str] | None = None, format_version: int | None = None,
-           dry_run: bool = False) -> RecordResult:
+           dry_run: bool = False) -> CreateResult:
     """Create an empty table at a directory or as ``[catalog.]namespace.table``."""
     props = dict(properties or {})
     version = format_version or int(props.get("format-version", DEFAULT_FORMAT_VERSION))
@@ -74,20 +74,20 @@ def create(address: str, source: SchemaSource, *, config: Config, io: FileIO, pa
         where, ident = catalog, ".".join((*namespace, name))
     metadata = new_table_metadata(schema=schema, location=location, partition_spec=spec, sort_order=order,
                                   properties=props, format_version=version)
-    data = {
-        "table": address, "dry_run": dry_run, "location": location, "format_version": version,
-        "schema": [f"{f.field_id}: {f.name} {f.field_type}{' not null' if f.required else ''}"
-                   for f in metadata.schema().fields],
-        "partition_spec": [f"{f.name}={f.transform}({metadata.schema().column_name(f.source_id)})"
-                           for f in metadata.spec().fields],
-        "sort_order": [f"{f.transform}({metadata.schema().column_name(f.source_id)}) {f.direction} {f.null_order}"
-                       for f in metadata.sort_order().fields],
-        "properties": dict(metadata.properties),
-    }
-    warnings = schema_warnings(source.ddl, format_version=version) if source.ddl else []
+    schema_now = metadata.schema()
+    result = CreateResult(
+        title=f"{'Would create' if dry_run else 'Created'} table {address}",
+        warnings=schema_warnings(source.ddl, format_version=version) if source.ddl else [],
+        table=address, dry_run=dry_run, location=location, format_version=version,
+        schema=[f"{f.field_id}: {f.name} {f.field_type}{' not null' if f.required else ''}" for f in schema_now.fields],
+        partition_spec=[f"{f.name}={f.transform}({schema_now.column_name(f.source_id)})"
+                        for f in metadata.spec().fields],
+        sort_order=[f"{f.transform}({schema_now.column_name(f.source_id)}) {f.direction} {f.null_order}"
+                    for f in metadata.sort_order().fields],
+        properties=dict(metadata.properties),
+    )
     if dry_run:
-        data["would_write"] = [f"{location}/metadata (first table metadata file)"]
-        return RecordResult("create", f"Would create table {address}", data, warnings=warnings)
-    result = create_table(where, ident, metadata, config=config, io=io)
-    data["metadata_location"] = result.metadata_location
-    return RecordResult("create", f"Created table {address}", data, warnings=warnings)
+        result.would_write = [f"{location}/metadata (first table metadata file)"]
+        return result
+    result.metadata_location = create_table(where, ident, metadata, config=config, io=io).metadata_location
+    return result

@@ -1,0 +1,391 @@
+"""The result of each operation: its JSON contract, one dataclass per command.
+
+Each class lists the keys of the command's ``--json`` document in order (``icectl.results``
+explains the rules: a field left ``UNSET`` is not in the document, ``None`` is ``null``). Keys
+that only a dry run carries (``would_write``, ``would_delete``) and keys only a commit carries
+(``snapshot_id``, ``metadata_location``, ``commit_attempts``, ...) sit in the same class.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from icectl.results import UNSET, CommandResult, MessageResult, Part, Unset, json_key
+
+# The file categories of an expiry: Spark's expire_snapshots output names (deleted_<category>_count)
+# in its order, which is also Java's delete order.
+EXPIRE_CATEGORIES = ("data_files", "position_delete_files", "equality_delete_files", "manifest_files",
+                     "manifest_lists", "statistics_files")
+
+NEXT_METADATA = "a new table metadata file (the next version)"  # a would_write line of every writing command
+
+
+# --------------------------------------------------------------------------- shared parts
+
+
+@dataclass
+class FileRef(Part):
+    """A manifest (or leaf) a command would replace."""
+
+    path: str
+    bytes: int | None
+
+
+@dataclass
+class WrittenFile(Part):
+    """A manifest (or leaf) a command wrote, with its entry count."""
+
+    path: str
+    bytes: int | None
+    entries: int
+
+
+@dataclass
+class PlannedWrite(Part):
+    """A file a dry run would write; ``group`` names the compaction group it belongs to."""
+
+    path: str
+    group: str | Unset = UNSET
+
+
+# --------------------------------------------------------------------------- expire-snapshots
+
+
+@dataclass(kw_only=True)
+class ExpireResult(CommandResult):
+    """``icectl expire-snapshots``. Counts are derived from the lists, so they always agree.
+
+    The order of the keys after ``skipped_metadata`` depends on how far the run got, see
+    :meth:`to_json`.
+    """
+
+    view: ClassVar[str] = "expire_snapshots"
+
+    table: str
+    dry_run: bool
+    expired_snapshots: list[int]
+    removed_refs: list[str]
+    retained_snapshot_count: int
+    leftover_snapshots: list[int]  # expired by an earlier run, still on disk
+    skipped_metadata: list[str]  # earlier metadata files not read as leftovers, and why
+    would_write: list[str] | Unset = UNSET  # dry run
+    would_delete: dict[str, list[str]] | Unset = UNSET  # dry run: paths per category
+    metadata_location: str | Unset = UNSET  # committed
+    commit_attempts: int | Unset = UNSET  # committed
+    kept_external_files: list[str] | Unset = UNSET  # outside the table location: not deleted
+    deletes_refused: str | Unset = UNSET  # committed, but the deletions were refused
+    already_gone: int | Unset = UNSET  # deletions done
+    failures: list[Any] | Unset = UNSET  # deletions done
+    deleted: dict[str, int] = field(default_factory=dict)  # count per category (0 when missing)
+    cleanup_skipped: str | Unset = UNSET  # committed, but nothing deleted: why
+
+    def to_json(self) -> dict[str, Any]:
+        doc: dict[str, Any] = {
+            "view": self.view, "table": self.table, "dry_run": self.dry_run,
+            "expired_snapshot_count": len(self.expired_snapshots), "expired_snapshots": self.expired_snapshots,
+            "removed_refs": self.removed_refs, "retained_snapshot_count": self.retained_snapshot_count,
+            "leftover_snapshots": self.leftover_snapshots, "skipped_metadata": self.skipped_metadata,
+        }
+        deleted = {f"deleted_{c}_count": self.deleted.get(c, 0) for c in EXPIRE_CATEGORIES}
+        kept = ({} if self.kept_external_files is UNSET else
+                {"kept_external_files_count": len(self.kept_external_files),
+                 "kept_external_files": self.kept_external_files})
+        if self.dry_run:  # the plan, then the counts it would delete, then what the fence keeps
+            return {**doc, "would_write": self.would_write, "would_delete": self.would_delete, **deleted, **kept}
+        done = {k: v for k, v in (("metadata_location", self.metadata_location),
+                                  ("commit_attempts", self.commit_attempts),
+                                  ("deletes_refused", self.deletes_refused),
+                                  ("already_gone", self.already_gone), ("failures", self.failures))
+                if v is not UNSET}
+        refused = {"deletes_refused": done.pop("deletes_refused")} if "deletes_refused" in done else {}
+        outcome = {k: done.pop(k) for k in ("already_gone", "failures") if k in done}
+        skipped = {} if self.cleanup_skipped is UNSET else {"cleanup_skipped": self.cleanup_skipped}
+        return {**doc, **done, **kept, **refused, **outcome, **deleted, **skipped}
+
+
+# --------------------------------------------------------------------------- compact
+
+
+@dataclass(kw_only=True)
+class CompactGroup(Part):
+    """One (partition spec, content) group of a compaction: skipped, or rewritten."""
+
+    spec_id: int
+    content: str  # data, deletes
+    action: str  # rewrite, skip
+    reason: str
+    manifests_in: int
+    bytes_in: int
+    leaves_kept: int | Unset = UNSET  # v4
+    root_files_in: int | Unset = UNSET  # v4
+    live_entries: int | Unset = UNSET  # rewritten groups from here on
+    deleted_entries_dropped: int | Unset = UNSET
+    manifest_dvs_applied: int | Unset = UNSET  # v4
+    dv_rows_dropped: int | Unset = UNSET  # v4
+    sort_by: list[str] | Unset = UNSET
+    manifests_out: int | Unset = UNSET
+    estimated_bytes_out: int | Unset = UNSET  # planned, not written
+    replaced: list[FileRef] | Unset = UNSET  # dry run
+    flushed: list[str] | Unset = UNSET  # dry run, v4: root-level data files moved into leaves
+    bytes_out: int | Unset = UNSET  # written
+    written: list[WrittenFile] | Unset = UNSET  # written
+
+
+@dataclass(kw_only=True)
+class CompactResult(CommandResult):
+    """``icectl compact``, of manifest lists (v1-v3) and of v4 roots and leaves (the v4-only keys)."""
+
+    view: ClassVar[str] = "compact"
+
+    table: str
+    branch: str
+    dry_run: bool
+    format_version: int | Unset = UNSET  # v4 only
+    base_snapshot_id: int | None
+    target_size_bytes: int
+    manifests_replaced: int
+    manifests_created: int
+    manifests_kept: int
+    entries_processed: int
+    root_files_flushed: int | Unset = UNSET  # v4
+    manifest_dvs_applied: int | Unset = UNSET  # v4
+    root_deleted_entries_dropped: int | Unset = UNSET  # v4
+    groups: list[CompactGroup]
+    would_write: list[PlannedWrite] | Unset = UNSET  # dry run
+    would_delete: list[str] | Unset = UNSET  # dry run
+    snapshot_id: int | Unset = UNSET  # committed from here on
+    sequence_number: int | Unset = UNSET
+    metadata_location: str | Unset = UNSET
+    root_manifest: str | Unset = UNSET  # v4
+    commit_attempts: int | Unset = UNSET
+    reapplied_on: list[int] | Unset = UNSET
+    replanned: bool | Unset = UNSET  # not a dry run: whether a concurrent commit made it plan again
+
+
+# --------------------------------------------------------------------------- upgrade
+
+
+@dataclass
+class UpgradeBranch(Part):
+    """A branch head and the new snapshot ``--to 4`` gives it (a root manifest over its manifests)."""
+
+    branch: str
+    head_snapshot_id: int
+    new_snapshot_id: int
+    sequence_number: int
+    root_manifest: str | None
+    manifests: int
+    live_files: int
+    first_row_id: int | None
+    added_rows: int | None
+
+
+@dataclass(kw_only=True)
+class UpgradeResult(CommandResult):
+    """``icectl upgrade``."""
+
+    view: ClassVar[str] = "upgrade"
+
+    table: str
+    dry_run: bool
+    from_version: int
+    to_version: int
+    branches: list[UpgradeBranch]  # --to 4 only; empty otherwise
+    warning: str | Unset = UNSET  # --to 4 from an older version
+    committed: bool | Unset = UNSET  # False when the table is at the version already
+    would_write: list[str] | Unset = UNSET  # dry run
+    would_delete: list[str] | Unset = UNSET  # dry run
+    written: list[str] | Unset = UNSET  # committed from here on
+    metadata_location: str | Unset = UNSET
+    commit_attempts: int | Unset = UNSET
+    seconds: float | Unset = UNSET
+
+
+# --------------------------------------------------------------------------- add-files, remove-files
+
+
+@dataclass
+class AddedFile(Part):
+    file_path: str
+    partition: Any  # the partition tuple as the plan shows it
+    record_count: int
+
+
+@dataclass
+class CreatedBranch(Part):
+    """The branch add-files creates (``--create-branch``), starting at main's head."""
+
+    name: str
+    from_ref: str = field(metadata=json_key("from"))
+    from_snapshot_id: int | None
+
+
+@dataclass(kw_only=True)
+class AddFilesResult(CommandResult):
+    """``icectl add-files``."""
+
+    view: ClassVar[str] = "add_files"
+
+    table: str
+    dry_run: bool
+    branch: str
+    spec_id: int
+    added_data_files: int
+    added_records: int
+    added_files_size: int
+    files: list[AddedFile]
+    created_branch: CreatedBranch | Unset = UNSET
+    name_mapping: str  # created, extended, unchanged (a dry run: "would be ...")
+    layout: str | Unset = UNSET  # v4: "root" or "new leaf"
+    would_write: list[str] | Unset = UNSET  # dry run
+    would_delete: list[str] | Unset = UNSET  # dry run
+    snapshot_id: int | Unset = UNSET  # committed from here on
+    metadata_location: str | Unset = UNSET
+    commit_attempts: int | Unset = UNSET
+    written: list[str] | Unset = UNSET  # v4: the leaf (if any) and the root
+
+
+@dataclass
+class RemovedFile(Part):
+    file_path: str
+    content: int  # 0 data, 1 position deletes (a DV)
+    record_count: int
+    via: str  # "root DELETED entry" or "manifest DV on <leaf>"
+    partition: dict[str, Any]  # partition field name -> human value
+
+
+@dataclass(kw_only=True)
+class RemoveFilesResult(CommandResult):
+    """``icectl remove-files`` (v4 tables)."""
+
+    view: ClassVar[str] = "remove_files"
+
+    table: str
+    dry_run: bool
+    branch: str
+    removed_data_files: int
+    removed_records: int
+    removed_delete_files: int
+    files: list[RemovedFile]
+    committed: bool | Unset = UNSET  # False: nothing matched; True: committed
+    would_write: list[str] | Unset = UNSET  # dry run
+    would_delete: list[str] | Unset = UNSET  # dry run
+    snapshot_id: int | Unset = UNSET  # committed from here on
+    metadata_location: str | Unset = UNSET
+    commit_attempts: int | Unset = UNSET
+    written: list[str | None] | Unset = UNSET
+
+
+# --------------------------------------------------------------------------- create, namespace create
+
+
+@dataclass(kw_only=True)
+class CreateResult(CommandResult):
+    """``icectl create``: the table as it was (or would be) created."""
+
+    view: ClassVar[str] = "create"
+
+    table: str  # the address as given
+    dry_run: bool
+    location: str
+    format_version: int
+    schema: list[str]  # "<id>: <name> <type>[ not null]"
+    partition_spec: list[str]  # "<name>=<transform>(<column>)"
+    sort_order: list[str]  # "<transform>(<column>) <direction> <null order>"
+    properties: dict[str, str]
+    would_write: list[str] | Unset = UNSET  # dry run
+    metadata_location: str | Unset = UNSET  # created
+
+
+# --------------------------------------------------------------------------- inspect table
+
+
+@dataclass
+class SnapshotBrief(Part):
+    snapshot_id: int
+    committed_at: str | None
+    operation: str | None
+    sequence_number: int
+
+
+@dataclass
+class SchemaBrief(Part):
+    schema_id: int
+    columns: list[str]
+
+
+@dataclass
+class SpecBrief(Part):
+    spec_id: int
+    fields: list[str]
+
+
+@dataclass
+class SortOrderBrief(Part):
+    order_id: int
+    fields: list[str]
+
+
+@dataclass(kw_only=True)
+class TableOverview(CommandResult):
+    """``icectl inspect table``: the overview of a table's metadata."""
+
+    view: ClassVar[str] = "table"
+
+    table: str
+    metadata_location: str | None
+    format_version: int
+    table_uuid: str | None
+    location: str | None
+    last_updated: str | None
+    last_sequence_number: int
+    current_snapshot_id: int | None
+    current_snapshot: SnapshotBrief | None
+    snapshot_count: int
+    refs: dict[str, str]  # name -> "<type> -> <snapshot id>"
+    schema: SchemaBrief
+    partition_spec: SpecBrief
+    sort_order: SortOrderBrief
+    properties: dict[str, str]
+    totals: dict[str, str]  # the current snapshot's total-* summary properties
+    next_row_id: int | Unset | None = UNSET  # v3 and later
+
+
+# --------------------------------------------------------------------------- rows views' meta
+
+
+@dataclass(kw_only=True)
+class TableViewMeta(Part):
+    """The keys an inspect rows view puts before ``rows``."""
+
+    table: str
+    metadata_location: str | None
+    schema_id: int | Unset = UNSET  # inspect schema
+    snapshot_id: int | Unset | None = UNSET  # views of one snapshot
+
+
+@dataclass(kw_only=True)
+class TreeMeta(TableViewMeta):
+    """``inspect tree``: what the snapshot's metadata tree is rooted in, and its entries by kind."""
+
+    kind: str | None  # "root", "manifest-list" or "manifests"
+    root: str | None
+    by_type_and_status: dict[str, int]
+
+
+@dataclass
+class CatalogMeta(Part):
+    """``list`` and ``namespace list``."""
+
+    catalog: str
+    warehouse: str | None
+
+
+@dataclass(kw_only=True)
+class NamespaceCreateResult(MessageResult):
+    """``icectl namespace create``: the message, then the facts."""
+
+    namespace: str
+    catalog: str
+    created: bool  # False: it existed already (--exist-ok)

@@ -1,0 +1,119 @@
+"""icectl.cli.render: --json prints exactly one JSON document per result (one per table for --all),
+and that document is the result's ``to_json()``; rows stream without changing it."""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from icectl.cli.render import render, to_json
+from icectl.ops.results import (
+    CatalogMeta,
+    CreateResult,
+    ExpireResult,
+    NamespaceCreateResult,
+    SchemaBrief,
+    SortOrderBrief,
+    SpecBrief,
+    TableOverview,
+    TableViewMeta,
+)
+from icectl.results import MultiResult, RecordResult, RowsResult, TableFailure
+from icectl.validate import RuleCount, ValidateSummary
+
+
+def _rows() -> Iterator[dict[str, Any]]:
+    yield {"a": 1, "b": b"\x01\x02"}
+    yield {"a": 2, "b": None}
+
+
+RESULTS: dict[str, Any] = {
+    "create": CreateResult(title="Created", table="db.t", dry_run=False, location="/w/db/t", format_version=2,
+                           schema=["1: id long"], partition_spec=[], sort_order=[], properties={"k": "v"},
+                           metadata_location="/w/db/t/metadata/v1.metadata.json"),
+    "expire": ExpireResult(title="Would expire", table="db.t", dry_run=True, expired_snapshots=[], removed_refs=[],
+                           retained_snapshot_count=1, leftover_snapshots=[], skipped_metadata=[], would_write=[],
+                           would_delete={}, kept_external_files=[]),
+    "overview": TableOverview(title="Table db.t", table="db.t", metadata_location="m", format_version=2,
+                              table_uuid="u", location="l", last_updated=None, last_sequence_number=0,
+                              current_snapshot_id=None, current_snapshot=None, snapshot_count=0, refs={},
+                              schema=SchemaBrief(0, ["1: id long"]), partition_spec=SpecBrief(0, []),
+                              sort_order=SortOrderBrief(0, []), properties={}, totals={}),
+    "namespace": NamespaceCreateResult(message="created namespace db", namespace="db", catalog="local",
+                                       created=True),
+    "failure": TableFailure(view="compact", title="db.x: failed", table="db.x", error="boom", exit_code=4),
+    "record": RecordResult("upgrade", "Upgraded", {"table": "db.t", "nested": {"x": [1, 2]}}),
+    "rows_part_meta": RowsResult("files", "Files", ["a", "b"], _rows(),
+                                 TableViewMeta(table="db.t", metadata_location="m", snapshot_id=None)),
+    "rows_catalog": RowsResult("namespaces", "Namespaces", ["a"], [{"a": "db"}], CatalogMeta("local", "/w")),
+    "rows_validate": RowsResult("validate", "validate db.t", ["a"], [], ValidateSummary(
+        table="db.t", errors=0, warnings=0, snapshots=1, manifests=1, entries=1, summary="ok")),
+    "rows_rules": RowsResult("validate_rules", "rules", ["a"], [{"a": "x"}], RuleCount(1)),
+    "rows_dict_meta": RowsResult("schema", "Schema", ["a"], [{"a": 1}], {"table": "db.t"}),
+    "rows_no_meta": RowsResult("x", "X", ["a"], []),
+}
+EXPECTED = {  # the documents, written out
+    "namespace": {"message": "created namespace db", "namespace": "db", "catalog": "local", "created": True},
+    "failure": {"view": "compact", "table": "db.x", "error": "boom"},
+    "record": {"view": "upgrade", "table": "db.t", "nested": {"x": [1, 2]}},
+    "rows_part_meta": {"view": "files", "table": "db.t", "metadata_location": "m", "snapshot_id": None,
+                       "rows": [{"a": 1, "b": "0102"}, {"a": 2, "b": None}]},
+    "rows_catalog": {"view": "namespaces", "catalog": "local", "warehouse": "/w", "rows": [{"a": "db"}]},
+    "rows_validate": {"view": "validate", "table": "db.t", "errors": 0, "warnings": 0, "snapshots": 1,
+                      "manifests": 1, "entries": 1, "summary": "ok", "rows": []},
+    "rows_rules": {"view": "validate_rules", "rules": 1, "rows": [{"a": "x"}]},
+    "rows_dict_meta": {"view": "schema", "table": "db.t", "rows": [{"a": 1}]},
+    "rows_no_meta": {"view": "x", "rows": []},
+}
+
+
+def _json(result: Any) -> str:
+    out = io.StringIO()
+    render(result, as_json=True, out=out)
+    return out.getvalue()
+
+
+@pytest.mark.parametrize("name", list(RESULTS))
+def test_json_is_exactly_one_document(name: str) -> None:
+    result = RESULTS[name]
+    text = _json(result)
+    doc = json.loads(text)  # json.loads refuses a second document ("Extra data")
+    assert text.endswith("}\n") and text.count("\n") == (1 if not isinstance(result, RowsResult)
+                                                         else max(1, len(doc["rows"])))
+    if name in EXPECTED:
+        assert list(doc.items()) == list(EXPECTED[name].items())
+    if not isinstance(result, RowsResult):  # rows are consumed by rendering; the rest is to_json()
+        assert json.dumps(doc) == json.dumps(result.to_json())
+
+
+def test_streamed_rows_equal_to_json() -> None:
+    """The row-by-row document is the one ``to_json()`` describes (encoded the same way)."""
+    streamed = _json(RowsResult("files", "Files", ["a", "b"], _rows(), CatalogMeta("c", None)))
+    whole = RowsResult("files", "Files", ["a", "b"], list(_rows()), CatalogMeta("c", None)).to_json()
+    assert json.loads(streamed) == json.loads(to_json(whole))
+    assert list(json.loads(streamed)) == ["view", "catalog", "warehouse", "rows"]
+
+
+def test_multi_result_one_document_per_table_and_worst_exit_code() -> None:
+    multi = MultiResult("compact", iter([RESULTS["failure"], RESULTS["record"]]))
+    lines = _json(multi).splitlines()
+    assert [json.loads(line)["table"] for line in lines] == ["db.x", "db.t"]
+    assert multi.exit_code == 4
+
+
+@pytest.mark.parametrize("name", ["create", "expire", "overview", "failure", "record"])
+def test_terminal_tree_has_the_title_and_no_view(name: str) -> None:
+    out = io.StringIO()
+    render(RESULTS[name], as_json=False, out=out)
+    text = out.getvalue()
+    assert text.splitlines()[0] == RESULTS[name].title and "view:" not in text
+
+
+def test_terminal_message() -> None:
+    out = io.StringIO()
+    render(RESULTS["namespace"], as_json=False, out=out)
+    assert out.getvalue() == "created namespace db\n"
