@@ -38,8 +38,9 @@ from icectl.errors import CommitConflictError, CorruptInputError, IcectlError, R
 from icectl.ops.inspect import unified_partition_type
 from icectl.results import RecordResult
 from icectl.spec.manifest import DataFileContent, ManifestContent, ManifestEntry, ManifestEntryStatus, ManifestFile
-from icectl.spec.metadata import MAX_FORMAT_VERSION, MIN_ROW_LINEAGE_VERSION, TableMetadata
+from icectl.spec.metadata import MAX_FORMAT_VERSION, TableMetadata
 from icectl.spec.snapshots import MAIN_BRANCH, Snapshot
+from icectl.spec.updates import apply_updates, format_upgrade_updates
 from icectl.storage import FileIO, join
 from icectl.table import Table
 from icectl.table.commit import add_snapshot, commit, discard_on_failure, new_snapshot_id
@@ -82,8 +83,7 @@ def _now_ms() -> int:
 
 def _upgraded_base(md: TableMetadata, to: int) -> TableMetadata:
     """Appendix E's metadata changes: v2 needs a table-uuid; v3 starts next-row-id at 0."""
-    return md.replace(format_version=to, table_uuid=md.table_uuid or str(uuid.uuid4()),
-                      next_row_id=md.next_row_id if md.format_version >= MIN_ROW_LINEAGE_VERSION else 0)
+    return apply_updates(md, format_upgrade_updates(md, to))
 
 
 def _branches(md: TableMetadata) -> list[tuple[str, int]]:
