@@ -19,17 +19,14 @@ from typing import Any
 
 from icectl.errors import CorruptInputError, NotFoundError, RefusedError, UsageError
 from icectl.spec.metadata import TableMetadata
+from icectl.spec.requirements import AssertCurrentSchemaId, AssertDefaultSpecId, AssertRefSnapshotId, TableRequirement
 from icectl.spec.snapshots import MAIN_BRANCH, ancestors_of
 from icectl.spec.updates import (
-    AssertCurrentSchemaId,
-    AssertDefaultSpecId,
-    AssertRefSnapshotId,
     RemovePartitionSpecs,
     RemoveSchemas,
     RemoveSnapshotRef,
     RemoveSnapshots,
     TableChange,
-    TableRequirement,
     TableUpdate,
     apply_updates,
 )

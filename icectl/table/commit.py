@@ -39,9 +39,8 @@ from icectl.catalog.sql import SqlCatalog
 from icectl.config import Config, load_config
 from icectl.errors import CommitConflictError, IcectlError, RefusedError, UsageError
 from icectl.spec.metadata import TableMetadata
+from icectl.spec.requirements import AssertTableUUID, RequirementFailedError
 from icectl.spec.updates import (
-    AssertTableUUID,
-    RequirementFailedError,
     TableChange,
     add_snapshot,
     int_property,

@@ -7,21 +7,14 @@ import dataclasses
 
 import pytest
 
-from icectl.errors import CommitConflictError, RefusedError, UsageError
+from icectl.errors import RefusedError, UsageError
 from icectl.ops.create.metadata import new_table_metadata
 from icectl.spec.metadata import TableMetadata
+from icectl.spec.requirements import AssertCreate, AssertRefSnapshotId, RequirementFailedError
 from icectl.spec.schema import NestedField, Schema, parse_primitive
 from icectl.spec.snapshots import PartitionStatisticsFile, Snapshot, SnapshotLogEntry, SnapshotRef, StatisticsFile
 from icectl.spec.updates import (
     AddSnapshot,
-    AssertCreate,
-    AssertCurrentSchemaId,
-    AssertDefaultSortOrderId,
-    AssertDefaultSpecId,
-    AssertLastAssignedFieldId,
-    AssertLastAssignedPartitionId,
-    AssertRefSnapshotId,
-    AssertTableUUID,
     AssignUUID,
     RemovePartitionSpecs,
     RemovePartitionStatistics,
@@ -30,7 +23,6 @@ from icectl.spec.updates import (
     RemoveSnapshotRef,
     RemoveSnapshots,
     RemoveStatistics,
-    RequirementFailedError,
     SetLocation,
     SetPartitionStatistics,
     SetProperties,
@@ -41,7 +33,6 @@ from icectl.spec.updates import (
     add_snapshot,
     apply_change,
     apply_updates,
-    check_requirements,
     format_upgrade_updates,
     prepare_commit,
     set_properties,
@@ -244,44 +235,6 @@ def test_prepare_commit_appends_the_metadata_log() -> None:
     assert new.last_updated_ms == 5000
 
 
-# --------------------------------------------------------------------------- requirements
-
-
-def test_requirements_pass_on_their_base_and_fail_naming_themselves() -> None:
-    md = with_history()
-    ok = (AssertTableUUID(md.table_uuid or ""), AssertRefSnapshotId("main", 3), AssertRefSnapshotId("new", None),
-          AssertCurrentSchemaId(md.current_schema_id), AssertLastAssignedFieldId(md.last_column_id),
-          AssertDefaultSpecId(md.default_spec_id), AssertLastAssignedPartitionId(md.last_partition_id),
-          AssertDefaultSortOrderId(md.default_sort_order_id))
-    check_requirements(md, ok)
-    with pytest.raises(CommitConflictError, match="assert-create failed: table already exists"):
-        check_requirements(md, (AssertCreate(),))
-    check_requirements(None, (AssertCreate(),))
-    failing = {
-        AssertTableUUID("other"): "UUID does not match",
-        AssertRefSnapshotId("main", 2): "branch main has changed: expected id 2 != 3",
-        AssertRefSnapshotId("t1", None): "tag t1 was created concurrently",
-        AssertRefSnapshotId("gone", 5): "branch or tag gone is missing, expected 5",
-        AssertCurrentSchemaId(9): "current schema changed",
-        AssertLastAssignedFieldId(9): "last assigned field id changed",
-        AssertDefaultSpecId(9): "default partition spec changed",
-        AssertLastAssignedPartitionId(9): "last assigned partition id changed",
-        AssertDefaultSortOrderId(9): "default sort order changed",
-    }
-    for requirement, why in failing.items():
-        with pytest.raises(RequirementFailedError) as e:
-            check_requirements(md, (*ok, requirement))
-        assert e.value.requirement == requirement
-        assert e.value.message.startswith(f"requirement {requirement.type} failed: ") and why in e.value.message
-
-
-def test_apply_change_checks_before_applying() -> None:
-    md = with_history()
-    change = TableChange((AssertRefSnapshotId("main", 2),), (RemoveSnapshotRef("b"),))
-    with pytest.raises(RequirementFailedError):
-        apply_change(md, change)
-
-
 # --------------------------------------------------------------------------- REST JSON shapes
 
 
@@ -308,18 +261,13 @@ def test_to_json_matches_the_rest_spec() -> None:
     assert RemovePartitionStatistics(1).to_json() == {"action": "remove-partition-statistics", "snapshot-id": 1}
     assert RemovePartitionSpecs((1,)).to_json() == {"action": "remove-partition-specs", "spec-ids": [1]}
     assert RemoveSchemas((1,)).to_json() == {"action": "remove-schemas", "schema-ids": [1]}
-    assert AssertCreate().to_json() == {"type": "assert-create"}
-    assert AssertTableUUID("u").to_json() == {"type": "assert-table-uuid", "uuid": "u"}
-    assert AssertRefSnapshotId("main", None).to_json() == {"type": "assert-ref-snapshot-id", "ref": "main",
-                                                           "snapshot-id": None}
-    assert AssertLastAssignedFieldId(3).to_json() == {"type": "assert-last-assigned-field-id",
-                                                      "last-assigned-field-id": 3}
-    assert AssertCurrentSchemaId(0).to_json() == {"type": "assert-current-schema-id", "current-schema-id": 0}
-    assert AssertLastAssignedPartitionId(999).to_json() == {"type": "assert-last-assigned-partition-id",
-                                                            "last-assigned-partition-id": 999}
-    assert AssertDefaultSpecId(0).to_json() == {"type": "assert-default-spec-id", "default-spec-id": 0}
-    assert AssertDefaultSortOrderId(0).to_json() == {"type": "assert-default-sort-order-id",
-                                                     "default-sort-order-id": 0}
-    change = TableChange((AssertCreate(),), (AssignUUID("u"),))
+    change = TableChange((AssertCreate(),), (AssignUUID("u"),))  # REST CommitTableRequest
     assert change.to_json() == {"requirements": [{"type": "assert-create"}],
                                 "updates": [{"action": "assign-uuid", "uuid": "u"}]}
+
+
+def test_apply_change_checks_the_requirements_before_applying() -> None:
+    md = with_history()
+    change = TableChange((AssertRefSnapshotId("main", 2),), (RemoveSnapshotRef("b"),))
+    with pytest.raises(RequirementFailedError):
+        apply_change(md, change)
