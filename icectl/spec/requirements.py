@@ -8,6 +8,7 @@ in the error so a retry or a user can tell which assumption broke.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -23,11 +24,6 @@ class RequirementFailedError(CommitConflictError):
         super().__init__(f"requirement {requirement.type} failed: {why}",
                          hint="another writer changed the table; run it again")
         self.requirement = requirement
-
-
-def _expected(requirement: TableRequirement, what: str, expected: object, actual: object) -> None:
-    if expected != actual:
-        raise RequirementFailedError(requirement, f"{what} changed: expected id {expected} != {actual}")
 
 
 @dataclass(frozen=True)
@@ -81,64 +77,64 @@ class AssertRefSnapshotId:
 
 
 @dataclass(frozen=True)
-class AssertLastAssignedFieldId:
+class _AssertId:
+    """A requirement that one id of the base is still ``expected`` (its REST field ``key``)."""
+
+    type: ClassVar[str]
+    what: ClassVar[str]  # the words of Java's message
+    attribute: ClassVar[str]  # the TableMetadata attribute compared
+
+    @property
+    def expected(self) -> int:
+        return int(getattr(self, dataclasses.fields(self)[0].name))
+
+    def check(self, base: TableMetadata | None) -> None:
+        actual = getattr(base, self.attribute) if base is not None else None
+        if actual != self.expected:
+            raise RequirementFailedError(self, f"{self.what} changed: expected id {self.expected} != {actual}")
+
+    def to_json(self) -> dict[str, Any]:
+        return {"type": self.type, dataclasses.fields(self)[0].name.replace("_", "-"): self.expected}
+
+
+@dataclass(frozen=True)
+class AssertLastAssignedFieldId(_AssertId):
     type: ClassVar[str] = "assert-last-assigned-field-id"
+    what: ClassVar[str] = "last assigned field id"
+    attribute: ClassVar[str] = "last_column_id"
     last_assigned_field_id: int
 
-    def check(self, base: TableMetadata | None) -> None:
-        _expected(self, "last assigned field id", self.last_assigned_field_id, base and base.last_column_id)
-
-    def to_json(self) -> dict[str, Any]:
-        return {"type": self.type, "last-assigned-field-id": self.last_assigned_field_id}
-
 
 @dataclass(frozen=True)
-class AssertCurrentSchemaId:
+class AssertCurrentSchemaId(_AssertId):
     type: ClassVar[str] = "assert-current-schema-id"
+    what: ClassVar[str] = "current schema"
+    attribute: ClassVar[str] = "current_schema_id"
     current_schema_id: int
 
-    def check(self, base: TableMetadata | None) -> None:
-        _expected(self, "current schema", self.current_schema_id, base and base.current_schema_id)
-
-    def to_json(self) -> dict[str, Any]:
-        return {"type": self.type, "current-schema-id": self.current_schema_id}
-
 
 @dataclass(frozen=True)
-class AssertLastAssignedPartitionId:
+class AssertLastAssignedPartitionId(_AssertId):
     type: ClassVar[str] = "assert-last-assigned-partition-id"
+    what: ClassVar[str] = "last assigned partition id"
+    attribute: ClassVar[str] = "last_partition_id"
     last_assigned_partition_id: int
 
-    def check(self, base: TableMetadata | None) -> None:
-        _expected(self, "last assigned partition id", self.last_assigned_partition_id,
-                  base and base.last_partition_id)
-
-    def to_json(self) -> dict[str, Any]:
-        return {"type": self.type, "last-assigned-partition-id": self.last_assigned_partition_id}
-
 
 @dataclass(frozen=True)
-class AssertDefaultSpecId:
+class AssertDefaultSpecId(_AssertId):
     type: ClassVar[str] = "assert-default-spec-id"
+    what: ClassVar[str] = "default partition spec"
+    attribute: ClassVar[str] = "default_spec_id"
     default_spec_id: int
 
-    def check(self, base: TableMetadata | None) -> None:
-        _expected(self, "default partition spec", self.default_spec_id, base and base.default_spec_id)
-
-    def to_json(self) -> dict[str, Any]:
-        return {"type": self.type, "default-spec-id": self.default_spec_id}
-
 
 @dataclass(frozen=True)
-class AssertDefaultSortOrderId:
+class AssertDefaultSortOrderId(_AssertId):
     type: ClassVar[str] = "assert-default-sort-order-id"
+    what: ClassVar[str] = "default sort order"
+    attribute: ClassVar[str] = "default_sort_order_id"
     default_sort_order_id: int
-
-    def check(self, base: TableMetadata | None) -> None:
-        _expected(self, "default sort order", self.default_sort_order_id, base and base.default_sort_order_id)
-
-    def to_json(self) -> dict[str, Any]:
-        return {"type": self.type, "default-sort-order-id": self.default_sort_order_id}
 
 
 TableRequirement = (AssertCreate | AssertTableUUID | AssertRefSnapshotId | AssertLastAssignedFieldId

@@ -56,35 +56,47 @@ def int_property(properties: Mapping[str, str], key_default: tuple[str, int]) ->
 # Updates
 
 
+def _json_value(value: Any) -> Any:
+    if hasattr(value, "to_json"):
+        return value.to_json()
+    if isinstance(value, tuple):
+        return list(value)
+    if isinstance(value, Mapping):
+        return dict(value)
+    return value
+
+
 @dataclass(frozen=True)
-class AssignUUID:
+class _Update:
+    """A ``TableUpdate``: its REST body is ``action`` plus its fields, ``snake_case`` as ``kebab-case``."""
+
+    action: ClassVar[str]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"action": self.action, **{f.name.replace("_", "-"): _json_value(getattr(self, f.name))
+                                          for f in dataclasses.fields(self)}}
+
+
+@dataclass(frozen=True)
+class AssignUUID(_Update):
     action: ClassVar[str] = "assign-uuid"
     uuid: str
 
-    def to_json(self) -> dict[str, Any]:
-        return {"action": self.action, "uuid": self.uuid}
-
 
 @dataclass(frozen=True)
-class UpgradeFormatVersion:
+class UpgradeFormatVersion(_Update):
     action: ClassVar[str] = "upgrade-format-version"
     format_version: int
 
-    def to_json(self) -> dict[str, Any]:
-        return {"action": self.action, "format-version": self.format_version}
-
 
 @dataclass(frozen=True)
-class AddSnapshot:
+class AddSnapshot(_Update):
     action: ClassVar[str] = "add-snapshot"
     snapshot: Snapshot
 
-    def to_json(self) -> dict[str, Any]:
-        return {"action": self.action, "snapshot": self.snapshot.to_json()}
-
 
 @dataclass(frozen=True)
-class SetSnapshotRef:
+class SetSnapshotRef(_Update):
     """Create or replace a branch or tag; the REST body flattens the ref's fields beside ``ref-name``."""
 
     action: ClassVar[str] = "set-snapshot-ref"
@@ -96,52 +108,37 @@ class SetSnapshotRef:
 
 
 @dataclass(frozen=True)
-class RemoveSnapshots:
+class RemoveSnapshots(_Update):
     action: ClassVar[str] = "remove-snapshots"
     snapshot_ids: tuple[int, ...]
 
-    def to_json(self) -> dict[str, Any]:
-        return {"action": self.action, "snapshot-ids": list(self.snapshot_ids)}
-
 
 @dataclass(frozen=True)
-class RemoveSnapshotRef:
+class RemoveSnapshotRef(_Update):
     action: ClassVar[str] = "remove-snapshot-ref"
     ref_name: str
 
-    def to_json(self) -> dict[str, Any]:
-        return {"action": self.action, "ref-name": self.ref_name}
-
 
 @dataclass(frozen=True)
-class SetProperties:
+class SetProperties(_Update):
     action: ClassVar[str] = "set-properties"
     updates: Mapping[str, str]
 
-    def to_json(self) -> dict[str, Any]:
-        return {"action": self.action, "updates": dict(self.updates)}
-
 
 @dataclass(frozen=True)
-class RemoveProperties:
+class RemoveProperties(_Update):
     action: ClassVar[str] = "remove-properties"
     removals: tuple[str, ...]
 
-    def to_json(self) -> dict[str, Any]:
-        return {"action": self.action, "removals": list(self.removals)}
-
 
 @dataclass(frozen=True)
-class SetLocation:
+class SetLocation(_Update):
     action: ClassVar[str] = "set-location"
     location: str
 
-    def to_json(self) -> dict[str, Any]:
-        return {"action": self.action, "location": self.location}
-
 
 @dataclass(frozen=True)
-class SetStatistics:
+class SetStatistics(_Update):
     action: ClassVar[str] = "set-statistics"
     statistics: StatisticsFile
 
@@ -152,48 +149,33 @@ class SetStatistics:
 
 
 @dataclass(frozen=True)
-class RemoveStatistics:
+class RemoveStatistics(_Update):
     action: ClassVar[str] = "remove-statistics"
     snapshot_id: int
 
-    def to_json(self) -> dict[str, Any]:
-        return {"action": self.action, "snapshot-id": self.snapshot_id}
-
 
 @dataclass(frozen=True)
-class SetPartitionStatistics:
+class SetPartitionStatistics(_Update):
     action: ClassVar[str] = "set-partition-statistics"
     partition_statistics: PartitionStatisticsFile
 
-    def to_json(self) -> dict[str, Any]:
-        return {"action": self.action, "partition-statistics": self.partition_statistics.to_json()}
-
 
 @dataclass(frozen=True)
-class RemovePartitionStatistics:
+class RemovePartitionStatistics(_Update):
     action: ClassVar[str] = "remove-partition-statistics"
     snapshot_id: int
 
-    def to_json(self) -> dict[str, Any]:
-        return {"action": self.action, "snapshot-id": self.snapshot_id}
-
 
 @dataclass(frozen=True)
-class RemovePartitionSpecs:
+class RemovePartitionSpecs(_Update):
     action: ClassVar[str] = "remove-partition-specs"
     spec_ids: tuple[int, ...]
 
-    def to_json(self) -> dict[str, Any]:
-        return {"action": self.action, "spec-ids": list(self.spec_ids)}
-
 
 @dataclass(frozen=True)
-class RemoveSchemas:
+class RemoveSchemas(_Update):
     action: ClassVar[str] = "remove-schemas"
     schema_ids: tuple[int, ...]
-
-    def to_json(self) -> dict[str, Any]:
-        return {"action": self.action, "schema-ids": list(self.schema_ids)}
 
 
 TableUpdate = (AssignUUID | UpgradeFormatVersion | AddSnapshot | SetSnapshotRef | RemoveSnapshots
