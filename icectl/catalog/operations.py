@@ -10,6 +10,12 @@ Two kinds, as Iceberg Java has them:
 * :class:`SqlOperations`, ``JdbcTableOperations``: ``<NNNNN>-<uuid>.metadata.json`` files and the
   check-and-put ``UPDATE ... WHERE metadata_location = <base>`` on the SQLite catalog.
 
+:meth:`commit_change` is how a change expressed as requirements and updates
+(:mod:`icectl.spec.updates`) is committed: the requirements are checked against the base this
+attempt refreshed, the updates applied to it, ``build()``'s metadata-log and ``last-updated-ms``
+added (:func:`~icectl.spec.updates.prepare_commit`), and the result swapped in by :meth:`commit`.
+A REST catalog sends the same requirements and updates to its server instead.
+
 Every :meth:`commit` either returns the new metadata location, raises :class:`CommitFailedError`
 (another writer won; nothing of ours is visible and our file is gone), raises
 :class:`CommitStateUnknownError` (it could not be told whether the atomic step happened), or
@@ -42,6 +48,7 @@ from icectl.errors import (
     StorageError,
 )
 from icectl.spec.metadata import TableMetadata, parse_table_metadata
+from icectl.spec.updates import TableChange, apply_change, prepare_commit
 from icectl.storage import FileIO, basename, checksum_sidecar, join, local_path, scheme_of
 
 METADATA_COMPRESSION = "write.metadata.compression-codec"  # none | gzip (TableProperties)
@@ -79,7 +86,30 @@ class TableOperations(Protocol):
 
     def refresh(self) -> Current: ...
     def commit(self, base: Current, metadata: TableMetadata) -> str: ...
+    def commit_change(self, base: Current, change: TableChange) -> tuple[str, TableMetadata] | None: ...
     def create(self, metadata: TableMetadata) -> str: ...
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class LocalCommits:
+    """commit_change for catalogs that apply updates themselves and swap the metadata pointer."""
+
+    def commit(self, base: Current, metadata: TableMetadata) -> str:
+        raise NotImplementedError
+
+    def commit_change(self, base: Current, change: TableChange) -> tuple[str, TableMetadata] | None:
+        """Check ``change``'s requirements against ``base`` (raising
+        :class:`~icectl.spec.updates.RequirementFailedError`, a conflict), apply its updates and swap
+        the result in. None when the updates change nothing: no version is written."""
+        now = now_ms()
+        new = apply_change(base.metadata, change, now_ms=now)
+        if new is base.metadata:
+            return None
+        new = prepare_commit(base.metadata, new, base.location, now)
+        return self.commit(base, new), new
 
 
 # ---------------------------------------------------------------------------------------------
@@ -136,7 +166,7 @@ def _unsafe_allowed(flag: bool) -> bool:
 
 
 @dataclass
-class FileSystemOperations:
+class FileSystemOperations(LocalCommits):
     """HadoopTableOperations for a table directory (local or object storage)."""
 
     table_dir: str
@@ -316,7 +346,7 @@ class FileSystemOperations:
 
 
 @dataclass
-class SqlOperations:
+class SqlOperations(LocalCommits):
     """JdbcTableOperations for one table of a :class:`SqlCatalog`."""
 
     catalog: SqlCatalog

@@ -1,9 +1,7 @@
 """`icectl expire-snapshots`: retention policy (as Iceberg Java's RemoveSnapshots) and file cleanup.
 
-Retention: refs older than their max-ref-age are dropped (never ``main``); each branch keeps its
-head and the ancestors younger than the cutoff or among its first min-snapshots-to-keep; tags keep
-their snapshot; snapshots no ref reaches are kept only while younger than the cutoff (Java's
-behaviour; the spec's wording would expire them at once).
+Retention (:mod:`icectl.ops.expire_retention`) decides which snapshots and refs go and expresses
+that as remove-snapshot-ref / remove-snapshots updates, committed as one change.
 
 Files: only after the commit succeeded, and only what was reachable from the expired snapshots
 and is reachable from no snapshot of the table as re-read after the commit (reachability, never
@@ -23,8 +21,6 @@ another retained snapshot still reaches.
 
 from __future__ import annotations
 
-import datetime
-import re
 import time
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
@@ -36,20 +32,14 @@ from pyroaring import BitMap64
 from icectl import progress
 from icectl.catalog.operations import FileSystemOperations
 from icectl.codec.manifest_reader import read_manifest_list, scan_manifest_list_paths
-from icectl.errors import (
-    CorruptInputError,
-    ExitCode,
-    IcectlError,
-    NotFoundError,
-    RefusedError,
-    StorageError,
-    UsageError,
-)
+from icectl.errors import ExitCode, IcectlError, RefusedError, StorageError
 from icectl.ops.expire_leftovers import Leftovers, leftover_snapshots
+from icectl.ops.expire_retention import ExpirePolicy, Retention, apply_retention, expiry_change, parse_older_than
 from icectl.ops.results import EXPIRE_CATEGORIES, ExpireResult
 from icectl.spec.manifest import DataFileContent, ManifestFile
 from icectl.spec.metadata import TableMetadata
-from icectl.spec.snapshots import MAIN_BRANCH, Snapshot, SnapshotLogEntry, ancestors_of
+from icectl.spec.snapshots import Snapshot
+from icectl.spec.updates import TableChange
 from icectl.storage import FileIO, checksum_sidecar, scheme_of
 from icectl.table import Table
 from icectl.table.commit import commit, operations_for
@@ -58,157 +48,9 @@ from icectl.table.scan import iter_entries, manifests_of
 from icectl.table.scan_v4 import TreeFiles, leaf_rows, tree_files
 from icectl.table.write_guard import check_writable
 
-DEFAULT_MAX_SNAPSHOT_AGE_MS = 5 * 24 * 3600 * 1000  # history.expire.max-snapshot-age-ms
-DEFAULT_MIN_SNAPSHOTS_TO_KEEP = 1  # history.expire.min-snapshots-to-keep
-DEFAULT_MAX_REF_AGE_MS = 2**63 - 1  # history.expire.max-ref-age-ms: forever
-
 # Java's delete order (content files, manifests, manifest lists, statistics files), defined with
 # the result's JSON keys deleted_<category>_count.
 CATEGORIES = EXPIRE_CATEGORIES
-
-
-# --------------------------------------------------------------------------- policy
-
-
-def parse_older_than(text: str, now_ms: int) -> int:
-    """A cutoff: a duration back from now (``7d``, ``12h``, ``30m``, ``90s``, ``2w``), an ISO
-    timestamp (UTC when no zone is given) or epoch milliseconds."""
-    t = text.strip()
-    m = re.fullmatch(r"(\d+(?:\.\d+)?)\s*(ms|s|m|h|d|w)", t)
-    if m:
-        unit = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000, "w": 604_800_000}[m.group(2)]
-        return now_ms - int(float(m.group(1)) * unit)
-    if re.fullmatch(r"\d{11,}", t):
-        return int(t)
-    try:
-        dt = datetime.datetime.fromisoformat(t.replace("Z", "+00:00"))
-    except ValueError:
-        raise UsageError(f"--older-than {text!r} is neither a duration (7d, 12h, 30m) nor a timestamp "
-                         "(2024-05-01T00:00:00Z) nor epoch milliseconds") from None
-    if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=datetime.timezone.utc)
-    return int(dt.timestamp() * 1000)
-
-
-@dataclass(frozen=True)
-class ExpirePolicy:
-    """What the command line asked for; None means: the table's properties decide."""
-
-    older_than_ms: int | None = None
-    retain_last: int | None = None
-    snapshot_ids: tuple[int, ...] = ()
-    clean_expired_metadata: bool = False
-
-
-def _int_prop(md: TableMetadata, key: str, default: int) -> int:
-    raw = md.properties.get(key)
-    if raw is None:
-        return default
-    try:
-        return int(raw)
-    except ValueError:  # the table's metadata is wrong, not the command line (as in commit.py)
-        raise CorruptInputError(f"table property {key}={raw!r} is not an integer",
-                                hint="fix or remove it") from None
-
-
-@dataclass
-class Retention:
-    """The outcome of the policy on one metadata version."""
-
-    expired: list[int]
-    retained: set[int]
-    removed_refs: list[str]
-    metadata: TableMetadata  # the base with snapshots, refs, statistics and logs updated
-
-
-def apply_retention(base: TableMetadata, policy: ExpirePolicy, now_ms: int) -> Retention:
-    """Java's RemoveSnapshots.internalApply on ``base`` (pure)."""
-    # Java's Boolean.parseBoolean: anything but "true" (any case) disables GC, so refuse on it.
-    gc_enabled = base.properties.get("gc.enabled", "true")
-    if gc_enabled.lower() != "true":
-        raise RefusedError(f"cannot expire snapshots: gc.enabled={gc_enabled} on this table (its files may be "
-                           "shared with other tables)", hint="set gc.enabled=true if the table owns its files")
-    if policy.retain_last is not None and policy.retain_last < 1:
-        raise UsageError("--retain-last must be at least 1")
-    max_age = _int_prop(base, "history.expire.max-snapshot-age-ms", DEFAULT_MAX_SNAPSHOT_AGE_MS)
-    default_cutoff = policy.older_than_ms if policy.older_than_ms is not None else now_ms - max_age
-    default_min = policy.retain_last or _int_prop(base, "history.expire.min-snapshots-to-keep",
-                                                  DEFAULT_MIN_SNAPSHOTS_TO_KEEP)
-    default_ref_age = _int_prop(base, "history.expire.max-ref-age-ms", DEFAULT_MAX_REF_AGE_MS)
-    by_id = base.snapshots_by_id
-
-    kept_refs: dict[str, Any] = {}
-    removed_refs: list[str] = []
-    for name, ref in base.refs.items():
-        snap = by_id.get(ref.snapshot_id)
-        if name == MAIN_BRANCH:
-            kept_refs[name] = ref
-            continue
-        max_ref_age = ref.max_ref_age_ms if ref.max_ref_age_ms is not None else default_ref_age
-        if snap is not None and now_ms - snap.timestamp_ms <= max_ref_age:
-            kept_refs[name] = ref
-        else:
-            removed_refs.append(name)
-
-    retained: set[int] = {r.snapshot_id for r in kept_refs.values() if r.snapshot_id in by_id}
-    for sid in policy.snapshot_ids:
-        holders = sorted(n for n, r in kept_refs.items() if r.snapshot_id == sid)
-        if holders:
-            raise RefusedError(f"cannot expire snapshot {sid}: still referenced by {', '.join(holders)}")
-    for ref in kept_refs.values():
-        if not ref.is_branch or ref.snapshot_id not in by_id:
-            continue
-        # A ref's own settings win over the command line's and the table's (Java's rule).
-        cutoff = now_ms - ref.max_snapshot_age_ms if ref.max_snapshot_age_ms is not None else default_cutoff
-        min_keep = ref.min_snapshots_to_keep if ref.min_snapshots_to_keep is not None else default_min
-        kept = 0
-        for anc in ancestors_of(ref.snapshot_id, by_id):
-            if kept < min_keep or anc.timestamp_ms >= cutoff:
-                retained.add(anc.snapshot_id)
-                kept += 1
-            else:
-                break
-    reachable = set(retained)
-    for ref in kept_refs.values():
-        if ref.is_branch:
-            reachable.update(s.snapshot_id for s in ancestors_of(ref.snapshot_id, by_id))
-    for s in base.snapshots:
-        if s.snapshot_id not in reachable and s.timestamp_ms >= default_cutoff:
-            retained.add(s.snapshot_id)  # unreferenced but young: Java keeps it
-    unknown = [sid for sid in policy.snapshot_ids if sid not in by_id]
-    if unknown:
-        raise NotFoundError(f"snapshot {unknown[0]} is not in the table")
-    retained -= set(policy.snapshot_ids)
-    expired = [s.snapshot_id for s in base.snapshots if s.snapshot_id not in retained]
-    return Retention(expired, retained, removed_refs, _remove_snapshots(base, set(expired), removed_refs))
-
-
-def _remove_snapshots(base: TableMetadata, expired: set[int], removed_refs: list[str]) -> TableMetadata:
-    if not expired and not removed_refs:
-        return base
-    snapshots = tuple(s for s in base.snapshots if s.snapshot_id not in expired)
-    alive = {s.snapshot_id for s in snapshots}
-    refs = {n: r for n, r in base.refs.items() if n not in removed_refs and r.snapshot_id in alive}
-    log: list[SnapshotLogEntry] = []
-    for e in base.snapshot_log:
-        if e.snapshot_id in alive:
-            log.append(e)
-        else:
-            log.clear()  # Java: a gap in history drops everything before it (no false time travel)
-    return base.replace(
-        snapshots=snapshots, refs=refs, snapshot_log=tuple(log),
-        statistics=tuple(s for s in base.statistics if s.snapshot_id in alive),
-        partition_statistics=tuple(s for s in base.partition_statistics if s.snapshot_id in alive))
-
-
-def clean_expired_metadata(md: TableMetadata, io: FileIO) -> TableMetadata:
-    """Drop partition specs and schemas no retained snapshot uses (never the current ones)."""
-    used_specs = {md.default_spec_id}
-    for s in md.snapshots:
-        used_specs.update(m.partition_spec_id for m in manifests_of(md, s, io))
-    used_schemas = {md.current_schema_id} | {s.schema_id for s in md.snapshots if s.schema_id is not None}
-    return md.replace(partition_specs=tuple(p for p in md.partition_specs if p.spec_id in used_specs),
-                      schemas=tuple(s for s in md.schemas if s.schema_id in used_schemas))
 
 
 # --------------------------------------------------------------------------- reachability
@@ -573,9 +415,10 @@ def _expire_snapshots(table: Table, policy: ExpirePolicy, *, dry_run: bool, max_
     now = now_ms if now_ms is not None else int(time.time() * 1000)
     base = table.metadata
     plan = apply_retention(base, policy, now)
-    planned_md = plan.metadata
-    if policy.clean_expired_metadata:
-        planned_md = clean_expired_metadata(planned_md, table.io)
+    _, planned_md = expiry_change(base, plan, clean_metadata=policy.clean_expired_metadata, io=table.io)
+    # With --clean-expired-metadata a version is always said to be written (as before this was
+    # expressed as updates): when nothing changes the commit writes nothing.
+    may_change = bool(plan.expired or plan.removed_refs or policy.clean_expired_metadata)
     cache = ReadCache()
     # What earlier expiries removed from the metadata but left on disk (a run killed after its
     # commit) is deleted along with this run's files, through the same checks.
@@ -587,27 +430,23 @@ def _expire_snapshots(table: Table, policy: ExpirePolicy, *, dry_run: bool, max_
                        removed_refs=plan.removed_refs, retained_snapshot_count=len(plan.retained),
                        leftover_snapshots=sorted(found.on_disk), skipped_metadata=found.notes)
     if dry_run:
-        changes = bool(plan.expired or plan.removed_refs or planned_md is not base)
-        res.would_write = ["the next table metadata version (snapshots, refs and logs updated)"] if changes else []
+        res.would_write = ["the next table metadata version (snapshots, refs and logs updated)"] if may_change else []
         res.would_delete = planned.by_category()
         res.deleted = {c: len(v) for c, v in planned.by_category().items()}
         kept_note = _report_kept(res, kept, table)
         res.title = (f"Would expire {len(plan.expired)} snapshots of {table.identifier}"
                      f"{kept_note}" + _leftover_note(found, planned, "would finish"))
         return res
-    if not plan.expired and not plan.removed_refs and planned_md is base and not planned.files:
+    if not may_change and not planned.files:
         res.title = f"Nothing to expire in {table.identifier}"
         return res
 
     committed_base: dict[str, Any] = {}
 
-    def build(fresh: TableMetadata) -> TableMetadata:
+    def build(fresh: TableMetadata) -> TableChange:
         r = apply_retention(fresh, policy, now)  # re-run on the freshest metadata, as Java does
         committed_base.update(base=fresh, retention=r)
-        md = r.metadata
-        if policy.clean_expired_metadata:
-            md = clean_expired_metadata(md, table.io)
-        return md
+        return expiry_change(fresh, r, clean_metadata=policy.clean_expired_metadata, io=table.io)[0]
 
     result = commit(table, build)
     committed_at = time.monotonic()
@@ -666,3 +505,7 @@ def _leftover_note(found: Leftovers, files: FileSet, verb: str = "finishing") ->
     if not found.on_disk or not files.files:
         return ""
     return f"; {verb} the cleanup of {len(found.on_disk)} snapshot(s) expired earlier"
+
+
+__all__ = ["CATEGORIES", "ExpirePolicy", "expire_snapshots", "files_to_delete", "parse_older_than",
+           "reachable_files"]

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import dataclasses
 import time
-import uuid
 from collections import Counter
 from collections.abc import Hashable
 from concurrent.futures import ThreadPoolExecutor
@@ -35,8 +34,9 @@ from icectl.codec.root_manifest import (
 from icectl.errors import CommitConflictError, CorruptInputError, IcectlError, RefusedError, UsageError
 from icectl.results import RecordResult
 from icectl.spec.manifest import DataFileContent, ManifestContent, ManifestEntry, ManifestEntryStatus, ManifestFile
-from icectl.spec.metadata import MAX_FORMAT_VERSION, MIN_ROW_LINEAGE_VERSION, TableMetadata
+from icectl.spec.metadata import MAX_FORMAT_VERSION, TableMetadata
 from icectl.spec.snapshots import MAIN_BRANCH, Snapshot
+from icectl.spec.updates import apply_updates, format_upgrade_updates
 from icectl.storage import FileIO
 from icectl.table import Table
 from icectl.table.commit import discard_on_failure, new_snapshot_id
@@ -76,8 +76,7 @@ class UpgradePlan:
 
 def _upgraded_base(md: TableMetadata, to: int) -> TableMetadata:
     """Appendix E's metadata changes: v2 needs a table-uuid; v3 starts next-row-id at 0."""
-    return md.replace(format_version=to, table_uuid=md.table_uuid or str(uuid.uuid4()),
-                      next_row_id=md.next_row_id if md.format_version >= MIN_ROW_LINEAGE_VERSION else 0)
+    return apply_updates(md, format_upgrade_updates(md, to))
 
 
 def _branches(md: TableMetadata) -> list[tuple[str, int]]:

@@ -1,17 +1,16 @@
-"""Optimistic-concurrency commits: evolve metadata, write it, swap it in atomically, retry on conflict.
+"""Optimistic-concurrency commits: a change, applied to the freshest metadata, swapped in atomically, retried.
 
-The metadata helpers are pure and follow Java's ``TableMetadata.Builder``:
+A change is a :class:`~icectl.spec.updates.TableChange`: requirements and metadata updates in the
+REST spec's vocabulary, applied by :func:`icectl.spec.updates.apply_updates` (Java's
+``TableMetadata.Builder``). The pure helpers ``add_snapshot``, ``set_properties`` and
+``prepare_commit`` live there and are re-exported here.
 
-* :func:`add_snapshot`: ``addSnapshot`` + ``setBranchSnapshot`` (sequence numbers, v3 row lineage,
-  refs, ``current-snapshot-id`` and ``snapshot-log`` for ``main`` only, ``last-updated-ms``);
-* :func:`set_properties`: ``setProperties`` / ``removeProperties``;
-* :func:`prepare_commit`: ``build()``'s ``addPreviousFile`` (metadata-log append and trim to
-  ``max(1, write.metadata.previous-versions-max)``) and ``last-updated-ms``.
-
-:func:`commit` is ``SnapshotProducer.commit``'s loop: refresh, ``build(base)``, write, atomic
-swap (:mod:`icectl.catalog.operations`); on a conflict it waits (exponential backoff with
-jitter, ``commit.retry.*`` table properties as ``Tasks``) and builds again on the new base.
-After a success it deletes metadata files that dropped out of the metadata-log when
+:func:`commit` is ``SnapshotProducer.commit``'s loop: refresh, ``build(base)``, then the table's
+operations (:mod:`icectl.catalog.operations`) check the requirements against that base, apply the
+updates, write and swap atomically; on a conflict (another writer swapped first, or a requirement
+no longer holds) it waits (exponential backoff with jitter, ``commit.retry.*`` table properties as
+``Tasks``), refreshes and builds again, so every retry re-checks the requirements against the
+fresh base. After a success it deletes metadata files that dropped out of the metadata-log when
 ``write.metadata.delete-after-commit.enabled`` is true (``CatalogUtil.deleteRemovedMetadataFiles``).
 """
 
@@ -22,7 +21,7 @@ import os
 import random
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -34,12 +33,20 @@ from icectl.catalog.operations import (
     FileSystemOperations,
     SqlOperations,
     TableOperations,
+    now_ms,
 )
 from icectl.catalog.sql import SqlCatalog
 from icectl.config import Config, load_config
-from icectl.errors import CommitConflictError, CorruptInputError, IcectlError, RefusedError, UsageError
-from icectl.spec.metadata import MIN_ROW_LINEAGE_VERSION, TableMetadata
-from icectl.spec.snapshots import MAIN_BRANCH, MetadataLogEntry, Snapshot, SnapshotLogEntry, SnapshotRef
+from icectl.errors import CommitConflictError, IcectlError, RefusedError, UsageError
+from icectl.spec.metadata import TableMetadata
+from icectl.spec.requirements import AssertTableUUID, RequirementFailedError
+from icectl.spec.updates import (
+    TableChange,
+    add_snapshot,
+    int_property,
+    prepare_commit,
+    set_properties,
+)
 from icectl.storage import FileIO, basename, checksum_sidecar, delete_quietly, local_path, parent, scheme_of
 from icectl.table import Table
 from icectl.table.delete_fence import metadata_files_to_delete
@@ -50,22 +57,9 @@ COMMIT_NUM_RETRIES = ("commit.retry.num-retries", 4)
 COMMIT_MIN_RETRY_WAIT_MS = ("commit.retry.min-wait-ms", 100)
 COMMIT_MAX_RETRY_WAIT_MS = ("commit.retry.max-wait-ms", 60_000)
 COMMIT_TOTAL_RETRY_TIME_MS = ("commit.retry.total-timeout-ms", 1_800_000)
-METADATA_PREVIOUS_VERSIONS_MAX = ("write.metadata.previous-versions-max", 100)
 METADATA_DELETE_AFTER_COMMIT = "write.metadata.delete-after-commit.enabled"  # default false
 
 _MAX_LONG = (1 << 63) - 1
-
-
-def _int_property(properties: Mapping[str, str], key_default: tuple[str, int]) -> int:
-    key, default = key_default
-    raw = properties.get(key)
-    if raw is None:
-        return default
-    try:
-        return int(raw.strip())
-    except ValueError:
-        raise CorruptInputError(f"table property {key}={raw!r} is not an integer",
-                                hint=f"fix or remove it (default {default})") from None
 
 
 def _bool_property(properties: Mapping[str, str], key: str) -> bool:
@@ -73,7 +67,7 @@ def _bool_property(properties: Mapping[str, str], key: str) -> bool:
 
 
 # ---------------------------------------------------------------------------------------------
-# Pure metadata evolution
+# Snapshot ids
 
 
 def new_snapshot_id(metadata: TableMetadata | None = None) -> int:
@@ -86,88 +80,6 @@ def new_snapshot_id(metadata: TableMetadata | None = None) -> int:
         snapshot_id = ((u >> 64) ^ (u & ((1 << 64) - 1))) & _MAX_LONG
         if snapshot_id and (metadata is None or metadata.snapshot_by_id(snapshot_id) is None):
             return snapshot_id
-
-
-def add_snapshot(base: TableMetadata, snapshot: Snapshot, *, branch: str = MAIN_BRANCH) -> TableMetadata:
-    """``base`` with ``snapshot`` added and ``branch`` moved to it (created when missing).
-
-    Checks what Java's builder checks (unique id; v2+: a sequence number above
-    ``last-sequence-number`` unless the snapshot has no parent; v3+: ``first-row-id`` at or past
-    ``next-row-id``; the ref is a branch) and one thing more: the parent must be the branch's head,
-    so a build that reuses a snapshot made for an older base cannot drop the commits in between.
-    """
-    v = base.format_version
-    sid = snapshot.snapshot_id
-    if base.snapshot_by_id(sid) is not None:
-        raise RefusedError(f"snapshot {sid} already exists in the table")
-    if v == 1 and snapshot.sequence_number != 0:
-        raise RefusedError(f"format v1 snapshots have no sequence number (got {snapshot.sequence_number})")
-    if v >= 2 and snapshot.sequence_number <= base.last_sequence_number and snapshot.parent_snapshot_id is not None:
-        raise RefusedError(f"cannot add snapshot {sid} with sequence number {snapshot.sequence_number}: "
-                           f"not above last-sequence-number {base.last_sequence_number}")
-    ref = base.refs.get(branch)
-    if ref is not None and not ref.is_branch:
-        raise RefusedError(f"cannot commit to '{branch}': it is a tag, not a branch")
-    head = ref.snapshot_id if ref is not None else None
-    if ref is not None and snapshot.parent_snapshot_id != head:
-        raise RefusedError(f"snapshot {sid} has parent {snapshot.parent_snapshot_id}, but branch '{branch}' "
-                           f"is at {head}: build it on the current head")
-    if ref is None and snapshot.parent_snapshot_id is not None \
-            and base.snapshot_by_id(snapshot.parent_snapshot_id) is None:
-        raise RefusedError(f"snapshot {sid} has unknown parent {snapshot.parent_snapshot_id}")
-    next_row_id = base.next_row_id
-    if v >= MIN_ROW_LINEAGE_VERSION:
-        if snapshot.first_row_id is None or snapshot.added_rows is None:
-            raise RefusedError(f"format v{v} snapshot {sid} needs first-row-id and added-rows")
-        if snapshot.first_row_id < base.next_row_id:
-            raise RefusedError(f"cannot add snapshot {sid}: first-row-id {snapshot.first_row_id} is behind the "
-                               f"table's next-row-id {base.next_row_id}")
-        next_row_id += snapshot.added_rows  # also for branches other than main (spec "Row Lineage")
-    new_ref = dataclasses.replace(ref, snapshot_id=sid) if ref is not None else SnapshotRef(sid, "branch")
-    changes: dict[str, object] = {
-        "snapshots": (*base.snapshots, snapshot),
-        "last_sequence_number": snapshot.sequence_number,
-        "last_updated_ms": snapshot.timestamp_ms,  # Java: addSnapshot sets lastUpdatedMillis
-        "refs": {**base.refs, branch: new_ref},
-        "next_row_id": next_row_id,
-    }
-    if branch == MAIN_BRANCH:  # setRef("main"): the current snapshot and its log entry
-        changes["current_snapshot_id"] = sid
-        changes["snapshot_log"] = (*base.snapshot_log, SnapshotLogEntry(snapshot.timestamp_ms, sid))
-    return base.replace(**changes)
-
-
-def set_properties(base: TableMetadata, updates: Mapping[str, str] | None = None,
-                   removals: Iterable[str] = ()) -> TableMetadata:
-    """``base`` with table properties set and removed (Java's setProperties/removeProperties)."""
-    updates = dict(updates or {})
-    removals = set(removals)
-    if overlap := removals & updates.keys():
-        raise UsageError(f"cannot both set and remove {', '.join(sorted(overlap))}")
-    bad = [k for k, val in updates.items() if not isinstance(k, str) or not isinstance(val, str)]
-    if bad:
-        raise UsageError(f"table properties are strings: {bad!r}")
-    props = {k: val for k, val in base.properties.items() if k not in removals}
-    props.update(updates)
-    return base if props == base.properties else base.replace(properties=props)
-
-
-def prepare_commit(base: TableMetadata, new: TableMetadata, base_location: str, now_ms: int) -> TableMetadata:
-    """What Java's ``build()`` adds when metadata based on ``base`` (read from ``base_location``) is written.
-
-    * metadata-log: ``base``'s log, trimmed to its newest ``max(1, previous-versions-max) - 1``
-      entries, plus ``base_location`` stamped with ``base``'s ``last-updated-ms`` (addPreviousFile;
-      the limit is read from the new properties);
-    * ``last-updated-ms``: ``now_ms``, unless the change set it (adding a snapshot sets the
-      snapshot's timestamp, as Java's builder does).
-    """
-    max_size = max(1, _int_property(new.properties, METADATA_PREVIOUS_VERSIONS_MAX))
-    previous = list(base.metadata_log)
-    if len(previous) >= max_size:
-        previous = previous[len(previous) - max_size + 1:]
-    previous.append(MetadataLogEntry(base.last_updated_ms, base_location))
-    last_updated = new.last_updated_ms if new.last_updated_ms != base.last_updated_ms else now_ms
-    return new.replace(metadata_log=tuple(previous), last_updated_ms=last_updated)
 
 
 def removed_metadata_files(base: TableMetadata, new: TableMetadata, *, base_location: str,
@@ -203,10 +115,6 @@ def delete_removed_metadata_files(io: FileIO, base: TableMetadata, new: TableMet
     return deleted
 
 
-def _now_ms() -> int:
-    return time.time_ns() // 1_000_000
-
-
 # ---------------------------------------------------------------------------------------------
 # Retries
 
@@ -222,10 +130,10 @@ class RetryPolicy:
 
     @classmethod
     def from_properties(cls, properties: Mapping[str, str]) -> RetryPolicy:
-        return cls(max(0, _int_property(properties, COMMIT_NUM_RETRIES)),
-                   max(0, _int_property(properties, COMMIT_MIN_RETRY_WAIT_MS)),
-                   max(0, _int_property(properties, COMMIT_MAX_RETRY_WAIT_MS)),
-                   max(0, _int_property(properties, COMMIT_TOTAL_RETRY_TIME_MS)))
+        return cls(max(0, int_property(properties, COMMIT_NUM_RETRIES)),
+                   max(0, int_property(properties, COMMIT_MIN_RETRY_WAIT_MS)),
+                   max(0, int_property(properties, COMMIT_MAX_RETRY_WAIT_MS)),
+                   max(0, int_property(properties, COMMIT_TOTAL_RETRY_TIME_MS)))
 
     def gives_up(self, attempt: int, elapsed_ms: float) -> bool:
         """After failed attempt ``attempt`` (1-based): Java stops at num-retries + 1 attempts, or
@@ -280,19 +188,24 @@ def operations_for(table: Table, *, allow_unsafe_object_store: bool = False) -> 
                        hint="address the table by its directory or as [catalog.]namespace.table")
 
 
-def commit(table: Table, build: Callable[[TableMetadata], TableMetadata], *,
+def commit(table: Table, build: Callable[[TableMetadata], TableChange | TableMetadata], *,
            ops: TableOperations | None = None, allow_unsafe_object_store: bool = False,
            sleep: Callable[[float], None] = time.sleep) -> CommitResult:
-    """Apply ``build`` to the table's freshest metadata and commit the result, retrying on conflicts.
+    """Commit the change ``build`` derives from the table's freshest metadata, retrying on conflicts.
 
-    ``build(base)`` must derive the new metadata from ``base`` alone (it is called again on the
-    new base after a conflict; raise from it to give up). On success ``table`` is updated in
-    place. Raises :class:`CommitConflictError` (exit 5) when every attempt lost to another writer,
-    and :class:`~icectl.catalog.operations.CommitStateUnknownError` when the outcome cannot be told.
+    ``build(base)`` returns a :class:`TableChange` derived from ``base`` alone (it is called again
+    on the new base after a conflict; raise from it to give up); requirements usually come from
+    ``base`` too (``assert-ref-snapshot-id`` of the branch a snapshot goes to), and
+    ``assert-table-uuid`` of the loaded table is added to every attempt. A change with no effect
+    writes nothing. During the move to updates ``build`` may still return the new metadata itself.
+    On success ``table`` is updated in place. Raises :class:`CommitConflictError` (exit 5) when every
+    attempt lost to another writer, and :class:`~icectl.catalog.operations.CommitStateUnknownError`
+    when the outcome cannot be told.
     """
     ops = ops or operations_for(table, allow_unsafe_object_store=allow_unsafe_object_store)
+    same_table = AssertTableUUID(table.metadata.table_uuid) if table.metadata.table_uuid is not None else None
     current = ops.refresh()
-    _check_same_table(table, current.metadata)
+    _check_same_table(table, same_table, current.metadata)
     check_metadata_sound(current.metadata, current.location)
     policy = RetryPolicy.from_properties(current.metadata.properties)
     start = time.monotonic()
@@ -301,13 +214,23 @@ def commit(table: Table, build: Callable[[TableMetadata], TableMetadata], *,
     while True:
         attempt += 1
         base = current.metadata
-        new = build(base)
-        if new is base or new == base:
-            return CommitResult(current.location, base, attempt, committed=False, conflicts=tuple(conflicts))
-        new = prepare_commit(base, new, current.location, _now_ms())
+        change = build(base)
         try:
-            location = ops.commit(current, new)
-        except CommitFailedError as e:
+            if isinstance(change, TableMetadata):  # the transition path: build made the metadata
+                if change is base or change == base:
+                    return CommitResult(current.location, base, attempt, committed=False,
+                                        conflicts=tuple(conflicts))
+                new = prepare_commit(base, change, current.location, now_ms())
+                location = ops.commit(current, new)
+            else:
+                if same_table is not None and base.table_uuid is not None:
+                    change = TableChange((same_table, *change.requirements), change.updates)
+                done = ops.commit_change(current, change)
+                if done is None:
+                    return CommitResult(current.location, base, attempt, committed=False,
+                                        conflicts=tuple(conflicts))
+                location, new = done
+        except (CommitFailedError, RequirementFailedError) as e:
             conflicts.append(e.message)
             if policy.gives_up(attempt, (time.monotonic() - start) * 1000):
                 raise CommitConflictError(
@@ -316,7 +239,7 @@ def commit(table: Table, build: Callable[[TableMetadata], TableMetadata], *,
                     hint="run it again; if this keeps happening raise commit.retry.num-retries") from e
             sleep(policy.delay_ms(attempt) / 1000)
             current = ops.refresh()
-            _check_same_table(table, current.metadata)
+            _check_same_table(table, same_table, current.metadata)
             check_metadata_sound(current.metadata, current.location)
             continue
         deleted = delete_removed_metadata_files(ops.io, base, new, base_location=current.location,
@@ -342,12 +265,16 @@ def discard_on_failure(io: FileIO, written: Sequence[str]) -> Iterator[None]:
         raise
 
 
-def _check_same_table(table: Table, fresh: TableMetadata) -> None:
-    # Java's checkUUID: a table dropped and re-created under the same name is another table.
-    known, now = table.metadata.table_uuid, fresh.table_uuid
-    if known is not None and now is not None and known != now:
-        raise RefusedError(f"table {table.identifier} was replaced meanwhile (uuid {known} is now {now})",
-                           hint="load the table again")
+def _check_same_table(table: Table, same_table: AssertTableUUID | None, fresh: TableMetadata) -> None:
+    """assert-table-uuid on every refresh (Java's checkUUID): a table dropped and re-created under
+    the same name is another table, and no retry helps. A version without a uuid (v1) passes."""
+    if same_table is None or fresh.table_uuid is None:
+        return
+    try:
+        same_table.check(fresh)
+    except RequirementFailedError:
+        raise RefusedError(f"table {table.identifier} was replaced meanwhile (uuid {same_table.uuid} is now "
+                           f"{fresh.table_uuid})", hint="load the table again") from None
 
 
 def create_table(where: str | Catalog, identifier: str | Sequence[str] | None, metadata: TableMetadata, *,
@@ -418,7 +345,7 @@ def _with_location(metadata: TableMetadata, table_dir: str, *, strict: bool) -> 
 
 
 __all__ = [
-    "CommitResult", "RetryPolicy", "add_snapshot", "commit", "create_table", "delete_removed_metadata_files",
-    "new_snapshot_id", "operations_for", "prepare_commit", "removed_metadata_files",
+    "CommitResult", "RetryPolicy", "TableChange", "add_snapshot", "commit", "create_table",
+    "delete_removed_metadata_files", "new_snapshot_id", "operations_for", "prepare_commit", "removed_metadata_files",
     "set_properties",
 ]
