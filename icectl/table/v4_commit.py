@@ -41,6 +41,7 @@ from icectl.errors import CommitConflictError, IcectlError, NotFoundError, Refus
 from icectl.ops.inspect import unified_partition_type
 from icectl.spec.manifest import ManifestEntryStatus
 from icectl.spec.metadata import TableMetadata
+from icectl.spec.properties import V4_ROOT_MAX_ADDED_FILES
 from icectl.spec.schema import IcebergType
 from icectl.spec.snapshots import MAIN_BRANCH, Snapshot
 from icectl.storage import FileIO, join
@@ -49,19 +50,12 @@ from icectl.table.commit import CommitResult, add_snapshot, commit
 from icectl.table.scan_v4 import dv_positions, read_root
 from icectl.table.summary import SummaryBuilder
 
-# Files added by one commit above this many go into a new leaf instead of the root.
-ROOT_MAX_ADDED_FILES = ("write.v4.root-max-added-files", 50)
+ROOT_MAX_ADDED_FILES = (V4_ROOT_MAX_ADDED_FILES.name, V4_ROOT_MAX_ADDED_FILES.default)  # tests name the key
 EXISTING, ADDED, DELETED = ManifestEntryStatus.EXISTING, ManifestEntryStatus.ADDED, ManifestEntryStatus.DELETED
 
 
 def root_max_added_files(md: TableMetadata) -> int:
-    key, default = ROOT_MAX_ADDED_FILES
-    raw = md.properties.get(key)
-    try:
-        return max(0, int(raw)) if raw is not None else default
-    except ValueError:
-        raise RefusedError(f"table property {key}={raw!r} is not an integer",
-                           hint=f"fix or remove it (default {default})") from None
+    return max(0, V4_ROOT_MAX_ADDED_FILES.parse(md.properties))
 
 
 RootFileKey = tuple[str, str | None]
