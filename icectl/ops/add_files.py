@@ -33,7 +33,6 @@ from icectl.errors import (
     RefusedError,
     UsageError,
 )
-from icectl.ops.inspect import unified_partition_type
 from icectl.results import RecordResult
 from icectl.spec.manifest import DataFile, ManifestContent, ManifestEntry, ManifestEntryStatus, ManifestFile
 from icectl.spec.metadata import TableMetadata
@@ -232,7 +231,7 @@ def add_files(table: Table, paths: Iterable[str], *, branch: str = "main", creat
         return _said(result, summary)
     md = table.metadata
     commit_id = str(uuid.uuid4())
-    metadata_dir = join(md.location or table.address.table_dir or "", "metadata")
+    metadata_dir = table.metadata_folder
     snapshot_id = new_snapshot_id(md)
     manifest_path = join(metadata_dir, f"{commit_id}-m0.avro")
     if dry_run:
@@ -309,9 +308,9 @@ def _add_files_v4(table: Table, plan: AddFilesPlan, summary: dict[str, Any], bra
     ``write.v4.root-max-added-files`` one new leaf referenced by an ADDED DATA_MANIFEST entry."""
     md = table.metadata
     spec = md.spec()
-    ptype = spec.partition_type(md.schema(), md.schemas)
+    ptype = md.partition_type(spec)
     snapshot_id = new_snapshot_id(md)
-    metadata_dir = join(md.location or table.address.table_dir or "", "metadata")
+    metadata_dir = table.metadata_folder
     to_leaf = len(plan.files) > root_max_added_files(md)
     leaf_path = join(metadata_dir, f"{uuid.uuid4()}-m0.avro") if to_leaf else None
     summary["layout"] = "new leaf" if to_leaf else "root"
@@ -336,7 +335,7 @@ def _add_files_v4(table: Table, plan: AddFilesPlan, summary: dict[str, Any], bra
 
     with discard_on_failure(table.io, written):
         if leaf_path is not None:
-            leaf = write_v4_manifest(entries, content=V4_DATA, partition_type=unified_partition_type(md),
+            leaf = write_v4_manifest(entries, content=V4_DATA, partition_type=md.unified_partition_type(),
                                      field_types=column_types(md))
             table.io.write(leaf_path, leaf.data)
             written.append(leaf_path)
@@ -360,7 +359,7 @@ def _write_added_manifest(table: Table, plan: AddFilesPlan, snapshot_id: int, pa
     spec = md.spec()
     entries = [ManifestEntry(ManifestEntryStatus.ADDED, snapshot_id, None, None, f) for f in plan.files]
     result = write_manifest(entries, schema=md.schema(), spec=spec,
-                            partition_type=spec.partition_type(md.schema(), md.schemas),
+                            partition_type=md.partition_type(spec),
                             format_version=md.format_version, content=ManifestContent.DATA, snapshot_id=snapshot_id)
     table.io.write(path, result.data)
     return result.to_manifest_file(path, len(result.data), spec.spec_id, snapshot_id, -1)

@@ -225,7 +225,7 @@ def _partition_summaries(md: TableMetadata, m: ManifestFile) -> list[dict[str, A
     if not m.partitions:
         return []
     spec = md.spec_by_id(m.partition_spec_id)
-    ptype = spec.partition_type(md.schema(), md.schemas) if spec else StructType(())
+    ptype = md.partition_type(spec) if spec else StructType(())
     out = []
     for f, s in zip(ptype.fields, m.partitions, strict=False):
         try:
@@ -306,29 +306,12 @@ def manifest_rows(table: Table, *, snapshot_id: int | None = None, ref: str | No
 # --------------------------------------------------------------------------- file views
 
 
-def unified_partition_type(md: TableMetadata) -> StructType:
-    """Every partition field any spec ever had, ordered by field id (Iceberg's
-    ``Partitioning.partitionType``): the ``partition`` struct of Spark's files/partitions tables."""
-    fields: dict[int, NestedField] = {}
-    void_ids: set[int] = set()  # fields seen so far only as v1 "dropped" (void) columns
-    for spec in sorted(md.partition_specs, key=lambda s: -s.spec_id):  # newest names win
-        for f in spec.partition_type(md.schema(), md.schemas).fields:
-            pf = spec.field_by_id(f.field_id)
-            void = pf is not None and str(pf.transform) == "void"
-            if f.field_id not in fields or (f.field_id in void_ids and not void):
-                fields[f.field_id] = NestedField(f.field_id, f.name, f.field_type, False)
-                void_ids.discard(f.field_id)
-                if void:
-                    void_ids.add(f.field_id)
-    return StructType(tuple(f for _, f in sorted(fields.items())))
-
-
 class _PartitionMapper:
     """Maps a file's partition tuple (its own spec's order) onto the unified partition struct."""
 
     def __init__(self, md: TableMetadata) -> None:
         self.md = md
-        self.unified = unified_partition_type(md)
+        self.unified = md.unified_partition_type()
         self._by_spec: dict[int, list[tuple[int, NestedField]]] = {}
         self._cache: dict[tuple[int, Any], dict[str, Any]] = {}
 
@@ -348,7 +331,7 @@ class _PartitionMapper:
     def _to_dict(self, spec_id: int, values: tuple[Any, ...] | None) -> dict[str, Any]:
         if spec_id not in self._by_spec:
             spec = self.md.spec_by_id(spec_id)
-            ptype = spec.partition_type(self.md.schema(), self.md.schemas) if spec else StructType(())
+            ptype = self.md.partition_type(spec) if spec else StructType(())
             pos = {f.field_id: i for i, f in enumerate(ptype.fields)}
             self._by_spec[spec_id] = [(pos.get(u.field_id, -1), u) for u in self.unified.fields]
         out: dict[str, Any] = {}

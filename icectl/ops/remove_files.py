@@ -67,7 +67,7 @@ class _Selector:
 
 def _ptype(md: TableMetadata, spec_id: int) -> StructType:
     spec = md.spec_by_id(spec_id)
-    return spec.partition_type(md.schema(), md.schemas) if spec else StructType(())
+    return md.partition_type(spec) if spec else StructType(())
 
 
 def _live_rows(md: TableMetadata, table: Table, m: TreeManifest) -> Iterable[tuple[int, ManifestEntry]]:
@@ -153,7 +153,7 @@ def remove_files(table: Table, paths: Sequence[str] = (), *, where: Sequence[str
         return RecordResult("remove_files", f"Nothing to remove from {table.identifier}", summary)
     snapshot_id = new_snapshot_id(md)
     if dry_run:
-        metadata_dir = join(md.location or table.address.table_dir or "", "metadata")
+        metadata_dir = table.metadata_folder
         summary["would_write"] = [join(metadata_dir, f"root-{snapshot_id}-<uuid>.avro"),
                                   "a new table metadata file (the next version)"]
         summary["would_delete"] = []

@@ -35,7 +35,6 @@ from icectl.codec.root_manifest import (
     write_v4_manifest,
 )
 from icectl.errors import CommitConflictError, CorruptInputError, IcectlError, RefusedError, UsageError
-from icectl.ops.inspect import unified_partition_type
 from icectl.results import RecordResult
 from icectl.spec.manifest import DataFileContent, ManifestContent, ManifestEntry, ManifestEntryStatus, ManifestFile
 from icectl.spec.metadata import MAX_FORMAT_VERSION, MIN_ROW_LINEAGE_VERSION, TableMetadata
@@ -43,7 +42,7 @@ from icectl.spec.snapshots import MAIN_BRANCH, Snapshot
 from icectl.storage import FileIO, join
 from icectl.table import Table
 from icectl.table.commit import add_snapshot, commit, discard_on_failure, new_snapshot_id
-from icectl.table.scan import DEFAULT_WORKERS, iter_entries, manifests_of, partition_type
+from icectl.table.scan import DEFAULT_WORKERS, iter_entries, manifests_of
 from icectl.table.scan_v4 import TreeManifest, read_tree_entries, tree_manifests
 from icectl.table.summary import SummaryBuilder
 from icectl.table.v4_commit import column_types
@@ -134,8 +133,8 @@ def plan_upgrade(table: Table, to: int) -> UpgradePlan:
     if to < V4 or md.format_version >= V4:
         return UpgradePlan(md.format_version, to, base, [])
     reader = _ManifestReader(md, table.io)
-    partition_type = unified_partition_type(md)
-    metadata_dir = join(md.location or table.address.table_dir or "", "metadata")
+    partition_type = md.unified_partition_type()
+    metadata_dir = table.metadata_folder
     next_row_id, seq = base.next_row_id, md.last_sequence_number
     taken: set[int] = set()
     roots: list[BranchRoot] = []
@@ -203,13 +202,13 @@ def _live_keys_both(md: TableMetadata, upgraded: TableMetadata, io: FileIO, mani
         data = io.read(path)
         try:
             b = [_key(m, e) for m in olds.get(path, [])
-                 for e in read_manifest(data, manifest=m, partition_type=partition_type(md, m.partition_spec_id),
+                 for e in read_manifest(data, manifest=m, partition_type=md.partition_type(m.partition_spec_id),
                                         format_version=md.format_version) if e.is_live]
         except IcectlError as err:
             err.path = err.path or path
             raise
         a = [_key(tm, e) for tm in news.get(path, [])
-             for e in read_tree_entries(upgraded, io, tm, partition_type(upgraded, tm.partition_spec_id), data=data)
+             for e in read_tree_entries(upgraded, io, tm, upgraded.partition_type(tm.partition_spec_id), data=data)
              if e.is_live]
         return b, a
 

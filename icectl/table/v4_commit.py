@@ -38,7 +38,6 @@ from icectl.codec.root_manifest import (
     write_v4_manifest,
 )
 from icectl.errors import CommitConflictError, IcectlError, NotFoundError, RefusedError
-from icectl.ops.inspect import unified_partition_type
 from icectl.spec.manifest import ManifestEntryStatus
 from icectl.spec.metadata import TableMetadata
 from icectl.spec.properties import V4_ROOT_MAX_ADDED_FILES
@@ -183,8 +182,7 @@ def commit_v4_change(table: Table, branch: str, change: V4Change, snapshot_id: i
     """Commit ``change`` on ``branch`` as one new root; every root written is appended to ``written``
     (the caller deletes the ones the committed snapshot does not reference). ``adjust`` changes
     the fresh base in the same commit (e.g. a table property), at every attempt."""
-    md = table.metadata
-    metadata_dir = join(md.location or table.address.table_dir or "", "metadata")
+    metadata_dir = table.metadata_folder
 
     def build(base: TableMetadata) -> TableMetadata:
         if base.format_version < 4:
@@ -197,7 +195,7 @@ def commit_v4_change(table: Table, branch: str, change: V4Change, snapshot_id: i
         seq = base.last_sequence_number + 1
         entries, added_rows = build_root(base, root, change, snapshot_id, seq, table.io)
         path = join(metadata_dir, f"root-{snapshot_id}-{uuid.uuid4()}.avro")
-        data = write_v4_manifest(entries, content=ROOT, partition_type=unified_partition_type(base),
+        data = write_v4_manifest(entries, content=ROOT, partition_type=base.unified_partition_type(),
                                  snapshot_id=snapshot_id, sequence_number=seq,
                                  parent_snapshot_id=head.snapshot_id if head else None).data
         table.io.write(path, data)

@@ -71,7 +71,6 @@ from icectl.ops.compact.plan import (
     sort_fields,
     table_target_size,
 )
-from icectl.ops.inspect import unified_partition_type
 from icectl.results import RecordResult
 from icectl.spec.manifest import (
     DataFile,
@@ -88,7 +87,7 @@ from icectl.spec.snapshots import Snapshot
 from icectl.storage import FileIO, delete_quietly, join
 from icectl.table import Table
 from icectl.table.commit import add_snapshot, commit, new_snapshot_id
-from icectl.table.scan import DEFAULT_WORKERS, check_manifests_intact, partition_type
+from icectl.table.scan import DEFAULT_WORKERS, check_manifests_intact
 from icectl.table.scan_v4 import dv_positions, partition_field_types, read_leaf, read_root
 from icectl.table.summary import SummaryBuilder
 from icectl.table.v4_commit import column_types, leaf_entry
@@ -253,7 +252,7 @@ def plan_v4_compaction(table: Table, options: CompactOptions, metadata: TableMet
         if e.is_manifest:
             leaves.setdefault(key, []).append(manifest_file_of(e))
         else:
-            files.setdefault(key, []).append(manifest_entry_of(e, partition_type(md, e.partition_spec_id)))
+            files.setdefault(key, []).append(manifest_entry_of(e, md.partition_type(e.partition_spec_id)))
     live_leaves = {e.location for e in root.entries if e.is_live and e.is_manifest}
     dv_entries = live_manifest_dvs(root.entries)
     orphan = sorted(set(dv_entries) - live_leaves)
@@ -264,14 +263,14 @@ def plan_v4_compaction(table: Table, options: CompactOptions, metadata: TableMet
         keys = leaves.keys() | files.keys()
         check_sort_by(md, {sid for sid, _ in keys} or {s.spec_id for s in md.partition_specs}, options.sort_by)
     snapshot_id = new_snapshot_id(md)
-    unified = unified_partition_type(md)
+    unified = md.unified_partition_type()
     groups: list[V4GroupPlan] = []
     shapes: dict[tuple[int, int], V4LeafShape] = {}
     for key in sorted(leaves.keys() | files.keys()):
         spec = md.spec_by_id(key[0])
         if spec is None:
             raise CorruptInputError(f"root entry uses partition spec {key[0]}, which the table metadata lacks")
-        shape = shapes[key] = V4LeafShape(md, spec, partition_type(md, key[0]), ManifestContent(key[1]),
+        shape = shapes[key] = V4LeafShape(md, spec, md.partition_type(key[0]), ManifestContent(key[1]),
                                           snapshot_id, unified)
         groups.append(_decide_group(key, leaves.get(key, []), files.get(key, []), dv_entries, options, target,
                                     len(shape.encode([]))))
@@ -289,7 +288,7 @@ def plan_v4_compaction(table: Table, options: CompactOptions, metadata: TableMet
                         f"({g.live_entries} live entries, {capacity} per leaf at the target size)")
             g.rewrite, g.bins, g.manifests = False, [], [*g.manifests, *leaves_kept[g.spec_id, int(g.content)]]
             g.kept_leaves = len(g.manifests)
-    metadata_dir = join(md.location or table.address.table_dir or "", "metadata")
+    metadata_dir = table.metadata_folder
     root_deleted = sum(1 for e in root.entries if not e.is_live)
     return V4CompactPlan(table.identifier, md, options.branch, head, root, target, groups, root_deleted, snapshot_id,
                          str(uuid.uuid4()), metadata_dir)
@@ -311,7 +310,7 @@ def _read_checked_root(table: Table, md: TableMetadata, head: Snapshot, known: V
     single = single_valued_ids(md.schemas)
     for i, e in enumerate(root.entries):
         if e.is_live and e.is_file and _entry_key(e) not in checked:
-            refuse_impossible(manifest_entry_of(e, partition_type(md, e.partition_spec_id)).data_file, single,
+            refuse_impossible(manifest_entry_of(e, md.partition_type(e.partition_spec_id)).data_file, single,
                               f"{head.root_manifest}#{i}")
     return root
 
@@ -352,7 +351,7 @@ def _read_inputs(table: Table, md: TableMetadata, groups: list[V4GroupPlan], dvs
     def read(job: tuple[V4GroupPlan, ManifestFileRow]) -> tuple[list[ManifestEntry], BitMap64 | None]:
         g, m = job
         dv = dv_positions(dvs[m.manifest_path], table.io) if m.manifest_path in dvs else None
-        return read_leaf(md, table.io, m, partition_type(md, g.spec_id)), dv
+        return read_leaf(md, table.io, m, md.partition_type(g.spec_id)), dv
 
     with progress.task("reading leaves", len(jobs)) as advance, \
             ThreadPoolExecutor(max(1, min(DEFAULT_WORKERS, len(jobs)))) as pool:
@@ -415,7 +414,7 @@ def verify_v4_group(md: TableMetadata, io: FileIO, group: V4GroupPlan, written: 
     got: list[ManifestEntry] = []
     for w in written:
         e = _completed(w.entry, 0, seq)
-        rows = read_leaf(md, io, manifest_file_of(e), partition_type(md, group.spec_id))  # from storage
+        rows = read_leaf(md, io, manifest_file_of(e), md.partition_type(group.spec_id))  # from storage
         if any(r.status != EXISTING for r in rows) or len(rows) != w.entries:
             raise IcectlError(f"leaf {e.location} does not hold what was written", path=e.location)
         got.extend(rows)
@@ -440,7 +439,7 @@ def _first_row_id(content: ManifestContent, b: Bin) -> int | None:
 def write_v4_compaction(table: Table, plan: V4CompactPlan) -> list[WrittenLeaf]:
     """Write the new leaves and check their content; returns them in root order."""
     md = plan.metadata
-    unified = unified_partition_type(md)
+    unified = md.unified_partition_type()
     ftypes: dict[int, IcebergType] = column_types(md)
     jobs: list[tuple[V4GroupPlan, Bin, str]] = []
     for g in plan.rewritten:
@@ -451,7 +450,7 @@ def write_v4_compaction(table: Table, plan: V4CompactPlan) -> list[WrittenLeaf]:
         g, b, path = job
         spec = md.spec_by_id(g.spec_id)
         assert spec is not None
-        shape = V4LeafShape(md, spec, partition_type(md, g.spec_id), g.content, plan.snapshot_id, unified)
+        shape = V4LeafShape(md, spec, md.partition_type(g.spec_id), g.content, plan.snapshot_id, unified)
         result = write_v4_manifest(shape.content_entries(b.entries), content=_leaf_content(g.content),
                                    partition_type=unified, field_types=ftypes)
         table.io.write(path, result.data)
@@ -550,7 +549,7 @@ def commit_v4_compaction(table: Table, plan: V4CompactPlan, written: Sequence[Wr
                 reapplied.append(head.snapshot_id)
         seq = fresh.last_sequence_number + 1
         entries, kept_count[0] = new_root_entries(plan, root, written, plan.snapshot_id, seq)
-        data = write_v4_manifest(entries, content=ROOT, partition_type=unified_partition_type(fresh),
+        data = write_v4_manifest(entries, content=ROOT, partition_type=fresh.unified_partition_type(),
                                  snapshot_id=plan.snapshot_id, sequence_number=seq,
                                  parent_snapshot_id=head.snapshot_id).data
         _check_root(fresh, data, entries)
