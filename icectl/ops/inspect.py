@@ -14,7 +14,7 @@ from enum import Enum
 from typing import Any
 
 from icectl.codec.puffin import decode_deletion_vector
-from icectl.errors import CorruptInputError, IcectlError
+from icectl.errors import CorruptInputError, IcectlError, NotFoundError
 from icectl.results import RecordResult, RowsResult
 from icectl.spec.manifest import DataFile, DataFileContent, ManifestContent, ManifestEntry, ManifestFile
 from icectl.spec.metadata import TableMetadata
@@ -106,8 +106,6 @@ def schema_rows(table: Table, schema_id: int | None = None) -> RowsResult:
     md = table.metadata
     schema = md.schema() if schema_id is None else md.schema_by_id(schema_id)
     if schema is None:
-        from icectl.errors import NotFoundError
-
         raise NotFoundError(f"schema {schema_id} not found in table {table.identifier}",
                             path=table.metadata_location)
 

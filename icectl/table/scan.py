@@ -13,7 +13,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from icectl import progress
-from icectl.codec.manifest_reader import probe_avro_file, read_manifest, read_manifest_list, read_manifest_metadata
+from icectl.codec.avro import probe_avro_file
+from icectl.codec.manifest_reader import read_manifest, read_manifest_list, read_manifest_metadata
 from icectl.errors import CorruptInputError, IcectlError, NotFoundError
 from icectl.spec.manifest import ManifestContent, ManifestEntry, ManifestFile
 from icectl.spec.metadata import TableMetadata

@@ -20,19 +20,17 @@ from dataclasses import dataclass, field
 from pyroaring import BitMap64
 
 from icectl.codec.manifest_reader import read_manifest, read_manifest_metadata
-from icectl.codec.root_manifest import (
+from icectl.codec.root_manifest import manifest_dv_positions, read_v4_manifest, v4_format_version
+from icectl.errors import CorruptInputError, IcectlError
+from icectl.spec.content_entry import (
     ContentEntry,
     V4Manifest,
     leaf_entries,
     live_manifest_dvs,
-    manifest_dv_positions,
     manifest_entry_of,
     manifest_file_of,
-    read_v4_manifest,
-    v4_format_version,
     with_inherited,
 )
-from icectl.errors import CorruptInputError, IcectlError
 from icectl.spec.manifest import DataFileContent, ManifestContent, ManifestEntry, ManifestEntryStatus, ManifestFile
 from icectl.spec.metadata import TableMetadata
 from icectl.spec.schema import IcebergType, StructType

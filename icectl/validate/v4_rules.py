@@ -21,7 +21,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from icectl.codec.manifest_reader import read_manifest_metadata
-from icectl.codec.root_manifest import (
+from icectl.codec.root_manifest import read_v4_manifest, v4_format_version
+from icectl.errors import CorruptInputError, IcectlError, NotFoundError, UnsupportedError
+from icectl.spec.content_entry import (
     DATA,
     DELETES,
     FILE_TYPES,
@@ -31,11 +33,8 @@ from icectl.codec.root_manifest import (
     ContentType,
     data_file_of,
     manifest_entry_of,
-    read_v4_manifest,
-    v4_format_version,
     with_inherited,
 )
-from icectl.errors import CorruptInputError, IcectlError, NotFoundError, UnsupportedError
 from icectl.spec.manifest import (
     DataFileContent,
     ManifestContent,
