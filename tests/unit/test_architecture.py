@@ -4,7 +4,8 @@
   layers below it; codecs and spec stay pure), and a deliberate upward import breaks them;
 * no function-local imports of icectl modules (they hide cycles); ``if TYPE_CHECKING:`` is fine;
 * no module imports another module's ``_private`` names (make them public or move them);
-* no module is longer than 600 lines.
+* no module is longer than 600 lines;
+* no block of 10 or more lines is repeated inside icectl/ (blank lines, comments and imports aside).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections import defaultdict
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,6 +24,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "icectl"
 MAX_LINES = 600
+REPEATED_BLOCK = 10
 # Over the limit until the snapshot writer (compact/v4.py) and commits-as-updates (expire.py)
 # branches land; each entry must still be over the limit, so a stale one fails below.
 PENDING_SIZE_EXCEPTIONS = {"icectl/ops/compact/v4.py", "icectl/ops/expire.py"}
@@ -97,6 +100,17 @@ def test_modules_are_short() -> None:
     assert not too_long, f"split these modules (limit {MAX_LINES} lines): {too_long}"
     stale = sorted(p for p in PENDING_SIZE_EXCEPTIONS if lines.get(p, 0) <= MAX_LINES)
     assert not stale, f"remove from PENDING_SIZE_EXCEPTIONS: {stale}"
+
+
+def test_no_repeated_blocks() -> None:
+    windows: dict[tuple[str, ...], list[str]] = defaultdict(list)
+    for path, _ in _modules():
+        code = [(n, line.strip()) for n, line in enumerate((ROOT / path).read_text().splitlines(), 1)]
+        code = [(n, t) for n, t in code if t and not t.startswith(("#", "from ", "import ")) and t not in "()[]"]
+        for i in range(len(code) - REPEATED_BLOCK + 1):
+            windows[tuple(t for _, t in code[i:i + REPEATED_BLOCK])].append(f"{path}:{code[i][0]}")
+    repeated = sorted({tuple(where) for where in windows.values() if len(where) > 1})
+    assert not repeated, f"{REPEATED_BLOCK}+ lines repeated (make it one function): {repeated[:5]}"
 
 
 @pytest.mark.parametrize("source, expected", [
