@@ -95,8 +95,8 @@ OWN_PATH_PROPERTIES = (WRITE_DATA_PATH, WRITE_METADATA_PATH, "write.object-stora
 DEFAULT_NAME_MAPPING = "schema.name-mapping.default"
 
 # TableProperties.RESERVED_PROPERTIES: derived from metadata, never stored as properties.
-FORMAT_VERSION = "format-version"
+FORMAT_VERSION_PROPERTY = "format-version"
 RESERVED_PROPERTIES = frozenset({
-    FORMAT_VERSION, "uuid", "snapshot-count", "current-snapshot-id", "current-snapshot-summary",
+    FORMAT_VERSION_PROPERTY, "uuid", "snapshot-count", "current-snapshot-id", "current-snapshot-summary",
     "current-snapshot-timestamp-ms", "current-schema", "default-partition-spec", "default-sort-order",
 })

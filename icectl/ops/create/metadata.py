@@ -32,7 +32,7 @@ from icectl.spec.partitioning import (
     PartitionField,
     PartitionSpec,
 )
-from icectl.spec.properties import COMMIT_PROPERTIES, FORMAT_VERSION, RESERVED_PROPERTIES
+from icectl.spec.properties import COMMIT_PROPERTIES, FORMAT_VERSION_PROPERTY, RESERVED_PROPERTIES
 from icectl.spec.schema import (
     DOUBLE,
     FLOAT,
@@ -463,7 +463,7 @@ def new_table_metadata(*, schema: Schema, location: str, partition_spec: Partiti
         hint = "create a v3 table and run `icectl upgrade`" if format_version == 4 else None
         raise UsageError(f"cannot create a table with format version {format_version}: icectl creates "
                          f"versions {MIN_CREATE_FORMAT_VERSION} to {MAX_CREATE_FORMAT_VERSION}", hint=hint)
-    declared = properties.get(FORMAT_VERSION)
+    declared = properties.get(FORMAT_VERSION_PROPERTY)
     if declared is not None and declared.strip() != str(format_version):
         raise UsageError(f"table property format-version={declared!r} contradicts format version "
                          f"{format_version}")
