@@ -55,6 +55,13 @@ class IcectlError(Exception):
         self.path = path
         self.hint = hint
 
+    def in_file(self, path: str) -> IcectlError:
+        """This error, naming ``path`` (for errors raised by code that only saw the file's bytes)."""
+        if path not in self.message:
+            self.message = f"{self.message} in {path}"
+        self.path = self.path or path
+        return self
+
     def one_line(self) -> str:
         """What went wrong, in which file, and what to do: the single stderr line."""
         parts = [self.message]

@@ -43,7 +43,6 @@ from icectl.errors import CommitConflictError, ExitCode
 from icectl.ops.add_files import add_files
 from icectl.ops.compact.manifests import compact
 from icectl.ops.compact.plan import CompactOptions
-from icectl.ops.inspect import unified_partition_type
 from icectl.ops.remove_files import remove_files
 from icectl.spec.manifest import ManifestEntryStatus
 from icectl.spec.snapshots import Snapshot, SnapshotRef
@@ -223,7 +222,7 @@ def test_puffin_manifest_dv_and_root_level_data_dv(v4: tuple[Path, list[str]], t
                            file_size_in_bytes=len(puffin.data), referenced_file=leaf_of[paths[2]])
     root_path = d / "metadata" / f"root-{sid}-dvs.avro"
     root_path.write_bytes(write_v4_manifest([*root.entries, data_dv, leaf_dv], content=ROOT_CONTENT,
-                                            partition_type=unified_partition_type(md), snapshot_id=sid,
+                                            partition_type=md.unified_partition_type(), snapshot_id=sid,
                                             sequence_number=seq).data)
     snap = Snapshot(sid, head.timestamp_ms + 1, head.snapshot_id, seq, root_manifest=str(root_path),
                     summary={"operation": "delete"}, schema_id=0, first_row_id=md.next_row_id, added_rows=0)

@@ -80,7 +80,7 @@ def _check_clustered(table: Any, manifests: list[Any]) -> None:
             by_spec.setdefault(m.partition_spec_id, []).append(m)
     for spec_id, ms in by_spec.items():
         spec = md.spec_by_id(spec_id)
-        ptype = spec.partition_type(md.schema(), md.schemas)
+        ptype = md.partition_type(spec)
         if not ptype.fields or len(ms) < 2:
             continue
         first = ptype.fields[0].field_type

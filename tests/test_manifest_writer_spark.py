@@ -29,7 +29,6 @@ from icectl.spec.schema import Schema
 from icectl.spec.snapshots import Snapshot
 from icectl.storage import local_path
 from icectl.table import Table, load_table
-from icectl.table.scan import partition_type
 
 ALL_KINDS = ["v1_unpart", "v2_part", "v3_dv", "many_snaps"]
 REWRITE_KINDS = ["v1_unpart", "v2_part", "v3_dv"]
@@ -78,7 +77,7 @@ def rewrite(table: Table, manifest: ManifestFile) -> tuple[bytes, list[ManifestE
     md: TableMetadata = table.metadata
     data = table.io.read(manifest.manifest_path)
     meta = read_manifest_metadata(data)
-    ptype = partition_type(md, manifest.partition_spec_id)
+    ptype = md.partition_type(manifest.partition_spec_id)
     entries = list(read_manifest(data, manifest=manifest, partition_type=ptype, format_version=md.format_version))
     spec = md.spec_by_id(manifest.partition_spec_id)
     assert spec is not None
@@ -120,7 +119,7 @@ def test_every_manifest_roundtrips_and_matches_java(spark_tables: Any, kind: str
                 continue
             done.add(m.manifest_path)
             original, entries, result = rewrite(table, m)
-            ptype = partition_type(md, m.partition_spec_id)
+            ptype = md.partition_type(m.partition_spec_id)
             again = list(read_manifest(result.data, manifest=m, partition_type=ptype,
                                        format_version=md.format_version))
             assert again == entries, m.manifest_path

@@ -31,7 +31,6 @@ from icectl.codec.root_manifest import (
 )
 from icectl.errors import ExitCode
 from icectl.ops import upgrade as upgrade_mod
-from icectl.ops.inspect import unified_partition_type
 from icectl.spec.manifest import ManifestEntryStatus
 from icectl.spec.snapshots import Snapshot
 from icectl.table import load_table
@@ -145,7 +144,7 @@ def _commit_root(d: Path, entries: list[ContentEntry], snapshot_id: int) -> None
     assert head is not None
     seq = md.last_sequence_number + 1
     path = str(d / "metadata" / f"root-{snapshot_id}-test.avro")
-    data = write_v4_manifest(entries, content="root", partition_type=unified_partition_type(md),
+    data = write_v4_manifest(entries, content="root", partition_type=md.unified_partition_type(),
                              snapshot_id=snapshot_id, sequence_number=seq,
                              parent_snapshot_id=head.snapshot_id).data
     Path(path).write_bytes(data)

@@ -27,7 +27,6 @@ from icectl.codec.root_manifest import (
     write_v4_manifest,
 )
 from icectl.errors import ExitCode
-from icectl.ops.inspect import unified_partition_type
 from icectl.spec.manifest import ManifestEntryStatus
 from icectl.spec.name_mapping import DEFAULT_NAME_MAPPING
 from icectl.spec.snapshots import Snapshot
@@ -189,7 +188,7 @@ def test_removing_a_file_removes_its_dv(v4: tuple[Path, list[str]], tmp_path: Pa
                       file_size_in_bytes=len(puffin.data), referenced_file=paths[1])
     root_path = d / "metadata" / f"root-{sid}-dv.avro"
     root_path.write_bytes(write_v4_manifest([*root.entries, dv], content=ROOT_CONTENT,
-                                            partition_type=unified_partition_type(md), snapshot_id=sid,
+                                            partition_type=md.unified_partition_type(), snapshot_id=sid,
                                             sequence_number=seq).data)
     snap = Snapshot(sid, head.timestamp_ms + 1, head.snapshot_id, seq, root_manifest=str(root_path),
                     summary={"operation": "delete"}, schema_id=0, first_row_id=md.next_row_id, added_rows=0)

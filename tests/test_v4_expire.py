@@ -31,7 +31,6 @@ from icectl.codec.root_manifest import (
     write_v4_manifest,
 )
 from icectl.ops.expire import ExpirePolicy, expire_snapshots
-from icectl.ops.inspect import unified_partition_type
 from icectl.spec.manifest import ManifestEntryStatus
 from icectl.spec.snapshots import Snapshot, SnapshotRef
 from icectl.table import load_table
@@ -88,7 +87,7 @@ def _commit_root(d: Path, entries: list[ContentEntry], sid: int | None = None) -
     path = str(d / "metadata" / f"root-{sid}-test.avro")
     Path(path).write_bytes(write_v4_manifest(
         [e if e.version_info.status != ADDED else _vi(e, ADDED, sid, seq) for e in entries], content="root",
-        partition_type=unified_partition_type(md), snapshot_id=sid, sequence_number=seq,
+        partition_type=md.unified_partition_type(), snapshot_id=sid, sequence_number=seq,
         parent_snapshot_id=head.snapshot_id).data)
     snap = Snapshot(sid, head.timestamp_ms + 1, head.snapshot_id, seq, root_manifest=path,
                     summary={"operation": "delete"}, schema_id=md.current_schema_id, first_row_id=md.next_row_id,

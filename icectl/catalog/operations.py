@@ -48,11 +48,10 @@ from icectl.errors import (
     StorageError,
 )
 from icectl.spec.metadata import TableMetadata, parse_table_metadata
+from icectl.spec.properties import METADATA_COMPRESSION, WRITE_METADATA_PATH
 from icectl.spec.updates import TableChange, apply_change, prepare_commit
 from icectl.storage import FileIO, basename, checksum_sidecar, join, local_path, scheme_of
 
-METADATA_COMPRESSION = "write.metadata.compression-codec"  # none | gzip (TableProperties)
-WRITE_METADATA_PATH = "write.metadata.path"
 UNSAFE_OBJECT_STORE_ENV = "ICECTL_UNSAFE_OBJECT_STORE_COMMITS"
 _REFRESH_ATTEMPTS = 5  # a file named by the hint/pointer may be deleted by a concurrent cleanup
 

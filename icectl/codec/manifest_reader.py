@@ -1,4 +1,4 @@
-"""Read manifest lists and manifests from Avro (the only module that talks to fastavro).
+"""Read manifest lists and manifests from Avro (container plumbing in :mod:`icectl.codec.avro`).
 
 Takes binary streams or bytes, never paths: callers open files through their own storage layer.
 Fields are matched by the spec's field ids (``field-id`` in the Avro schema) and by name only
@@ -12,22 +12,29 @@ the integer forms of :mod:`icectl.spec.values`.
 from __future__ import annotations
 
 import io
-import json
 import re
-import struct
-import uuid
-import zlib
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from dataclasses import fields as dataclass_fields
-from datetime import date, datetime, time, timedelta, timezone
-from typing import Any, BinaryIO
+from typing import Any
 
 import fastavro
-from fastavro.read import SchemaResolutionError
-from fastavro.schema import SchemaParseException, UnknownType
 
+from icectl.codec.avro import (
+    AVRO_MAGIC,
+    AvroSource,
+    as_stream,
+    avro_errors,
+    avro_map,
+    avro_value_converter,
+    field_names,
+    named_types,
+    open_reader,
+    read_records,
+    record_field,
+    resolve_type,
+    writer_schema,
+)
 from icectl.errors import CorruptInputError, UnsupportedError
 from icectl.spec.manifest import (
     DataFile,
@@ -39,12 +46,8 @@ from icectl.spec.manifest import (
     PartitionFieldSummary,
     inherit_from_manifest,
 )
-from icectl.spec.schema import DecimalType, IcebergType, PrimitiveType, StructType
-from icectl.spec.values import decimal_from_unscaled, decimal_unscaled, from_bytes
+from icectl.spec.schema import StructType
 
-AvroSource = BinaryIO | bytes | bytearray | memoryview
-
-_AVRO_MAGIC = b"Obj\x01"
 SUPPORTED_FORMAT_VERSIONS = (1, 2, 3, 4)  # v4 tables are still written with v3-shaped Avro by Java
 
 # Spec field ids (spec "Manifest Lists", "Manifest Entry Fields", "Data File Fields").
@@ -68,12 +71,6 @@ DATA_FILE_FIELD_IDS: dict[str, int] = {
     "split_offsets": 132, "equality_ids": 135, "sort_order_id": 140, "first_row_id": 142,
     "referenced_data_file": 143, "content_offset": 144, "content_size_in_bytes": 145,
 }
-# Older writers' names for the same ids (used only when the schema has no field ids).
-_ALIASES = {
-    "added_files_count": "added_data_files_count",
-    "existing_files_count": "existing_data_files_count",
-    "deleted_files_count": "deleted_data_files_count",
-}
 # Always read: cheap, required by the spec, and needed for first_row_id inheritance.
 ALWAYS_READ_DATA_FILE_FIELDS = frozenset(
     {"content", "file_path", "file_format", "record_count", "file_size_in_bytes", "first_row_id"})
@@ -85,95 +82,6 @@ _SCALAR_OPTIONAL_FIELDS = ("key_metadata", "sort_order_id", "referenced_data_fil
 assert set(DATA_FILE_FIELD_IDS) == {f.name for f in dataclass_fields(DataFile)}
 
 
-# --------------------------------------------------------------------------- Avro plumbing
-
-
-def _as_stream(source: AvroSource) -> BinaryIO:
-    if isinstance(source, (bytes, bytearray, memoryview)):
-        return io.BytesIO(bytes(source))
-    return source
-
-
-@contextmanager
-def _avro_errors() -> Iterator[None]:
-    """Turn fastavro's and the codecs' exceptions into CorruptInputError / UnsupportedError."""
-    try:
-        yield
-    except (CorruptInputError, UnsupportedError):
-        raise
-    except EOFError:
-        raise CorruptInputError("truncated Avro file") from None
-    except UnicodeDecodeError as e:  # before ValueError: it is one, and its text says "codec"
-        raise CorruptInputError(f"corrupt Avro data: a string is not valid UTF-8 ({e.reason})") from None
-    except json.JSONDecodeError as e:
-        raise CorruptInputError(f"corrupt Avro header: the schema is not valid JSON ({e.msg})") from None
-    except (SchemaParseException, UnknownType, SchemaResolutionError) as e:
-        raise CorruptInputError(f"corrupt Avro header: invalid schema ({type(e).__name__}: {e})") from None
-    except ValueError as e:
-        text = str(e)
-        if "codec" in text:
-            raise UnsupportedError(f"Avro compression codec not supported: {text}") from None
-        if "cannot read header" in text:
-            raise CorruptInputError("not an Avro file (bad magic or truncated header)") from None
-        if "sync marker" in text:
-            raise CorruptInputError("corrupt Avro file: sync marker not found "
-                                    "(truncated or damaged block)") from None
-        raise CorruptInputError(f"corrupt Avro data: {text}") from None
-    except (zlib.error, struct.error, IndexError, KeyError, TypeError, OverflowError, MemoryError) as e:
-        raise CorruptInputError(f"corrupt Avro data: {type(e).__name__}: {e}") from None
-
-
-def _check_magic(stream: BinaryIO) -> BinaryIO:
-    """Refuse a file that does not start with Avro's magic, as Java's DataFileReader does ("Not an
-    Avro data file"): fastavro reads the 4 bytes as a fixed field and never compares them, so a
-    file with destroyed magic would otherwise decode. Returns a stream positioned at the start."""
-    if stream.seekable():
-        start = stream.tell()
-        magic = stream.read(len(_AVRO_MAGIC))
-        stream.seek(start)
-    else:  # cannot rewind: read it whole (manifests are read whole anyway)
-        magic = stream.read(len(_AVRO_MAGIC))
-        stream = io.BytesIO(magic + stream.read())
-    if magic != _AVRO_MAGIC:
-        if 0 < len(magic) < len(_AVRO_MAGIC) and _AVRO_MAGIC.startswith(magic):
-            raise CorruptInputError("truncated Avro file (incomplete header)")
-        raise CorruptInputError(f"not an Avro file (bad magic {magic!r}, expected {_AVRO_MAGIC!r})")
-    return stream
-
-
-def _open_reader(stream: BinaryIO, reader_schema: dict[str, Any] | None = None) -> Any:
-    stream = _check_magic(stream)
-    start = stream.tell() if stream.seekable() else None
-    try:
-        with _avro_errors():
-            return fastavro.reader(stream, reader_schema=reader_schema)
-    except CorruptInputError as e:
-        # Tell a cut-off header from a file that is not Avro at all, when the stream allows it.
-        if start is not None and "not an Avro file" in e.message:
-            stream.seek(start)
-            if stream.read(4) == _AVRO_MAGIC:
-                raise CorruptInputError("truncated Avro file (incomplete header)") from None
-        raise
-
-
-def _writer_schema(reader: Any) -> dict[str, Any]:
-    # The raw JSON keeps the field-id attributes exactly as written.
-    try:
-        schema = json.loads(reader.metadata["avro.schema"])
-    except (KeyError, ValueError):
-        raise CorruptInputError("Avro file has no readable schema") from None
-    if not isinstance(schema, dict) or schema.get("type") != "record":
-        raise CorruptInputError("Avro file schema is not a record")
-    return schema
-
-
-def _records(reader: Any) -> Iterator[dict[str, Any]]:
-    # Decoding happens in next(): translate its errors. A consumer's own exceptions never enter
-    # this frame (only GeneratorExit, which _avro_errors does not catch), so one `with` serves all.
-    with _avro_errors():
-        yield from reader
-
-
 def read_manifest_metadata(stream: AvroSource) -> dict[str, str]:
     """The Avro key-value metadata of a manifest or manifest list (reads only the header).
 
@@ -181,101 +89,7 @@ def read_manifest_metadata(stream: AvroSource) -> dict[str, str]:
     ``format-version``, ``content``; manifest lists: ``snapshot-id``, ...) and Avro's own
     ``avro.schema`` / ``avro.codec``.
     """
-    return dict(_open_reader(_as_stream(stream)).metadata)
-
-
-_HEADER_SCHEMA = fastavro.parse_schema({"type": "record", "name": "org.apache.avro.file.Header", "fields": [
-    {"name": "magic", "type": {"type": "fixed", "name": "Magic", "size": 4}},
-    {"name": "meta", "type": {"type": "map", "values": "bytes"}},
-    {"name": "sync", "type": {"type": "fixed", "name": "Sync", "size": 16}}]})
-_PROBE_BYTES = 64 * 1024  # a manifest's header (its schema JSON) fits in this, as a rule
-
-
-def probe_avro_file(read_range: Callable[[int, int], bytes], size: int) -> dict[str, str]:
-    """Check that a file opens as an Avro container without decoding its records; returns its
-    key-value metadata. Reads the header (magic, metadata, schema JSON) and the last 16 bytes,
-    which in a complete Avro file are the header's sync marker (every block ends with it), so a
-    cut-off file is told from a whole one for the cost of two small reads."""
-    head = read_range(0, min(size, _PROBE_BYTES))
-    while True:
-        stream = _check_magic(io.BytesIO(head))
-        try:
-            with _avro_errors():
-                header = fastavro.schemaless_reader(stream, _HEADER_SCHEMA, None)
-            break
-        except CorruptInputError as e:
-            if "truncated" not in e.message or len(head) >= size:
-                raise
-            head = read_range(0, size)  # a header larger than the probe: read it whole
-    meta = {k: v.decode(errors="replace") for k, v in header["meta"].items()}
-    try:
-        json.loads(meta["avro.schema"])
-    except (KeyError, ValueError):
-        raise CorruptInputError("Avro file has no readable schema") from None
-    end = stream.tell()
-    if size > end and read_range(size - 16, 16) != header["sync"]:
-        raise CorruptInputError("truncated or damaged Avro file: it does not end with its sync marker")
-    return meta
-
-
-def _named_types(schema: Any, out: dict[str, Any]) -> dict[str, Any]:
-    """Every named type (record, enum, fixed) defined in ``schema``, by name and full name."""
-    if isinstance(schema, list):
-        for branch in schema:
-            _named_types(branch, out)
-    elif isinstance(schema, dict):
-        kind = schema.get("type")
-        if kind in ("record", "error", "enum", "fixed") and "name" in schema:
-            out[schema["name"]] = schema
-            if schema.get("namespace"):
-                out[f"{schema['namespace']}.{schema['name']}"] = schema
-        for f in schema.get("fields", ()) if kind in ("record", "error") else ():
-            _named_types(f["type"], out)
-        if kind == "array":
-            _named_types(schema["items"], out)
-        elif kind == "map":
-            _named_types(schema["values"], out)
-        elif isinstance(kind, (dict, list)):
-            _named_types(kind, out)
-    return out
-
-
-def _resolve(schema: Any, named: dict[str, Any]) -> Any:
-    """The schema behind a name reference or an optional union (["null", T])."""
-    if isinstance(schema, list):
-        branches = [b for b in schema if b != "null"]
-        schema = branches[0] if len(branches) == 1 else schema
-    if isinstance(schema, str) and schema in named:
-        return named[schema]
-    if isinstance(schema, dict) and isinstance(schema.get("type"), (dict, list)):
-        return _resolve(schema["type"], named)
-    return schema
-
-
-def _field_names(record: dict[str, Any], ids: dict[str, int]) -> dict[str, str]:
-    """Spec field name -> Avro field name, by field id first and name second."""
-    by_id: dict[int, str] = {}
-    names = set()
-    for f in record.get("fields", ()):
-        names.add(f["name"])
-        if "field-id" in f:
-            try:
-                by_id[int(f["field-id"])] = f["name"]
-            except (TypeError, ValueError):
-                raise CorruptInputError(f"Avro field {f['name']!r} has a non-integer field-id") from None
-    out: dict[str, str] = {}
-    for spec_name, field_id in ids.items():
-        if field_id in by_id:
-            out[spec_name] = by_id[field_id]
-        elif not by_id and spec_name in names:
-            out[spec_name] = spec_name
-        elif not by_id and _ALIASES.get(spec_name) in names:
-            out[spec_name] = _ALIASES[spec_name]
-    return out
-
-
-def _field(record: dict[str, Any], name: str) -> dict[str, Any]:
-    return next(f for f in record["fields"] if f["name"] == name)
+    return dict(open_reader(as_stream(stream)).metadata)
 
 
 # --------------------------------------------------------------------------- manifest lists
@@ -311,27 +125,27 @@ def read_manifest_list(stream: AvroSource, *, format_version: int,
     snapshot committed it. Entries built here are added to it.
     """
     _check_format_version(format_version)
-    reader = _open_reader(_as_stream(stream))
-    schema = _writer_schema(reader)
-    named = _named_types(schema, {})
-    names = _field_names(schema, MANIFEST_FILE_FIELD_IDS)
+    reader = open_reader(as_stream(stream))
+    schema = writer_schema(reader)
+    named = named_types(schema, {})
+    names = field_names(schema, MANIFEST_FILE_FIELD_IDS)
     for required in ("manifest_path", "manifest_length", "partition_spec_id"):
         if required not in names:
             raise CorruptInputError(f"manifest list schema has no {required} field")
     summary_names: dict[str, str] = {}
     if "partitions" in names:
-        array = _resolve(_field(schema, names["partitions"])["type"], named)
-        element = _resolve(array.get("items"), named) if isinstance(array, dict) else None
+        array = resolve_type(record_field(schema, names["partitions"])["type"], named)
+        element = resolve_type(array.get("items"), named) if isinstance(array, dict) else None
         if not isinstance(element, dict) or element.get("type") != "record":
             raise CorruptInputError("manifest list 'partitions' is not a list of field_summary records")
-        summary_names = _field_names(element, FIELD_SUMMARY_FIELD_IDS)
+        summary_names = field_names(element, FIELD_SUMMARY_FIELD_IDS)
     build = _manifest_file_builder(names, summary_names)
     if reuse is None:
-        manifests = [build(rec) for rec in _records(reader)]
+        manifests = [build(rec) for rec in read_records(reader)]
     else:
         path_name = names["manifest_path"]
         manifests = []
-        for rec in _records(reader):
+        for rec in read_records(reader):
             known = reuse.get(rec.get(path_name))
             if known is None:
                 known = build(rec)
@@ -351,10 +165,10 @@ def scan_manifest_list_paths(data: bytes) -> list[str] | None:
     each block has exactly one hit per row. A row whose path lies elsewhere, or a path that
     contains ``.avro`` before its end, makes the counts or prefixes disagree, hence ``None``.
     """
-    if data[:len(_AVRO_MAGIC)] != _AVRO_MAGIC:  # fastavro does not check it: the full decode reports it
+    if data[:len(AVRO_MAGIC)] != AVRO_MAGIC:  # fastavro does not check it: the full decode reports it
         return None
     try:
-        with _avro_errors():
+        with avro_errors():
             blocks = fastavro.block_reader(io.BytesIO(data))
             fields = blocks.writer_schema.get("fields") if isinstance(blocks.writer_schema, dict) else None
             if not fields or fields[0].get("field-id") != MANIFEST_FILE_FIELD_IDS["manifest_path"] \
@@ -481,16 +295,16 @@ def read_manifest(
         unknown = set(fields) - set(DATA_FILE_FIELD_IDS)
         if unknown:
             raise ValueError(f"unknown data_file fields: {', '.join(sorted(unknown))}")
-    reader = _open_reader(_as_stream(stream))
-    schema = _writer_schema(reader)
-    named = _named_types(schema, {})
-    entry_names = _field_names(schema, MANIFEST_ENTRY_FIELD_IDS)
+    reader = open_reader(as_stream(stream))
+    schema = writer_schema(reader)
+    named = named_types(schema, {})
+    entry_names = field_names(schema, MANIFEST_ENTRY_FIELD_IDS)
     if "status" not in entry_names or "data_file" not in entry_names:
         raise CorruptInputError("manifest schema is not a manifest_entry (no status or data_file)")
-    file_schema = _resolve(_field(schema, entry_names["data_file"])["type"], named)
+    file_schema = resolve_type(record_field(schema, entry_names["data_file"])["type"], named)
     if not isinstance(file_schema, dict) or file_schema.get("type") != "record":
         raise CorruptInputError("manifest_entry.data_file is not a record")
-    file_names = _field_names(file_schema, DATA_FILE_FIELD_IDS)
+    file_names = field_names(file_schema, DATA_FILE_FIELD_IDS)
     for required in ("file_path", "file_format", "record_count", "file_size_in_bytes"):
         if required not in file_names:
             raise CorruptInputError(f"manifest data_file has no {required} field")
@@ -499,7 +313,7 @@ def read_manifest(
 
     partition = None
     if "partition" in wanted and "partition" in file_names:
-        partition_schema = _resolve(_field(file_schema, file_names["partition"])["type"], named)
+        partition_schema = resolve_type(record_field(file_schema, file_names["partition"])["type"], named)
         partition = _partition_decoder(partition_schema, partition_type)
     elif "partition" in wanted:
         raise CorruptInputError("manifest data_file has no partition field")
@@ -513,7 +327,7 @@ def _entries(reader: Any, manifest: ManifestFile, format_version: int, entry_nam
     # The running first_row_id exists only for v3+ data manifests that have one.
     next_row_id = (manifest.first_row_id if format_version >= 3 and manifest.content == ManifestContent.DATA
                    else None)
-    for index, rec in enumerate(_records(reader)):
+    for index, rec in enumerate(read_records(reader)):
         try:
             entry, next_row_id = decoder.decode(rec, next_row_id)
         except CorruptInputError:
@@ -552,7 +366,7 @@ class _EntryDecoder:
             raise CorruptInputError(f"manifest entry has an invalid status or content: {e}") from None
         extra: dict[str, Any] = {n: raw.get(avro) for n, avro in self.scalars}
         for n, avro in self.maps:
-            extra[n] = _avro_map(raw.get(avro))
+            extra[n] = avro_map(raw.get(avro))
         for n, avro in self.lists:
             value = raw.get(avro)
             extra[n] = None if value is None else tuple(value)
@@ -580,25 +394,7 @@ class _EntryDecoder:
         return entry, inherited.next_row_id
 
 
-def _avro_map(value: Any) -> dict[Any, Any] | None:
-    # Int-keyed maps are arrays of 2-field key/value records (logicalType "map").
-    if value is None:
-        return None
-    if isinstance(value, dict):
-        return value
-    return dict(map(tuple, map(dict.values, value)))  # type: ignore[arg-type]
-
-
-# --------------------------------------------------------------------------- projection
-
-
 # --------------------------------------------------------------------------- partition values
-
-_EPOCH_DATE = date(1970, 1, 1)
-_EPOCH_UTC = datetime(1970, 1, 1, tzinfo=timezone.utc)
-_EPOCH_NAIVE = datetime(1970, 1, 1)
-_MICRO = timedelta(microseconds=1)
-
 
 def _partition_decoder(avro_schema: Any,
                        partition_type: StructType) -> Callable[[Any], tuple[Any, ...]]:
@@ -621,7 +417,7 @@ def _partition_decoder(avro_schema: Any,
         if name is None:
             raise CorruptInputError(f"manifest partition has no field for partition field "
                                     f"{pf.name!r} (id {pf.field_id})")
-        plan.append((name, _avro_value_converter(pf.field_type)))
+        plan.append((name, avro_value_converter(pf.field_type)))
 
     def decode(record: Any) -> tuple[Any, ...]:
         if record is None:
@@ -631,34 +427,3 @@ def _partition_decoder(avro_schema: Any,
     return decode
 
 
-def _avro_value_converter(t: IcebergType) -> Callable[[Any], Any]:
-    """Avro (as fastavro returns it) -> the icectl value of an Iceberg primitive type."""
-    name = t.name if isinstance(t, PrimitiveType) else ""
-
-    def convert(v: Any) -> Any:
-        if v is None:
-            return None
-        try:
-            if name == "date" and isinstance(v, date):
-                return (v - _EPOCH_DATE).days
-            if name == "time" and isinstance(v, time):
-                return ((v.hour * 60 + v.minute) * 60 + v.second) * 1_000_000 + v.microsecond
-            if isinstance(v, datetime):  # timestamp-micros / local-timestamp-micros
-                return (v - (_EPOCH_UTC if v.tzinfo else _EPOCH_NAIVE)) // _MICRO
-            if isinstance(t, DecimalType):
-                if isinstance(v, (bytes, bytearray)):  # no decimal logical type in the schema
-                    return from_bytes(t, bytes(v))
-                return decimal_from_unscaled(decimal_unscaled(v, t.scale), t.scale)
-            if name == "uuid" and isinstance(v, (bytes, bytearray)):
-                return uuid.UUID(bytes=bytes(v))
-            if name == "uuid" and isinstance(v, str):
-                return uuid.UUID(v)
-            if name in ("float", "double"):
-                return float(v)
-            if name == "unknown":
-                return None
-        except (ValueError, TypeError, OverflowError) as e:
-            raise CorruptInputError(f"invalid {t} partition value {v!r}: {e}") from None
-        return v
-
-    return convert

@@ -13,19 +13,12 @@ inherit it (see :func:`icectl.spec.manifest.inherit_from_manifest`).
 
 from __future__ import annotations
 
-import io
-import json
 import math
-import os
-import unicodedata
-import uuid
-import zlib
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-import fastavro
-
+from icectl.codec.avro import AvroSchemaBuilder, avro_field_name, avro_partition_value, compact_json, write_avro_file
 from icectl.errors import UnsupportedError
 from icectl.spec.manifest import (
     DataFile,
@@ -43,35 +36,20 @@ from icectl.spec.schema import (
     INT,
     LONG,
     STRING,
-    DecimalType,
-    FixedType,
     IcebergType,
     ListType,
     MapType,
     NestedField,
-    PrimitiveType,
     Schema,
     StructType,
 )
-from icectl.spec.values import decimal_unscaled, to_bytes
+from icectl.spec.values import sort_key, to_bytes
 
 # Java's ManifestWriter.UNASSIGNED_SEQ: "the sequence number of the commit that writes the list".
 UNASSIGNED_SEQ = -1
 # V1Metadata.DEFAULT_BLOCK_SIZE: v1 requires block_size_in_bytes, Java always writes 64 MiB.
 V1_DEFAULT_BLOCK_SIZE = 64 * 1024 * 1024
 SUPPORTED_FORMAT_VERSIONS = (1, 2, 3, 4)
-
-_AVRO_MAGIC = b"Obj\x01"
-_SYNC_INTERVAL = 64_000  # Avro Java DataFileWriter's default block size (uncompressed bytes)
-# The object container header (Avro spec "Object Container Files").
-_HEADER_SCHEMA = fastavro.parse_schema({"type": "record", "name": "org.apache.avro.file.Header", "fields": [
-    {"name": "magic", "type": {"type": "fixed", "name": "Magic", "size": 4}},
-    {"name": "meta", "type": {"type": "map", "values": "bytes"}},
-    {"name": "sync", "type": {"type": "fixed", "name": "Sync", "size": 16}}]})
-_LONG_SCHEMA = fastavro.parse_schema("long")
-# Avro codec names and Iceberg's write.avro.compression-codec aliases. zstd/snappy are left out:
-# fastavro cannot read them back without extra packages, so icectl could not check what it wrote.
-_CODECS = {"null": "null", "uncompressed": "null", "deflate": "deflate", "gzip": "deflate"}
 
 
 # --------------------------------------------------------------------------- schemas (Iceberg)
@@ -197,233 +175,22 @@ def manifest_entry_struct(partition_type: StructType, format_version: int) -> St
 # --------------------------------------------------------------------------- Iceberg -> Avro
 
 
-def _avro_name_char(c: str, first: bool) -> bool:
-    # Java's Character.isLetter / isDigit (letters: Unicode L*, digits: Nd)
-    return c.isalpha() or c == "_" or (not first and unicodedata.category(c) == "Nd")
-
-
-def _sanitize_char(c: str) -> str:
-    if unicodedata.category(c) == "Nd":
-        return "_" + c
-    # Java works on UTF-16 chars: a supplementary character is escaped as its two surrogates.
-    units = c.encode("utf-16-be")
-    return "".join(f"_x{int.from_bytes(units[i:i + 2], 'big'):X}" for i in range(0, len(units), 2))
-
-
-def avro_field_name(name: str) -> str:
-    """Java ``AvroSchemaUtil.sanitize``: the Avro name of a field whose Iceberg name is not valid Avro."""
-    return "".join(c if _avro_name_char(c, i == 0) else _sanitize_char(c) for i, c in enumerate(name))
-
-
-def _timestamp(unit: str, utc: bool) -> dict[str, Any]:
-    return {"type": "long", "logicalType": f"timestamp-{unit}", "adjust-to-utc": utc}
-
-
-# Appendix A / Java TypeToSchema for the unnamed types.
-_AVRO_PRIMITIVES: dict[str, Any] = {
-    "unknown": "null", "boolean": "boolean", "int": "int", "long": "long", "float": "float",
-    "double": "double", "string": "string", "binary": "bytes",
-    "date": {"type": "int", "logicalType": "date"}, "time": {"type": "long", "logicalType": "time-micros"},
-    "timestamp": _timestamp("micros", False), "timestamptz": _timestamp("micros", True),
-    "timestamp_ns": _timestamp("nanos", False), "timestamptz_ns": _timestamp("nanos", True),
-}
-
-
-def _option(schema: Any) -> Any:
-    return schema if schema == "null" else ["null", schema]
-
-
-class _AvroSchemaBuilder:
-    """Iceberg types to Avro schema JSON, as Java's ``TypeToSchema`` does.
-
-    Named Avro types (fixed, decimal, uuid) may be defined once per schema; later uses refer to
-    them by name, which is also what Java's schema printer emits.
-    """
-
-    def __init__(self) -> None:
-        self.defined: set[str] = set()
-
-    def record(self, struct: StructType, name: str) -> dict[str, Any]:
-        fields = []
-        for f in struct.fields:
-            avro_name = avro_field_name(f.name)
-            out: dict[str, Any] = {"name": avro_name}
-            t = self.convert(f.field_type, f.field_id)
-            out["type"] = t if f.required else _option(t)
-            if f.doc is not None:
-                out["doc"] = f.doc
-            if not f.required:
-                out["default"] = None
-            if avro_name != f.name:
-                out["iceberg-field-name"] = f.name
-            out["field-id"] = f.field_id
-            fields.append(out)
-        return {"type": "record", "name": name, "fields": fields}
-
-    def convert(self, t: IcebergType, field_id: int) -> Any:
-        if isinstance(t, StructType):
-            return self.record(t, f"r{field_id}")
-        if isinstance(t, ListType):
-            element = self.convert(t.element_type, t.element_id)
-            return {"type": "array", "items": element if t.element_required else _option(element),
-                    "element-id": t.element_id}
-        if isinstance(t, MapType):
-            key = self.convert(t.key_type, t.key_id)
-            value = self.convert(t.value_type, t.value_id)
-            value = value if t.value_required else _option(value)
-            if key == "string":
-                return {"type": "map", "values": value, "key-id": t.key_id, "value-id": t.value_id}
-            value_field: dict[str, Any] = {"name": "value", "type": value}
-            if not t.value_required:
-                value_field["default"] = None
-            value_field["field-id"] = t.value_id
-            items = {"type": "record", "name": f"k{t.key_id}_v{t.value_id}",
-                     "fields": [{"name": "key", "type": key, "field-id": t.key_id}, value_field]}
-            return {"type": "array", "items": items, "logicalType": "map"}
-        return self.primitive(t)
-
-    def named(self, schema: dict[str, Any]) -> Any:
-        if schema["name"] in self.defined:
-            return schema["name"]
-        self.defined.add(schema["name"])
-        return schema
-
-    def primitive(self, t: IcebergType) -> Any:
-        name = t.name if isinstance(t, PrimitiveType) else str(t)
-        if name in _AVRO_PRIMITIVES:
-            found = _AVRO_PRIMITIVES[name]
-            return dict(found) if isinstance(found, dict) else found
-        if name == "uuid":
-            return self.named({"type": "fixed", "name": "uuid_fixed", "size": 16, "logicalType": "uuid"})
-        if isinstance(t, FixedType):
-            return self.named({"type": "fixed", "name": f"fixed_{t.length}", "size": t.length})
-        if isinstance(t, DecimalType):
-            return self.named({"type": "fixed", "name": f"decimal_{t.precision}_{t.scale}",
-                               "size": decimal_required_bytes(t.precision), "logicalType": "decimal",
-                               "precision": t.precision, "scale": t.scale})
-        raise UnsupportedError(f"type {t} cannot be written to a manifest")
-
-
-def decimal_required_bytes(precision: int) -> int:
-    """Java ``TypeUtil.decimalRequiredBytes``: the smallest n with 2**(8n-1) > 10**precision - 1."""
-    if not 0 <= precision <= 40:
-        raise ValueError(f"decimal precision {precision} is out of range")
-    n = 1
-    while 2 ** (8 * n - 1) < 10**precision:
-        n += 1
-    return n
-
-
 def manifest_avro_schema(partition_type: StructType, format_version: int) -> dict[str, Any]:
     """The Avro schema (JSON object) of a manifest with this partition type."""
-    return _AvroSchemaBuilder().record(manifest_entry_struct(partition_type, format_version), "manifest_entry")
+    return AvroSchemaBuilder().record(manifest_entry_struct(partition_type, format_version), "manifest_entry")
 
 
 def manifest_list_avro_schema(format_version: int) -> dict[str, Any]:
     """The Avro schema (JSON object) of a manifest list."""
-    return _AvroSchemaBuilder().record(manifest_list_struct(format_version), "manifest_file")
+    return AvroSchemaBuilder().record(manifest_list_struct(format_version), "manifest_file")
 
 
 def _iceberg_schema_json(struct: StructType) -> str:
     # Java's Avro writer also stores the file's Iceberg schema under "iceberg.schema".
-    return _compact(Schema(struct.fields).to_json())
+    return compact_json(Schema(struct.fields).to_json())
 
 
-def _compact(obj: Any) -> str:
-    # Jackson's output: no spaces, non-ASCII left as is.
-    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
-
-
-# --------------------------------------------------------------------------- Avro container
-
-
-def _compress(avro_codec: str, block: bytes) -> bytes:
-    if avro_codec == "null":
-        return block
-    c = zlib.compressobj(zlib.Z_DEFAULT_COMPRESSION, zlib.DEFLATED, -15)  # Avro's deflate is raw
-    return c.compress(block) + c.flush()
-
-
-def _avro_file(schema: dict[str, Any], records: Iterable[dict[str, Any]], metadata: dict[str, str],
-               codec: str) -> bytes:
-    """An Avro object container file (header with compact schema JSON, then blocks)."""
-    avro_codec = _CODECS.get(codec.lower())
-    if avro_codec is None:
-        raise UnsupportedError(f"Avro codec {codec!r} is not supported for writing "
-                               f"(supported: {', '.join(sorted(_CODECS))})")
-    meta = {"avro.schema": _compact(schema), "avro.codec": avro_codec, **metadata}
-    out = io.BytesIO()
-    sync = os.urandom(16)
-    fastavro.schemaless_writer(out, _HEADER_SCHEMA, {
-        "magic": _AVRO_MAGIC, "meta": {k: v.encode() for k, v in meta.items()}, "sync": sync})
-    parsed = fastavro.parse_schema(schema)
-    block = io.BytesIO()
-    count = 0
-
-    def flush() -> None:
-        nonlocal count
-        data = _compress(avro_codec, block.getvalue())
-        fastavro.schemaless_writer(out, _LONG_SCHEMA, count)
-        fastavro.schemaless_writer(out, _LONG_SCHEMA, len(data))
-        out.write(data + sync)
-        block.seek(0)
-        block.truncate()
-        count = 0
-
-    for record in records:
-        fastavro.schemaless_writer(block, parsed, record)
-        count += 1
-        if block.tell() >= _SYNC_INTERVAL:
-            flush()
-    if count:
-        flush()
-    return out.getvalue()
-
-
-# --------------------------------------------------------------------------- partition values
-
-
-def _avro_partition_value(t: IcebergType, value: Any) -> Any:
-    """An icectl partition value (see :mod:`icectl.spec.values`) as the Avro datum Java writes."""
-    if value is None:
-        return None
-    name = t.name if isinstance(t, PrimitiveType) else ""
-    if name in ("float", "double"):
-        return float(value)
-    if isinstance(t, DecimalType):
-        # fixed of the precision's size, two's complement, sign-extended (Java DecimalConversion)
-        size = decimal_required_bytes(t.precision)
-        unscaled = decimal_unscaled(value, t.scale)
-        try:
-            return unscaled.to_bytes(size, "big", signed=True)
-        except OverflowError:
-            raise ValueError(f"decimal value {value} does not fit {t}") from None
-    if name == "uuid":
-        return to_bytes(t, value)
-    if isinstance(t, FixedType):
-        data = bytes(value)
-        if len(data) != t.length:
-            raise ValueError(f"a {t} value must be {t.length} bytes, got {len(data)}")
-        return data
-    if name == "binary":
-        return bytes(value)
-    if name == "unknown":
-        return None
-    return value
-
-
-def _sort_key(t: IcebergType) -> Callable[[Any], Any]:
-    """The order of Java's ``Comparators.forType`` for partition values."""
-    name = t.name if isinstance(t, PrimitiveType) else ""
-    if name in ("float", "double"):
-        return lambda v: (v, math.copysign(1.0, v))  # Float.compare: -0.0 < 0.0
-    if name == "uuid":
-        def signed_halves(v: Any) -> tuple[int, int]:  # java.util.UUID.compareTo: signed longs
-            n = (v if isinstance(v, uuid.UUID) else uuid.UUID(bytes=bytes(v))).int
-            hi, lo = n >> 64, n & (2**64 - 1)
-            return hi - (hi >> 63 << 64), lo - (lo >> 63 << 64)
-        return signed_halves
-    return lambda v: v  # str: code points; bytes: unsigned lexicographic; numbers; Decimal
+# --------------------------------------------------------------------------- partition summaries
 
 
 class _FieldSummaryStats:
@@ -431,7 +198,7 @@ class _FieldSummaryStats:
 
     def __init__(self, t: IcebergType) -> None:
         self.type = t
-        self.key = _sort_key(t)
+        self.key = sort_key(t)
         self.contains_null = False
         self.contains_nan = False
         self.min: Any = None
@@ -544,7 +311,7 @@ def write_manifest(
         raise ValueError(f"partition type has {len(partition_type.fields)} fields, "
                          f"spec {spec.spec_id} has {len(spec.fields)}")
     struct = manifest_entry_struct(partition_type, format_version)
-    avro_schema = _AvroSchemaBuilder().record(struct, "manifest_entry")
+    avro_schema = AvroSchemaBuilder().record(struct, "manifest_entry")
     partition_names = [avro_field_name(f.name) for f in partition_type.fields]
     partition_types = [f.field_type for f in partition_type.fields]
     stats = [_FieldSummaryStats(t) for t in partition_types]
@@ -574,7 +341,7 @@ def write_manifest(
             if entry.is_live and entry.sequence_number is not None and (
                     min_seq[0] is None or entry.sequence_number < min_seq[0]):
                 min_seq[0] = entry.sequence_number
-            partition = {n: _avro_partition_value(t, v)
+            partition = {n: avro_partition_value(t, v)
                          for n, t, v in zip(partition_names, partition_types, df.partition, strict=True)}
             rec: dict[str, Any] = {"status": int(entry.status), "snapshot_id": entry.snapshot_id,
                                    "sequence_number": entry.sequence_number,
@@ -583,15 +350,15 @@ def write_manifest(
             yield rec
 
     metadata = {
-        "schema": _compact(schema.to_json()),
-        "partition-spec": _compact(spec.fields_to_json()),
+        "schema": compact_json(schema.to_json()),
+        "partition-spec": compact_json(spec.fields_to_json()),
         "partition-spec-id": str(spec.spec_id),
         "format-version": str(format_version),
     }
     if shape >= 2:
         metadata["content"] = "data" if content == ManifestContent.DATA else "deletes"
     metadata["iceberg.schema"] = _iceberg_schema_json(struct)
-    data = _avro_file(avro_schema, records(), metadata, codec)
+    data = write_avro_file(avro_schema, records(), metadata, codec)
     added, existing, deleted = (counts[s] for s in (ManifestEntryStatus.ADDED, ManifestEntryStatus.EXISTING,
                                                     ManifestEntryStatus.DELETED))
     return ManifestWriteResult(
@@ -689,7 +456,7 @@ def write_manifest_list(
         metadata["first-row-id"] = str(first_row_id)
     metadata["format-version"] = str(format_version)
     metadata["iceberg.schema"] = _iceberg_schema_json(struct)
-    avro_schema = _AvroSchemaBuilder().record(struct, "manifest_file")
-    data = _avro_file(avro_schema, records(), metadata, codec)
+    avro_schema = AvroSchemaBuilder().record(struct, "manifest_file")
+    data = write_avro_file(avro_schema, records(), metadata, codec)
     return ManifestListWriteResult(data=data, manifests=written, first_row_id=first_row_id if shape >= 3 else None,
                                    next_row_id=next_row_id)

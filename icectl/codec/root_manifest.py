@@ -1,8 +1,7 @@
-"""The v4 layout: root manifests, v4 leaf manifests and manifest delete vectors (every v4 encoding detail).
+"""The v4 layout's encoding: root manifests, v4 leaf manifests and manifest delete vectors as Avro.
 
-Format v4 is not adopted upstream; icectl implements the "Single File Commits" proposal as the
-project's layout page (``v4-layout.md``) makes it exact. Keeping all of it in this module lets
-the layout follow the spec once it is adopted.
+The model (:class:`~icectl.spec.content_entry.ContentEntry` and what its rows mean) is
+:mod:`icectl.spec.content_entry`; it is re-exported here for callers that read or write v4 files.
 
 * A root manifest and a v4 leaf manifest are Avro object-container files of ``content_entry``
   records (field ids in ``field-id``), key-value metadata ``format-version`` = ``"4"`` and
@@ -14,9 +13,7 @@ the layout follow the spec once it is adopted.
   (``location`` = ``referenced_file`` = the leaf) or in a Puffin file (``location`` = the Puffin
   file, ``offset``/``size_in_bytes`` of the blob). Its positions are row ordinals in the leaf.
 
-Bytes in, bytes out: callers do the I/O. Conversions to and from the v1-v3 model
-(:class:`~icectl.spec.manifest.ManifestFile`, :class:`~icectl.spec.manifest.ManifestEntry`) live
-here too, so readers elsewhere never see a v4 field.
+Bytes in, bytes out: callers do the I/O.
 """
 
 from __future__ import annotations
@@ -24,166 +21,57 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from enum import IntEnum
 from typing import Any
 
 from pyroaring import BitMap64
 
-from icectl.codec.manifest_reader import (
+from icectl.codec.avro import (
+    AvroSchemaBuilder,
     AvroSource,
-    _as_stream,
-    _avro_map,
-    _avro_value_converter,
-    _field,
-    _field_names,
-    _named_types,
-    _open_reader,
-    _records,
-    _resolve,
-    _writer_schema,
-)
-from icectl.codec.manifest_writer import (
-    _avro_file,
-    _avro_partition_value,
-    _AvroSchemaBuilder,
-    _sort_key,
+    as_stream,
     avro_field_name,
+    avro_map,
+    avro_partition_value,
+    avro_value_converter,
+    field_names,
+    named_types,
+    open_reader,
+    read_records,
+    record_field,
+    resolve_type,
+    write_avro_file,
+    writer_schema,
 )
 from icectl.codec.puffin import decode_deletion_vector, encode_deletion_vector
-from icectl.errors import CorruptInputError, UnsupportedError
-from icectl.spec.manifest import (
-    DataFile,
-    DataFileContent,
-    ManifestContent,
-    ManifestEntry,
-    ManifestEntryStatus,
-    ManifestFile,
-    inherit_from_manifest,
+from icectl.errors import CorruptInputError
+from icectl.spec.content_entry import (
+    ALLOWED_TYPES,
+    DATA,
+    DELETES,
+    FORMAT_VERSION,
+    PUFFIN,
+    ROOT,
+    STAT_FIELDS,
+    ContentEntry,
+    ContentStats,
+    ContentType,
+    DeletionVectorRef,
+    ManifestStats,
+    V4Manifest,
+    VersionInfo,
+    aggregate_content_stats,
+    content_entry_of,
+    data_file_of,
+    leaf_entries,
+    live_manifest_dvs,
+    manifest_entry_of,
+    manifest_entry_of_manifest_file,
+    manifest_file_of,
+    manifest_stats_of,
+    with_inherited,
 )
+from icectl.spec.manifest import ManifestEntryStatus
 from icectl.spec.schema import BINARY, INT, LONG, STRING, IcebergType, ListType, MapType, NestedField, StructType
-from icectl.spec.values import from_bytes
-
-FORMAT_VERSION = 4
-ROOT, DATA, DELETES = "root", "data", "deletes"  # key-value ``content`` of a v4 manifest
-PUFFIN = "puffin"
-
-
-class ContentType(IntEnum):
-    """``content_type`` (134) of a content entry."""
-
-    DATA = 0
-    POSITION_DELETE = 1
-    EQUALITY_DELETE = 2
-    DATA_MANIFEST = 3
-    DELETE_MANIFEST = 4
-    MANIFEST_DV = 5
-
-
-FILE_TYPES = frozenset({ContentType.DATA, ContentType.POSITION_DELETE, ContentType.EQUALITY_DELETE})
-MANIFEST_TYPES = frozenset({ContentType.DATA_MANIFEST, ContentType.DELETE_MANIFEST})
-# Which content types each kind of v4 manifest may hold (3, 4 and 5 only in a root).
-ALLOWED_TYPES = {
-    ROOT: frozenset(ContentType),
-    DATA: frozenset({ContentType.DATA}),
-    DELETES: frozenset({ContentType.POSITION_DELETE, ContentType.EQUALITY_DELETE}),
-}
-
-
-@dataclass(frozen=True, slots=True)
-class VersionInfo:
-    """``version_info`` (5)."""
-
-    status: ManifestEntryStatus
-    snapshot_id: int | None = None
-    sequence_number: int | None = None
-    file_sequence_number: int | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class DeletionVectorRef:
-    """``deletion_vector`` (147): where a DV's blob is (Puffin range) or the blob itself (inline)."""
-
-    offset: int | None = None
-    size_in_bytes: int | None = None
-    inline_content: bytes | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class ManifestStats:
-    """``manifest_stats`` (521): the manifest-list counts of a leaf."""
-
-    added_files_count: int
-    existing_files_count: int
-    deleted_files_count: int
-    added_rows_count: int
-    existing_rows_count: int
-    deleted_rows_count: int
-    min_sequence_number: int
-
-
-@dataclass(frozen=True, slots=True)
-class ContentStats:
-    """``content_stats`` (149): the v3 column metrics, grouped (layout page section 4)."""
-
-    column_sizes: dict[int, int] | None = None
-    value_counts: dict[int, int] | None = None
-    null_value_counts: dict[int, int] | None = None
-    nan_value_counts: dict[int, int] | None = None
-    lower_bounds: dict[int, bytes] | None = None
-    upper_bounds: dict[int, bytes] | None = None
-
-
-STAT_FIELDS = ("column_sizes", "value_counts", "null_value_counts", "nan_value_counts", "lower_bounds",
-               "upper_bounds")
-
-
-@dataclass(frozen=True, slots=True)
-class ContentEntry:
-    """One row of a root or v4 leaf manifest. ``partition`` maps partition field ids to values."""
-
-    content_type: ContentType
-    location: str
-    file_format: str
-    partition_spec_id: int
-    record_count: int
-    version_info: VersionInfo
-    deletion_vector: DeletionVectorRef | None = None
-    partition: dict[int, Any] | None = None
-    sort_order_id: int | None = None
-    file_size_in_bytes: int | None = None
-    content_stats: ContentStats | None = None
-    manifest_stats: ManifestStats | None = None
-    referenced_file: str | None = None
-    key_metadata: bytes | None = None
-    split_offsets: tuple[int, ...] | None = None
-    equality_ids: tuple[int, ...] | None = None
-    first_row_id: int | None = None
-
-    @property
-    def status(self) -> ManifestEntryStatus:
-        return self.version_info.status
-
-    @property
-    def is_live(self) -> bool:
-        return self.version_info.status != ManifestEntryStatus.DELETED
-
-    @property
-    def is_manifest(self) -> bool:
-        return self.content_type in MANIFEST_TYPES
-
-    @property
-    def is_file(self) -> bool:
-        return self.content_type in FILE_TYPES
-
-    @property
-    def is_manifest_dv(self) -> bool:
-        return self.content_type == ContentType.MANIFEST_DV
-
-    @property
-    def manifest_dv_target(self) -> str | None:
-        """The leaf manifest a manifest DV removes rows from."""
-        return self.referenced_file if self.is_manifest_dv else None
-
 
 # --------------------------------------------------------------------------- schema
 
@@ -241,7 +129,7 @@ def content_entry_struct(partition_type: StructType) -> StructType:
 
 def content_entry_avro_schema(partition_type: StructType) -> dict[str, Any]:
     """The Avro schema (JSON object) of a v4 manifest of a table with this unified partition type."""
-    return _AvroSchemaBuilder().record(content_entry_struct(_unique_names(partition_type)), "content_entry")
+    return AvroSchemaBuilder().record(content_entry_struct(_unique_names(partition_type)), "content_entry")
 
 
 def _unique_names(partition_type: StructType) -> StructType:
@@ -345,7 +233,7 @@ def write_v4_manifest(
     if content == ROOT:
         _check_root(rows)
     ptype = _unique_names(partition_type)
-    schema = _AvroSchemaBuilder().record(content_entry_struct(ptype), "content_entry")
+    schema = AvroSchemaBuilder().record(content_entry_struct(ptype), "content_entry")
     pfields = [(f.field_id, avro_field_name(f.name), f.field_type) for f in ptype.fields]
     known = {fid for fid, _, _ in pfields}
 
@@ -361,7 +249,7 @@ def write_v4_manifest(
         metadata["snapshot-id"] = _str_or_null(snapshot_id)
         metadata["sequence-number"] = _str_or_null(sequence_number)
         metadata["parent-snapshot-id"] = _str_or_null(parent_snapshot_id)
-    data = _avro_file(schema, records(), metadata, codec)
+    data = write_avro_file(schema, records(), metadata, codec)
     stats = manifest_stats_of(rows)
     content_stats = aggregate_content_stats(rows, field_types) if field_types is not None else None
     return V4WriteResult(data, stats, content_stats)
@@ -382,7 +270,7 @@ def _record(e: ContentEntry, pfields: list[tuple[int, str, IcebergType]]) -> dic
             "offset": dv.offset, "size_in_bytes": dv.size_in_bytes, "inline_content": dv.inline_content},
         "partition_spec_id": e.partition_spec_id,
         "partition": None if e.partition is None else {
-            name: _avro_partition_value(t, e.partition.get(fid)) for fid, name, t in pfields},
+            name: avro_partition_value(t, e.partition.get(fid)) for fid, name, t in pfields},
         "sort_order_id": e.sort_order_id, "record_count": e.record_count,
         "file_size_in_bytes": e.file_size_in_bytes,
         "content_stats": None if cs is None else {
@@ -396,87 +284,7 @@ def _record(e: ContentEntry, pfields: list[tuple[int, str, IcebergType]]) -> dic
     }
 
 
-def manifest_stats_of(entries: Iterable[ContentEntry]) -> ManifestStats:
-    """Counts by status and the smallest explicit sequence number of a live entry (-1: none)."""
-    counts = {s: [0, 0] for s in ManifestEntryStatus}
-    min_seq: int | None = None
-    for e in entries:
-        counts[e.status][0] += 1
-        counts[e.status][1] += e.record_count
-        seq = e.version_info.sequence_number
-        if e.is_live and seq is not None and (min_seq is None or seq < min_seq):
-            min_seq = seq
-    a, x, d = (counts[s] for s in (ManifestEntryStatus.ADDED, ManifestEntryStatus.EXISTING,
-                                   ManifestEntryStatus.DELETED))
-    return ManifestStats(a[0], x[0], d[0], a[1], x[1], d[1], -1 if min_seq is None else min_seq)
-
-
-def aggregate_content_stats(stats: Iterable[ContentEntry | ContentStats | None],
-                            field_types: Mapping[int, IcebergType]) -> ContentStats:
-    """A manifest entry's content_stats over its live entries (layout page section 4).
-
-    Counts are summed, lower bounds take the type-aware minimum and upper bounds the maximum; a
-    column missing from any entry is omitted (so is a bound of a column whose type is unknown).
-    """
-    acc: dict[str, dict[int, Any] | None] = {}
-    first = True
-    for item in stats:
-        if isinstance(item, ContentEntry):
-            if not item.is_live:
-                continue
-            item = item.content_stats
-        cs = item or ContentStats()
-        for name in STAT_FIELDS:
-            values = getattr(cs, name) or {}
-            if first:
-                acc[name] = dict(values)
-                continue
-            current = acc[name]
-            assert current is not None
-            for fid in list(current):
-                if fid not in values:
-                    del current[fid]
-                elif name in ("lower_bounds", "upper_bounds"):
-                    current[fid] = _pick_bound(field_types.get(fid), current[fid], values[fid],
-                                               lower=name == "lower_bounds")
-                else:
-                    current[fid] += values[fid]
-        first = False
-    out = {name: (acc.get(name) or None) for name in STAT_FIELDS}
-    for name in ("lower_bounds", "upper_bounds"):
-        bounds = out[name]
-        if bounds is not None:
-            bounds = {k: v for k, v in bounds.items() if v is not None}
-            out[name] = bounds or None
-    return ContentStats(**out)
-
-
-def _pick_bound(t: IcebergType | None, a: bytes | None, b: bytes, *, lower: bool) -> bytes | None:
-    if a is None or t is None or not t.is_primitive:
-        return None  # cannot order it: leave the bound out rather than guess
-    try:
-        key = _sort_key(t)
-        ka, kb = key(from_bytes(t, a)), key(from_bytes(t, b))
-    except (CorruptInputError, UnsupportedError, TypeError, ValueError):
-        return None
-    if lower:
-        return b if kb < ka else a
-    return b if ka < kb else a
-
-
 # --------------------------------------------------------------------------- reading
-
-
-@dataclass(frozen=True, slots=True)
-class V4Manifest:
-    """A decoded v4 manifest: its entries in file order and its key-value metadata."""
-
-    entries: list[ContentEntry]
-    metadata: dict[str, str]
-
-    @property
-    def content(self) -> str:
-        return self.metadata.get("content", "")
 
 
 _ENTRY_IDS = {"content_type": 134, "location": 100, "file_format": 101, "version_info": 5,
@@ -505,27 +313,27 @@ def v4_format_version(metadata: Mapping[str, str]) -> int:
 def read_v4_manifest(source: AvroSource, *, partition_types: Mapping[int, IcebergType]) -> V4Manifest:
     """Decode a root or v4 leaf manifest by field ids. ``partition_types``: partition field id ->
     result type (any spec's), used to turn Avro logical types back into icectl values."""
-    reader = _open_reader(_as_stream(source))
+    reader = open_reader(as_stream(source))
     metadata = {k: (v.decode() if isinstance(v, bytes) else v) for k, v in dict(reader.metadata).items()}
     if v4_format_version(metadata) != FORMAT_VERSION:
         raise CorruptInputError(f"not a v4 manifest (format-version {metadata.get('format-version')!r})")
     if metadata.get("content") not in ALLOWED_TYPES:
         raise CorruptInputError(f"v4 manifest has content {metadata.get('content')!r}, "
                                 "expected root, data or deletes")
-    schema = _writer_schema(reader)
-    named = _named_types(schema, {})
-    names = _field_names(schema, _ENTRY_IDS)
+    schema = writer_schema(reader)
+    named = named_types(schema, {})
+    names = field_names(schema, _ENTRY_IDS)
     for required in _REQUIRED:
         if required not in names:
             raise CorruptInputError(f"v4 manifest schema has no {required} field")
     sub = {}
     for struct_name, ids in _STRUCT_IDS.items():
         if struct_name in names:
-            sub[struct_name] = _field_names(_resolve(_field(schema, names[struct_name])["type"], named), ids)
+            sub[struct_name] = field_names(resolve_type(record_field(schema, names[struct_name])["type"], named), ids)
     partition = _partition_reader(schema, names, named, partition_types)
     decode = _entry_decoder(names, sub, partition)
     entries = []
-    for index, rec in enumerate(_records(reader)):
+    for index, rec in enumerate(read_records(reader)):
         try:
             entries.append(decode(rec))
         except CorruptInputError:
@@ -539,14 +347,14 @@ def _partition_reader(schema: dict[str, Any], names: dict[str, str], named: dict
                       partition_types: Mapping[int, IcebergType]) -> Callable[[Any], dict[int, Any] | None]:
     if "partition" not in names:
         return lambda _rec: None
-    record = _resolve(_field(schema, names["partition"])["type"], named)
+    record = resolve_type(record_field(schema, names["partition"])["type"], named)
     plan = []
     for f in record.get("fields", ()) if isinstance(record, dict) else ():
         if "field-id" not in f:
             raise CorruptInputError(f"v4 partition field {f['name']!r} has no field-id")
         fid = int(f["field-id"])
         t = partition_types.get(fid)
-        plan.append((fid, f["name"], _avro_value_converter(t) if t is not None else (lambda v: v)))
+        plan.append((fid, f["name"], avro_value_converter(t) if t is not None else (lambda v: v)))
 
     def decode(rec: Any) -> dict[int, Any] | None:
         if rec is None:
@@ -593,7 +401,7 @@ def _entry_decoder(names: dict[str, str], sub: dict[str, dict[str, str]],
                 None if dv.get("inline_content") is None else bytes(dv["inline_content"])),
             partition=partition(get(rec, "partition")),
             sort_order_id=get(rec, "sort_order_id"), file_size_in_bytes=get(rec, "file_size_in_bytes"),
-            content_stats=None if cs is None else ContentStats(**{n: _avro_map(cs.get(n)) for n in STAT_FIELDS}),
+            content_stats=None if cs is None else ContentStats(**{n: avro_map(cs.get(n)) for n in STAT_FIELDS}),
             manifest_stats=None if ms is None else ManifestStats(**ms),
             referenced_file=get(rec, "referenced_file"), key_metadata=get(rec, "key_metadata"),
             split_offsets=None if offsets is None else tuple(offsets),
@@ -603,31 +411,7 @@ def _entry_decoder(names: dict[str, str], sub: dict[str, dict[str, str]],
     return decode
 
 
-# --------------------------------------------------------------------------- root semantics
-
-
-def with_inherited(e: ContentEntry, snapshot_id: int, sequence_number: int) -> ContentEntry:
-    """A root entry with ADDED nulls filled from its snapshot (layout page section 6)."""
-    vi = e.version_info
-    if vi.status != ManifestEntryStatus.ADDED or None not in (vi.snapshot_id, vi.sequence_number,
-                                                              vi.file_sequence_number):
-        return e
-    return dataclasses.replace(e, version_info=VersionInfo(
-        vi.status, snapshot_id if vi.snapshot_id is None else vi.snapshot_id,
-        sequence_number if vi.sequence_number is None else vi.sequence_number,
-        sequence_number if vi.file_sequence_number is None else vi.file_sequence_number))
-
-
-def live_manifest_dvs(entries: Iterable[ContentEntry]) -> dict[str, ContentEntry]:
-    """Leaf location -> its live manifest DV entry in a root."""
-    out: dict[str, ContentEntry] = {}
-    for e in entries:
-        if e.is_manifest_dv and e.is_live:
-            target = e.referenced_file or e.location
-            if target in out:
-                raise CorruptInputError(f"root has more than one live manifest DV for {target}")
-            out[target] = e
-    return out
+# --------------------------------------------------------------------------- manifest DVs
 
 
 def manifest_dv_positions(e: ContentEntry, puffin_blob: bytes | None = None) -> BitMap64:
@@ -657,114 +441,7 @@ def manifest_dv_entry(leaf: str, leaf_size: int, positions: BitMap64 | Iterable[
         file_size_in_bytes=leaf_size, referenced_file=leaf)
 
 
-# --------------------------------------------------------------------------- v1-v3 model conversions
-
-
-def manifest_file_of(e: ContentEntry) -> ManifestFile:
-    """The manifest-list row a DATA_MANIFEST/DELETE_MANIFEST entry stands for (inheritance applied
-    to the entry first, see :func:`with_inherited`)."""
-    if not e.is_manifest or e.manifest_stats is None:
-        raise CorruptInputError(f"{e.content_type.name} entry {e.location} is not a manifest with manifest_stats")
-    ms, vi = e.manifest_stats, e.version_info
-    return ManifestFile(
-        manifest_path=e.location, manifest_length=e.file_size_in_bytes or 0, partition_spec_id=e.partition_spec_id,
-        content=ManifestContent.DATA if e.content_type == ContentType.DATA_MANIFEST else ManifestContent.DELETES,
-        sequence_number=vi.sequence_number or 0, min_sequence_number=ms.min_sequence_number,
-        added_snapshot_id=vi.snapshot_id, added_files_count=ms.added_files_count,
-        existing_files_count=ms.existing_files_count, deleted_files_count=ms.deleted_files_count,
-        added_rows_count=ms.added_rows_count, existing_rows_count=ms.existing_rows_count,
-        deleted_rows_count=ms.deleted_rows_count, partitions=None, key_metadata=e.key_metadata,
-        first_row_id=e.first_row_id)
-
-
-def manifest_entry_of_manifest_file(m: ManifestFile, *, status: ManifestEntryStatus, manifest_stats: ManifestStats,
-                                    content_stats: ContentStats | None) -> ContentEntry:
-    """A root entry referencing a v1-v4 leaf, from its manifest-list row (layout page section 8)."""
-    seq = m.sequence_number
-    return ContentEntry(
-        content_type=ContentType.DATA_MANIFEST if m.content == ManifestContent.DATA else ContentType.DELETE_MANIFEST,
-        location=m.manifest_path, file_format="avro", partition_spec_id=m.partition_spec_id,
-        record_count=manifest_stats.added_rows_count + manifest_stats.existing_rows_count,
-        version_info=VersionInfo(status, m.added_snapshot_id, seq, seq), file_size_in_bytes=m.manifest_length,
-        content_stats=content_stats, manifest_stats=manifest_stats, key_metadata=m.key_metadata,
-        first_row_id=m.first_row_id if m.content == ManifestContent.DATA else None)
-
-
-_CONTENT_OF_TYPE = {ContentType.DATA: DataFileContent.DATA,
-                    ContentType.POSITION_DELETE: DataFileContent.POSITION_DELETES,
-                    ContentType.EQUALITY_DELETE: DataFileContent.EQUALITY_DELETES}
-_TYPE_OF_CONTENT = {v: k for k, v in _CONTENT_OF_TYPE.items()}
-
-
-def data_file_of(e: ContentEntry, partition_type: StructType, first_row_id: int | None = None) -> DataFile:
-    """A data/delete file entry as a v1-v3 :class:`DataFile`, partition in its spec's order."""
-    if not e.is_file:
-        raise CorruptInputError(f"{e.content_type.name} entry {e.location} is not a data or delete file")
-    values = e.partition or {}
-    cs = e.content_stats or ContentStats()
-    dv = e.deletion_vector
-    return DataFile(
-        content=_CONTENT_OF_TYPE[e.content_type], file_path=e.location, file_format=e.file_format,
-        partition=tuple(values.get(f.field_id) for f in partition_type.fields), record_count=e.record_count,
-        file_size_in_bytes=e.file_size_in_bytes or 0,
-        **{n: getattr(cs, n) for n in STAT_FIELDS},
-        key_metadata=e.key_metadata, split_offsets=e.split_offsets, equality_ids=e.equality_ids,
-        sort_order_id=e.sort_order_id,
-        first_row_id=e.first_row_id if first_row_id is None else first_row_id,
-        referenced_data_file=e.referenced_file if e.content_type != ContentType.DATA else None,
-        content_offset=dv.offset if dv is not None else None,
-        content_size_in_bytes=dv.size_in_bytes if dv is not None else None)
-
-
-def manifest_entry_of(e: ContentEntry, partition_type: StructType) -> ManifestEntry:
-    """A root-level file entry (inheritance already applied) as a :class:`ManifestEntry`."""
-    vi = e.version_info
-    return ManifestEntry(vi.status, vi.snapshot_id, vi.sequence_number, vi.file_sequence_number,
-                         data_file_of(e, partition_type))
-
-
-def leaf_entries(leaf: V4Manifest, manifest: ManifestFile, partition_type: StructType) -> list[ManifestEntry]:
-    """A v4 leaf's rows as :class:`ManifestEntry` objects, inheriting from the root entry
-    (``manifest``) as v1-v3 manifests inherit from their manifest-list row."""
-    out = []
-    next_row_id = manifest.first_row_id if manifest.content == ManifestContent.DATA else None
-    for e in leaf.entries:
-        vi = e.version_info
-        content = _CONTENT_OF_TYPE.get(e.content_type)
-        if content is None:
-            raise CorruptInputError(f"{e.content_type.name} entry {e.location} in a leaf manifest")
-        inherited = inherit_from_manifest(
-            manifest, status=vi.status, content=content, snapshot_id=vi.snapshot_id,
-            sequence_number=vi.sequence_number, file_sequence_number=vi.file_sequence_number,
-            first_row_id=e.first_row_id, record_count=e.record_count, next_row_id=next_row_id)
-        next_row_id = inherited.next_row_id
-        out.append(ManifestEntry(vi.status, inherited.snapshot_id, inherited.sequence_number,
-                                 inherited.file_sequence_number,
-                                 data_file_of(e, partition_type, inherited.first_row_id)))
-    return out
-
-
-def content_entry_of(entry: ManifestEntry, spec_id: int, partition_type: StructType) -> ContentEntry:
-    """A v1-v3 entry (its DataFile's partition in the spec's order) as a v4 file entry."""
-    f = entry.data_file
-    content_type = _TYPE_OF_CONTENT[f.content]
-    dv = (DeletionVectorRef(f.content_offset, f.content_size_in_bytes) if f.is_dv else None)
-    return ContentEntry(
-        content_type=content_type, location=f.file_path, file_format=f.file_format.lower(),
-        partition_spec_id=spec_id, record_count=f.record_count,
-        version_info=VersionInfo(entry.status, entry.snapshot_id, entry.sequence_number,
-                                 entry.file_sequence_number),
-        deletion_vector=dv,
-        partition={pf.field_id: v for pf, v in zip(partition_type.fields, f.partition or (), strict=False)},
-        sort_order_id=f.sort_order_id if content_type == ContentType.DATA else None,
-        file_size_in_bytes=f.file_size_in_bytes,
-        content_stats=ContentStats(**{n: getattr(f, n) for n in STAT_FIELDS}),
-        referenced_file=f.referenced_data_file if content_type != ContentType.DATA else None,
-        key_metadata=f.key_metadata, split_offsets=f.split_offsets,
-        equality_ids=f.equality_ids if content_type == ContentType.EQUALITY_DELETE else None,
-        first_row_id=f.first_row_id if content_type == ContentType.DATA else None)
-
-
+# The model is re-exported: callers that read or write v4 files need both.
 __all__ = [
     "CONTENT_STATS", "DATA", "DELETES", "DELETION_VECTOR", "FORMAT_VERSION", "MANIFEST_STATS", "ROOT",
     "VERSION_INFO", "ContentEntry", "ContentStats", "ContentType", "DeletionVectorRef", "ManifestStats",

@@ -53,7 +53,7 @@ from icectl.table.layout import SnapshotLayout
 from icectl.table.layout.manifest_list import ManifestListLayout, manifest_list_path, manifest_path
 from icectl.table.layout.root import NewLeaf, RootLayout, root_max_added_files, write_leaf
 from icectl.table.scan import iter_entries, manifests_of
-from icectl.table.snapshot_writer import SnapshotChange, branch_head, metadata_dir, write_snapshot
+from icectl.table.snapshot_writer import SnapshotChange, branch_head, write_snapshot
 from icectl.table.write_guard import check_writable
 
 
@@ -266,7 +266,7 @@ def _said(result: RecordResult, summary: dict[str, Any]) -> RecordResult:
 
 
 def _would_write(table: Table, layout: SnapshotLayout, to_leaf: bool, snapshot_id: int) -> list[str]:
-    folder = metadata_dir(table)
+    folder = table.metadata_folder
     if isinstance(layout, RootLayout):
         leaf = [join(folder, f"{uuid.uuid4()}-m0.avro")] if to_leaf else []
         return [*leaf, join(folder, f"root-{snapshot_id}-<uuid>.avro")]
@@ -280,8 +280,8 @@ def _write_added(table: Table, plan: AddFilesPlan, layout: SnapshotLayout, to_le
     append) or nothing (root-level v4 entries)."""
     md = table.metadata
     spec = md.spec()
-    ptype = spec.partition_type(md.schema(), md.schemas)
-    folder = metadata_dir(table)
+    ptype = md.partition_type(spec)
+    folder = table.metadata_folder
     if isinstance(layout, ManifestListLayout):
         path = manifest_path(folder, layout.commit_id, 0)
         entries = [ManifestEntry(ManifestEntryStatus.ADDED, snapshot_id, None, None, f) for f in plan.files]

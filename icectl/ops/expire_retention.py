@@ -17,8 +17,9 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from icectl.errors import CorruptInputError, NotFoundError, RefusedError, UsageError
+from icectl.errors import NotFoundError, RefusedError, UsageError
 from icectl.spec.metadata import TableMetadata
+from icectl.spec.properties import GC_ENABLED, MAX_REF_AGE_MS, MAX_SNAPSHOT_AGE_MS, MIN_SNAPSHOTS_TO_KEEP
 from icectl.spec.requirements import AssertCurrentSchemaId, AssertDefaultSpecId, AssertRefSnapshotId, TableRequirement
 from icectl.spec.snapshots import MAIN_BRANCH, ancestors_of
 from icectl.spec.updates import (
@@ -32,10 +33,6 @@ from icectl.spec.updates import (
 )
 from icectl.storage import FileIO
 from icectl.table.scan import manifests_of
-
-DEFAULT_MAX_SNAPSHOT_AGE_MS = 5 * 24 * 3600 * 1000  # history.expire.max-snapshot-age-ms
-DEFAULT_MIN_SNAPSHOTS_TO_KEEP = 1  # history.expire.min-snapshots-to-keep
-DEFAULT_MAX_REF_AGE_MS = 2**63 - 1  # history.expire.max-ref-age-ms: forever
 
 
 def parse_older_than(text: str, now_ms: int) -> int:
@@ -68,17 +65,6 @@ class ExpirePolicy:
     clean_expired_metadata: bool = False
 
 
-def _int_prop(md: TableMetadata, key: str, default: int) -> int:
-    raw = md.properties.get(key)
-    if raw is None:
-        return default
-    try:
-        return int(raw)
-    except ValueError:  # the table's metadata is wrong, not the command line (as in commit.py)
-        raise CorruptInputError(f"table property {key}={raw!r} is not an integer",
-                                hint="fix or remove it") from None
-
-
 @dataclass
 class Retention:
     """The outcome of the policy on one metadata version."""
@@ -93,17 +79,16 @@ class Retention:
 def apply_retention(base: TableMetadata, policy: ExpirePolicy, now_ms: int) -> Retention:
     """Java's RemoveSnapshots.internalApply on ``base`` (pure)."""
     # Java's Boolean.parseBoolean: anything but "true" (any case) disables GC, so refuse on it.
-    gc_enabled = base.properties.get("gc.enabled", "true")
-    if gc_enabled.lower() != "true":
+    if not GC_ENABLED.parse(base.properties):
+        gc_enabled = GC_ENABLED.raw(base.properties)
         raise RefusedError(f"cannot expire snapshots: gc.enabled={gc_enabled} on this table (its files may be "
                            "shared with other tables)", hint="set gc.enabled=true if the table owns its files")
     if policy.retain_last is not None and policy.retain_last < 1:
         raise UsageError("--retain-last must be at least 1")
-    max_age = _int_prop(base, "history.expire.max-snapshot-age-ms", DEFAULT_MAX_SNAPSHOT_AGE_MS)
+    max_age = MAX_SNAPSHOT_AGE_MS.parse(base.properties)
     default_cutoff = policy.older_than_ms if policy.older_than_ms is not None else now_ms - max_age
-    default_min = policy.retain_last or _int_prop(base, "history.expire.min-snapshots-to-keep",
-                                                  DEFAULT_MIN_SNAPSHOTS_TO_KEEP)
-    default_ref_age = _int_prop(base, "history.expire.max-ref-age-ms", DEFAULT_MAX_REF_AGE_MS)
+    default_min = policy.retain_last or MIN_SNAPSHOTS_TO_KEEP.parse(base.properties)
+    default_ref_age = MAX_REF_AGE_MS.parse(base.properties)
     by_id = base.snapshots_by_id
 
     kept_refs: dict[str, Any] = {}

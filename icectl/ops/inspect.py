@@ -14,7 +14,7 @@ from enum import Enum
 from typing import Any
 
 from icectl.codec.puffin import decode_deletion_vector
-from icectl.errors import CorruptInputError, IcectlError
+from icectl.errors import CorruptInputError, IcectlError, NotFoundError
 from icectl.ops.results import SchemaBrief, SnapshotBrief, SortOrderBrief, SpecBrief, TableOverview, TableViewMeta
 from icectl.results import UNSET, RowsResult
 from icectl.spec.manifest import DataFile, DataFileContent, ManifestContent, ManifestEntry, ManifestFile
@@ -23,7 +23,6 @@ from icectl.spec.schema import NestedField, StructType
 from icectl.spec.snapshots import Snapshot, ancestors_of
 from icectl.spec.values import to_human
 from icectl.table import Table
-from icectl.table.layout.root import unified_partition_type
 from icectl.table.scan import iter_entries, manifests_of
 
 
@@ -106,8 +105,6 @@ def schema_rows(table: Table, schema_id: int | None = None) -> RowsResult:
     md = table.metadata
     schema = md.schema() if schema_id is None else md.schema_by_id(schema_id)
     if schema is None:
-        from icectl.errors import NotFoundError
-
         raise NotFoundError(f"schema {schema_id} not found in table {table.identifier}",
                             path=table.metadata_location)
 
@@ -225,7 +222,7 @@ def _partition_summaries(md: TableMetadata, m: ManifestFile) -> list[dict[str, A
     if not m.partitions:
         return []
     spec = md.spec_by_id(m.partition_spec_id)
-    ptype = spec.partition_type(md.schema(), md.schemas) if spec else StructType(())
+    ptype = md.partition_type(spec) if spec else StructType(())
     out = []
     for f, s in zip(ptype.fields, m.partitions, strict=False):
         try:
@@ -311,7 +308,7 @@ class _PartitionMapper:
 
     def __init__(self, md: TableMetadata) -> None:
         self.md = md
-        self.unified = unified_partition_type(md)
+        self.unified = md.unified_partition_type()
         self._by_spec: dict[int, list[tuple[int, NestedField]]] = {}
         self._cache: dict[tuple[int, Any], dict[str, Any]] = {}
 
@@ -331,7 +328,7 @@ class _PartitionMapper:
     def _to_dict(self, spec_id: int, values: tuple[Any, ...] | None) -> dict[str, Any]:
         if spec_id not in self._by_spec:
             spec = self.md.spec_by_id(spec_id)
-            ptype = spec.partition_type(self.md.schema(), self.md.schemas) if spec else StructType(())
+            ptype = self.md.partition_type(spec) if spec else StructType(())
             pos = {f.field_id: i for i, f in enumerate(ptype.fields)}
             self._by_spec[spec_id] = [(pos.get(u.field_id, -1), u) for u in self.unified.fields]
         out: dict[str, Any] = {}

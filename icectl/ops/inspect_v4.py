@@ -13,9 +13,9 @@ from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
-from icectl.codec.root_manifest import ContentEntry, ContentType, live_manifest_dvs
 from icectl.ops.results import TreeMeta
 from icectl.results import RowsResult
+from icectl.spec.content_entry import ContentEntry, ContentType, live_manifest_dvs
 from icectl.spec.manifest import ManifestContent
 from icectl.table import Table
 from icectl.table.scan import manifests_of

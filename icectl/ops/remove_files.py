@@ -29,7 +29,7 @@ from icectl.table.commit import new_snapshot_id
 from icectl.table.layout.root import RootLayout, head_root, root_file_key
 from icectl.table.scan import DEFAULT_WORKERS
 from icectl.table.scan_v4 import TreeManifest, read_leaf, tree_manifests
-from icectl.table.snapshot_writer import SnapshotChange, branch_head, metadata_dir, write_snapshot
+from icectl.table.snapshot_writer import SnapshotChange, branch_head, write_snapshot
 from icectl.table.write_guard import check_writable
 
 
@@ -67,7 +67,7 @@ class _Selector:
 
 def _ptype(md: TableMetadata, spec_id: int) -> StructType:
     spec = md.spec_by_id(spec_id)
-    return spec.partition_type(md.schema(), md.schemas) if spec else StructType(())
+    return md.partition_type(spec) if spec else StructType(())
 
 
 def _live_rows(md: TableMetadata, table: Table, m: TreeManifest) -> Iterable[tuple[int, ManifestEntry]]:
@@ -155,7 +155,7 @@ def remove_files(table: Table, paths: Sequence[str] = (), *, where: Sequence[str
         return RecordResult("remove_files", f"Nothing to remove from {table.identifier}", summary)
     snapshot_id = new_snapshot_id(md)
     if dry_run:
-        summary["would_write"] = [join(metadata_dir(table), f"root-{snapshot_id}-<uuid>.avro"),
+        summary["would_write"] = [join(table.metadata_folder, f"root-{snapshot_id}-<uuid>.avro"),
                                   "a new table metadata file (the next version)"]
         summary["would_delete"] = []
         return RecordResult("remove_files", f"Would remove {len(data_removed)} files from {table.identifier}",

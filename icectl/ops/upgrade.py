@@ -41,9 +41,9 @@ from icectl.storage import FileIO
 from icectl.table import Table
 from icectl.table.commit import discard_on_failure, new_snapshot_id
 from icectl.table.layout.root import column_types, encode_root, root_path
-from icectl.table.scan import DEFAULT_WORKERS, iter_entries, manifests_of, partition_type
+from icectl.table.scan import DEFAULT_WORKERS, iter_entries, manifests_of
 from icectl.table.scan_v4 import TreeManifest, read_tree_entries, tree_manifests
-from icectl.table.snapshot_writer import commit_snapshots, metadata_dir, new_snapshot
+from icectl.table.snapshot_writer import commit_snapshots, new_snapshot
 from icectl.table.summary import SummaryBuilder
 from icectl.table.write_guard import check_writable
 
@@ -127,7 +127,7 @@ def plan_upgrade(table: Table, to: int) -> UpgradePlan:
     if to < V4 or md.format_version >= V4:
         return UpgradePlan(md.format_version, to, base, [])
     reader = _ManifestReader(md, table.io)
-    folder = metadata_dir(table)
+    folder = table.metadata_folder
     next_row_id, seq = base.next_row_id, md.last_sequence_number
     taken: set[int] = set()
     roots: list[BranchRoot] = []
@@ -191,13 +191,13 @@ def _live_keys_both(md: TableMetadata, upgraded: TableMetadata, io: FileIO, mani
         data = io.read(path)
         try:
             b = [_key(m, e) for m in olds.get(path, [])
-                 for e in read_manifest(data, manifest=m, partition_type=partition_type(md, m.partition_spec_id),
+                 for e in read_manifest(data, manifest=m, partition_type=md.partition_type(m.partition_spec_id),
                                         format_version=md.format_version) if e.is_live]
         except IcectlError as err:
             err.path = err.path or path
             raise
         a = [_key(tm, e) for tm in news.get(path, [])
-             for e in read_tree_entries(upgraded, io, tm, partition_type(upgraded, tm.partition_spec_id), data=data)
+             for e in read_tree_entries(upgraded, io, tm, upgraded.partition_type(tm.partition_spec_id), data=data)
              if e.is_live]
         return b, a
 

@@ -22,7 +22,7 @@ from typing import Any
 
 from icectl.errors import CorruptInputError, UnsupportedError
 from icectl.spec.partitioning import UNPARTITIONED_LAST_ASSIGNED_ID, PartitionSpec
-from icectl.spec.schema import Schema
+from icectl.spec.schema import NestedField, Schema, StructType
 from icectl.spec.snapshots import (
     MAIN_BRANCH,
     EncryptedKey,
@@ -130,6 +130,37 @@ class TableMetadata:
 
     def spec_by_id(self, spec_id: int) -> PartitionSpec | None:
         return next((s for s in self.partition_specs if s.spec_id == spec_id), None)
+
+    def partition_type(self, spec: int | PartitionSpec, *, used_by: str = "manifest") -> StructType:
+        """The partition tuple type of a spec (by id or the spec itself), resolved against the
+        current schema and, for source columns since dropped, the older ones."""
+        found = self.spec_by_id(spec) if isinstance(spec, int) else spec
+        if found is None:
+            raise CorruptInputError(f"{used_by} uses partition spec {spec}, which the table metadata lacks")
+        return found.partition_type(self.schema(), self.schemas)
+
+    def unified_partition_type(self) -> StructType:
+        """Every partition field any spec ever had, ordered by field id, all optional: the ``partition``
+        struct of Spark's files and partitions tables and of v4 content entries.
+
+        Names come from the newest spec, except that a field dropped v1-style (a ``void`` transform)
+        keeps the name of its newest non-void version. Java's ``Partitioning.partitionType``
+        (:func:`icectl.spec.partitioning.unified_partition_type`) keeps the void field's name; v4
+        roots already written use these names, so they stay.
+        """
+        schema = self.schema()
+        fields: dict[int, NestedField] = {}
+        void_ids: set[int] = set()  # fields seen so far only as v1 "dropped" (void) columns
+        for spec in sorted(self.partition_specs, key=lambda s: -s.spec_id):  # newest names win
+            for f in spec.partition_type(schema, self.schemas).fields:
+                pf = spec.field_by_id(f.field_id)
+                void = pf is not None and str(pf.transform) == "void"
+                if f.field_id not in fields or (f.field_id in void_ids and not void):
+                    fields[f.field_id] = NestedField(f.field_id, f.name, f.field_type, False)
+                    void_ids.discard(f.field_id)
+                    if void:
+                        void_ids.add(f.field_id)
+        return StructType(tuple(f for _, f in sorted(fields.items())))
 
     def spec(self) -> PartitionSpec:
         """The default partition spec."""

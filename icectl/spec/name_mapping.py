@@ -22,9 +22,8 @@ from typing import Any
 
 from icectl.errors import CorruptInputError
 from icectl.spec.metadata import TableMetadata
+from icectl.spec.properties import DEFAULT_NAME_MAPPING
 from icectl.spec.schema import IcebergType, ListType, MapType, Schema, StructType
-
-DEFAULT_NAME_MAPPING = "schema.name-mapping.default"
 
 
 @dataclass(frozen=True)

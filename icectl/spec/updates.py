@@ -23,8 +23,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from icectl.errors import CorruptInputError, RefusedError, UsageError
+from icectl.errors import RefusedError, UsageError
 from icectl.spec.metadata import MAX_FORMAT_VERSION, MIN_ROW_LINEAGE_VERSION, TableMetadata
+from icectl.spec.properties import METADATA_PREVIOUS_VERSIONS_MAX
 from icectl.spec.requirements import AssertRefSnapshotId, TableRequirement, check_requirements
 from icectl.spec.snapshots import (
     MAIN_BRANCH,
@@ -35,22 +36,6 @@ from icectl.spec.snapshots import (
     SnapshotRef,
     StatisticsFile,
 )
-
-METADATA_PREVIOUS_VERSIONS_MAX = ("write.metadata.previous-versions-max", 100)  # TableProperties
-
-
-def int_property(properties: Mapping[str, str], key_default: tuple[str, int]) -> int:
-    """An integer table property; a bad value is the table's fault (corrupt input), not the caller's."""
-    key, default = key_default
-    raw = properties.get(key)
-    if raw is None:
-        return default
-    try:
-        return int(raw.strip())
-    except ValueError:
-        raise CorruptInputError(f"table property {key}={raw!r} is not an integer",
-                                hint=f"fix or remove it (default {default})") from None
-
 
 # ---------------------------------------------------------------------------------------------
 # Updates
@@ -469,7 +454,7 @@ def prepare_commit(base: TableMetadata, new: TableMetadata, base_location: str, 
     * ``last-updated-ms``: ``now_ms``, unless the change set it (adding a snapshot sets the
       snapshot's timestamp, as Java's builder does).
     """
-    max_size = max(1, int_property(new.properties, METADATA_PREVIOUS_VERSIONS_MAX))
+    max_size = max(1, METADATA_PREVIOUS_VERSIONS_MAX.parse(new.properties))
     previous = list(base.metadata_log)
     if len(previous) >= max_size:
         previous = previous[len(previous) - max_size + 1:]
@@ -483,6 +468,6 @@ __all__ = [
     "RemoveSchemas", "RemoveSnapshotRef", "RemoveSnapshots", "RemoveStatistics", "SetLocation",
     "SetPartitionStatistics", "SetProperties", "SetSnapshotRef", "SetStatistics", "TableChange", "TableUpdate",
     "UpgradeFormatVersion", "add_snapshot", "apply_change", "apply_updates", "check_branch_head",
-    "format_upgrade_updates", "int_property", "prepare_commit", "property_updates", "set_properties",
+    "format_upgrade_updates", "prepare_commit", "property_updates", "set_properties",
     "snapshot_change", "snapshot_updates",
 ]

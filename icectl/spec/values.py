@@ -28,6 +28,7 @@ import math
 import re
 import struct
 import uuid
+from collections.abc import Callable
 from datetime import date, datetime, timedelta
 from decimal import Decimal, InvalidOperation
 from typing import Any
@@ -157,6 +158,20 @@ def to_bytes(iceberg_type: IcebergType, value: Any) -> bytes:
     if name in ("variant", "unknown"):
         return bytes(value)
     raise UnsupportedError(f"single-value serialization is not defined for type {iceberg_type}")
+
+
+def sort_key(t: IcebergType) -> Callable[[Any], Any]:
+    """A key function ordering values of ``t`` as Java's ``Comparators.forType`` does."""
+    name = t.name if isinstance(t, PrimitiveType) else ""
+    if name in ("float", "double"):
+        return lambda v: (v, math.copysign(1.0, v))  # Float.compare: -0.0 < 0.0
+    if name == "uuid":
+        def signed_halves(v: Any) -> tuple[int, int]:  # java.util.UUID.compareTo: signed longs
+            n = (v if isinstance(v, uuid.UUID) else uuid.UUID(bytes=bytes(v))).int
+            hi, lo = n >> 64, n & (2**64 - 1)
+            return hi - (hi >> 63 << 64), lo - (lo >> 63 << 64)
+        return signed_halves
+    return lambda v: v  # str: code points; bytes: unsigned lexicographic; numbers; Decimal
 
 
 def _expect_len(name: str, actual: int, expected: int) -> None:

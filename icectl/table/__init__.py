@@ -8,10 +8,10 @@ from dataclasses import dataclass
 
 from icectl.catalog import Catalog, TableAddress, open_catalog, resolve
 from icectl.config import Config, load_config
-from icectl.errors import CorruptInputError, IcectlError, NotFoundError
+from icectl.errors import CorruptInputError, IcectlError, NotFoundError, UsageError
 from icectl.spec.metadata import TableMetadata, parse_table_metadata
 from icectl.spec.snapshots import Snapshot
-from icectl.storage import FileIO
+from icectl.storage import FileIO, join
 
 _GZIP_MAGIC = b"\x1f\x8b"
 
@@ -35,11 +35,16 @@ class Table:
     def location(self) -> str:
         return self.metadata.location
 
+    @property
+    def metadata_folder(self) -> str:
+        """Where new manifests, manifest lists and v4 roots go: ``<location>/metadata`` (the table
+        directory when the metadata has no location). ``write.metadata.path`` moves only the
+        metadata JSON files (:mod:`icectl.catalog.operations`); file-system tables refuse it."""
+        return join(self.metadata.location or self.address.table_dir or "", "metadata")
+
     def snapshot(self, snapshot_id: int | None = None, ref: str | None = None) -> Snapshot | None:
         """The snapshot by id, by branch/tag name, or the current one (None for an empty table)."""
         if snapshot_id is not None and ref is not None:
-            from icectl.errors import UsageError
-
             raise UsageError("give either --snapshot or --ref, not both")
         if snapshot_id is not None:
             snap = self.metadata.snapshot_by_id(snapshot_id)
@@ -68,9 +73,7 @@ def read_table_metadata(io: FileIO, location: str) -> TableMetadata:
     try:
         return parse_table_metadata(data)
     except IcectlError as e:
-        e.path = e.path or location
-        e.message = f"{e.message} in {location}" if location not in e.message else e.message
-        raise
+        raise e.in_file(location) from None
 
 
 def load_table(address: str, config: Config | None = None, io: FileIO | None = None) -> Table:

@@ -39,31 +39,21 @@ from icectl.catalog.sql import SqlCatalog
 from icectl.config import Config, load_config
 from icectl.errors import CommitConflictError, IcectlError, RefusedError, UsageError
 from icectl.spec.metadata import TableMetadata
-from icectl.spec.requirements import AssertTableUUID, RequirementFailedError
-from icectl.spec.updates import (
-    TableChange,
-    add_snapshot,
-    int_property,
-    prepare_commit,
-    set_properties,
+from icectl.spec.properties import (
+    COMMIT_MAX_RETRY_WAIT_MS,
+    COMMIT_MIN_RETRY_WAIT_MS,
+    COMMIT_NUM_RETRIES,
+    COMMIT_TOTAL_RETRY_TIME_MS,
+    METADATA_DELETE_AFTER_COMMIT,
 )
+from icectl.spec.requirements import AssertTableUUID, RequirementFailedError
+from icectl.spec.updates import TableChange, add_snapshot, prepare_commit, set_properties
 from icectl.storage import FileIO, basename, checksum_sidecar, delete_quietly, local_path, parent, scheme_of
 from icectl.table import Table
 from icectl.table.delete_fence import metadata_files_to_delete
 from icectl.table.write_guard import check_metadata_sound
 
-# TableProperties names and defaults (Iceberg 1.10).
-COMMIT_NUM_RETRIES = ("commit.retry.num-retries", 4)
-COMMIT_MIN_RETRY_WAIT_MS = ("commit.retry.min-wait-ms", 100)
-COMMIT_MAX_RETRY_WAIT_MS = ("commit.retry.max-wait-ms", 60_000)
-COMMIT_TOTAL_RETRY_TIME_MS = ("commit.retry.total-timeout-ms", 1_800_000)
-METADATA_DELETE_AFTER_COMMIT = "write.metadata.delete-after-commit.enabled"  # default false
-
 _MAX_LONG = (1 << 63) - 1
-
-
-def _bool_property(properties: Mapping[str, str], key: str) -> bool:
-    return properties.get(key, "false").strip().lower() == "true"  # Java's Boolean.parseBoolean
 
 
 # ---------------------------------------------------------------------------------------------
@@ -99,7 +89,7 @@ def delete_removed_metadata_files(io: FileIO, base: TableMetadata, new: TableMet
     Unlike Java, only what the delete fence allows (:func:`icectl.table.delete_fence.metadata_files_to_delete`):
     a log entry naming a data file, a manifest or a file outside the table is never deleted.
     """
-    if not _bool_property(new.properties, METADATA_DELETE_AFTER_COMMIT):
+    if not METADATA_DELETE_AFTER_COMMIT.parse(new.properties):
         return []
     candidates = removed_metadata_files(base, new, base_location=base_location, new_location=new_location)
     deleted = []
@@ -123,17 +113,17 @@ def delete_removed_metadata_files(io: FileIO, base: TableMetadata, new: TableMet
 class RetryPolicy:
     """``commit.retry.*`` as Java's ``Tasks.exponentialBackoff(min, max, total, 2.0)`` applies them."""
 
-    num_retries: int = COMMIT_NUM_RETRIES[1]
-    min_wait_ms: int = COMMIT_MIN_RETRY_WAIT_MS[1]
-    max_wait_ms: int = COMMIT_MAX_RETRY_WAIT_MS[1]
-    total_timeout_ms: int = COMMIT_TOTAL_RETRY_TIME_MS[1]
+    num_retries: int = COMMIT_NUM_RETRIES.default
+    min_wait_ms: int = COMMIT_MIN_RETRY_WAIT_MS.default
+    max_wait_ms: int = COMMIT_MAX_RETRY_WAIT_MS.default
+    total_timeout_ms: int = COMMIT_TOTAL_RETRY_TIME_MS.default
 
     @classmethod
     def from_properties(cls, properties: Mapping[str, str]) -> RetryPolicy:
-        return cls(max(0, int_property(properties, COMMIT_NUM_RETRIES)),
-                   max(0, int_property(properties, COMMIT_MIN_RETRY_WAIT_MS)),
-                   max(0, int_property(properties, COMMIT_MAX_RETRY_WAIT_MS)),
-                   max(0, int_property(properties, COMMIT_TOTAL_RETRY_TIME_MS)))
+        return cls(max(0, COMMIT_NUM_RETRIES.parse(properties)),
+                   max(0, COMMIT_MIN_RETRY_WAIT_MS.parse(properties)),
+                   max(0, COMMIT_MAX_RETRY_WAIT_MS.parse(properties)),
+                   max(0, COMMIT_TOTAL_RETRY_TIME_MS.parse(properties)))
 
     def gives_up(self, attempt: int, elapsed_ms: float) -> bool:
         """After failed attempt ``attempt`` (1-based): Java stops at num-retries + 1 attempts, or

@@ -24,15 +24,9 @@ from dataclasses import dataclass
 
 from icectl.catalog.hadoop import is_version_file, version_of
 from icectl.spec.metadata import TableMetadata
+from icectl.spec.properties import OWN_PATH_PROPERTIES, WRITE_METADATA_PATH
 from icectl.storage import basename, file_key, local_path, parent, scheme_of
 from icectl.table import Table
-
-# Where Iceberg Java writes a table's own data and metadata files when set (TableProperties; the
-# last two are deprecated spellings of write.data.path).
-OWN_PATH_PROPERTIES = ("write.data.path", "write.metadata.path", "write.object-storage.path",
-                       "write.folder-storage.path")
-WRITE_METADATA_PATH = "write.metadata.path"
-
 
 # Inside identity_cache(): path -> identity and folder -> real folder, for one operation only.
 _CACHE: contextvars.ContextVar[tuple[dict[str, str], dict[str, str]] | None] = contextvars.ContextVar(

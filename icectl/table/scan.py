@@ -13,7 +13,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from icectl import progress
-from icectl.codec.manifest_reader import probe_avro_file, read_manifest, read_manifest_list, read_manifest_metadata
+from icectl.codec.avro import probe_avro_file
+from icectl.codec.manifest_reader import read_manifest, read_manifest_list, read_manifest_metadata
 from icectl.errors import CorruptInputError, IcectlError, NotFoundError
 from icectl.spec.manifest import ManifestContent, ManifestEntry, ManifestFile
 from icectl.spec.metadata import TableMetadata
@@ -25,14 +26,6 @@ from icectl.table.scan_v4 import TreeManifest, read_tree_entries, tree_manifests
 DEFAULT_WORKERS = min(16, 4 * (os.cpu_count() or 2))
 
 
-def _with_path(e: IcectlError, path: str) -> IcectlError:
-    """Name the file in a decoding error raised by code that only saw bytes."""
-    if path not in e.message:
-        e.message = f"{e.message} in {path}"
-    e.path = e.path or path
-    return e
-
-
 def manifests_of(metadata: TableMetadata, snapshot: Snapshot, io: FileIO) -> list[ManifestFile]:
     """The manifests of a snapshot: its manifest list, or a v1 snapshot's embedded ``manifests``, or
     a v4 snapshot's leaves and root-level file groups (:mod:`icectl.table.scan_v4`)."""
@@ -41,7 +34,7 @@ def manifests_of(metadata: TableMetadata, snapshot: Snapshot, io: FileIO) -> lis
         try:
             return list(read_manifest_list(data, format_version=metadata.format_version))
         except IcectlError as e:
-            raise _with_path(e, snapshot.manifest_list) from None
+            raise e.in_file(snapshot.manifest_list) from None
     if snapshot.manifests is not None:
         return [_embedded_manifest(path, io) for path in snapshot.manifests]
     if snapshot.root_manifest:
@@ -54,17 +47,9 @@ def _embedded_manifest(path: str, io: FileIO) -> ManifestFile:
     try:
         meta = read_manifest_metadata(io.read(path))
     except IcectlError as e:
-        raise _with_path(e, path) from None
+        raise e.in_file(path) from None
     spec_id = int(meta.get("partition-spec-id", "0") or 0)
     return ManifestFile(manifest_path=path, manifest_length=io.size(path), partition_spec_id=spec_id)
-
-
-def partition_type(metadata: TableMetadata, spec_id: int) -> StructType:
-    """The partition tuple type of a spec, resolved against the current and older schemas."""
-    spec = metadata.spec_by_id(spec_id)
-    if spec is None:
-        raise CorruptInputError(f"manifest uses partition spec {spec_id}, which the table metadata lacks")
-    return spec.partition_type(metadata.schema(), metadata.schemas)
 
 
 def _read_entries(metadata: TableMetadata, io: FileIO, manifest: ManifestFile, ptype: StructType,
@@ -76,7 +61,7 @@ def _read_entries(metadata: TableMetadata, io: FileIO, manifest: ManifestFile, p
         return list(read_manifest(data, manifest=manifest, partition_type=ptype,
                                   format_version=metadata.format_version, fields=fields))
     except IcectlError as e:
-        raise _with_path(e, manifest.manifest_path) from None
+        raise e.in_file(manifest.manifest_path) from None
 
 
 def iter_entries(
@@ -97,7 +82,7 @@ def iter_entries(
     todo = list(manifests)
     if not todo:
         return
-    ptypes = {sid: partition_type(metadata, sid) for sid in {m.partition_spec_id for m in todo}}
+    ptypes = {sid: metadata.partition_type(sid) for sid in {m.partition_spec_id for m in todo}}
     with (progress.task("reading manifests", len(todo)) as advance,
           ThreadPoolExecutor(max_workers=max(1, min(workers, len(todo)))) as pool):
         pending: deque[tuple[ManifestFile, Future[list[ManifestEntry]]]] = deque()

@@ -20,19 +20,17 @@ from dataclasses import dataclass, field
 from pyroaring import BitMap64
 
 from icectl.codec.manifest_reader import read_manifest, read_manifest_metadata
-from icectl.codec.root_manifest import (
+from icectl.codec.root_manifest import manifest_dv_positions, read_v4_manifest, v4_format_version
+from icectl.errors import CorruptInputError, IcectlError
+from icectl.spec.content_entry import (
     ContentEntry,
     V4Manifest,
     leaf_entries,
     live_manifest_dvs,
-    manifest_dv_positions,
     manifest_entry_of,
     manifest_file_of,
-    read_v4_manifest,
-    v4_format_version,
     with_inherited,
 )
-from icectl.errors import CorruptInputError, IcectlError
 from icectl.spec.manifest import DataFileContent, ManifestContent, ManifestEntry, ManifestEntryStatus, ManifestFile
 from icectl.spec.metadata import TableMetadata
 from icectl.spec.schema import IcebergType, StructType
@@ -57,23 +55,9 @@ def partition_field_types(metadata: TableMetadata) -> dict[int, IcebergType]:
     """Partition field id -> result type, over every spec of the table."""
     out: dict[int, IcebergType] = {}
     for spec in metadata.partition_specs:
-        for f in spec.partition_type(metadata.schema(), metadata.schemas).fields:
+        for f in metadata.partition_type(spec).fields:
             out.setdefault(f.field_id, f.field_type)
     return out
-
-
-def _spec_type(metadata: TableMetadata, spec_id: int) -> StructType:
-    spec = metadata.spec_by_id(spec_id)
-    if spec is None:
-        raise CorruptInputError(f"v4 entry uses partition spec {spec_id}, which the table metadata lacks")
-    return spec.partition_type(metadata.schema(), metadata.schemas)
-
-
-def _named(e: IcectlError, path: str) -> IcectlError:
-    if path not in e.message:
-        e.message = f"{e.message} in {path}"
-    e.path = e.path or path
-    return e
 
 
 def read_root(metadata: TableMetadata, snapshot: Snapshot, io: FileIO, data: bytes | None = None) -> V4Manifest:
@@ -85,7 +69,7 @@ def read_root(metadata: TableMetadata, snapshot: Snapshot, io: FileIO, data: byt
         root = read_v4_manifest(io.read(path) if data is None else data,
                                 partition_types=partition_field_types(metadata))
     except IcectlError as e:
-        raise _named(e, path) from None
+        raise e.in_file(path) from None
     if root.content != "root":
         raise CorruptInputError(f"root manifest {path} has content {root.content!r}, expected 'root'", path=path)
     entries = [with_inherited(e, snapshot.snapshot_id, snapshot.sequence_number) for e in root.entries]
@@ -104,7 +88,7 @@ def dv_positions(e: ContentEntry, io: FileIO) -> BitMap64:
     try:
         return manifest_dv_positions(e, blob)
     except IcectlError as err:
-        raise _named(err, e.location) from None
+        raise err.in_file(e.location) from None
 
 
 def tree_manifests(metadata: TableMetadata, snapshot: Snapshot, io: FileIO,
@@ -126,7 +110,7 @@ def tree_manifests(metadata: TableMetadata, snapshot: Snapshot, io: FileIO,
     groups: dict[tuple[ManifestContent, int], list[ManifestEntry]] = {}
     for e in root.entries:
         if e.is_file:
-            me = manifest_entry_of(e, _spec_type(metadata, e.partition_spec_id))
+            me = manifest_entry_of(e, metadata.partition_type(e.partition_spec_id, used_by="v4 entry"))
             content = ManifestContent.DATA if me.data_file.content == DataFileContent.DATA else ManifestContent.DELETES
             groups.setdefault((content, e.partition_spec_id), []).append(me)
     for (content, spec_id), entries in groups.items():
@@ -190,8 +174,8 @@ def tree_files(metadata: TableMetadata, snapshot: Snapshot, io: FileIO) -> TreeF
 def leaf_rows(metadata: TableMetadata, io: FileIO, manifest: ManifestFile) -> list[tuple[str, DataFileContent, bool]]:
     """Every row of a leaf in file order (a row's index is its manifest-DV ordinal): file path,
     content and whether the row is live (not DELETED); no manifest DV applied."""
-    rows = read_leaf(metadata, io, manifest, _spec_type(metadata, manifest.partition_spec_id),
-                     fields=("content", "file_path", "file_format"))
+    ptype = metadata.partition_type(manifest.partition_spec_id, used_by="v4 entry")
+    rows = read_leaf(metadata, io, manifest, ptype, fields=("content", "file_path", "file_format"))
     return [(e.data_file.file_path, e.data_file.content, e.is_live) for e in rows]
 
 
@@ -210,7 +194,7 @@ def read_leaf(metadata: TableMetadata, io: FileIO, manifest: ManifestFile, ptype
         return list(read_manifest(raw, manifest=manifest, partition_type=ptype,
                                   format_version=metadata.format_version, fields=wanted))
     except IcectlError as e:
-        raise _named(e, path) from None
+        raise e.in_file(path) from None
 
 
 def read_tree_entries(metadata: TableMetadata, io: FileIO, manifest: TreeManifest, ptype: StructType,

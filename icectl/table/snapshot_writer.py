@@ -21,18 +21,13 @@ from dataclasses import dataclass, field
 from icectl.errors import NotFoundError, RefusedError
 from icectl.spec.metadata import MIN_ROW_LINEAGE_VERSION, TableMetadata
 from icectl.spec.snapshots import MAIN_BRANCH, Snapshot
-from icectl.storage import delete_quietly, join
+from icectl.storage import delete_quietly
 from icectl.table import Table
 from icectl.table.commit import CommitResult, add_snapshot, commit, discard_on_failure, new_snapshot_id
 from icectl.table.layout import Attempt, SnapshotLayout, WrittenIndex
 from icectl.table.summary import SummaryBuilder
 
 Stage = Callable[[TableMetadata], tuple[TableMetadata, Sequence[tuple[str, Snapshot]]]]
-
-
-def metadata_dir(table: Table) -> str:
-    """The table's metadata folder, where new manifests, lists and roots go."""
-    return join(table.metadata.location or table.address.table_dir or "", "metadata")
 
 
 def branch_head(md: TableMetadata, branch: str, identifier: str, *, create_branch: bool = False) -> Snapshot | None:
@@ -125,7 +120,7 @@ def write_snapshot(table: Table, branch: str, change: SnapshotChange, *, snapsho
     (default :func:`branch_head`).
     """
     snapshot_id = snapshot_id if snapshot_id is not None else new_snapshot_id(table.metadata)
-    folder = metadata_dir(table)
+    folder = table.metadata_folder
     written = list(change.written)
     indexes: dict[str, WrittenIndex] = {}
     attempts = 0

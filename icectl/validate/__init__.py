@@ -27,7 +27,7 @@ from icectl.spec.metadata import TableMetadata
 from icectl.spec.snapshots import Snapshot
 from icectl.storage import FileIO
 from icectl.table import Table
-from icectl.table.scan import DEFAULT_WORKERS, partition_type
+from icectl.table.scan import DEFAULT_WORKERS
 from icectl.validate import delete_rules, file_rules, manifest_list_rules, manifest_rules, metadata_rules, v4_rules
 from icectl.validate.context import Context
 from icectl.validate.rules import (
@@ -275,7 +275,7 @@ def _check_snapshots(ctx: Context, snapshots: list[Snapshot]) -> tuple[set[str],
 def _recheck_row(ctx: Context, list_path: str | None, m: ManifestFile, ordinal: int) -> None:
     s = ctx.summaries[m.manifest_path]
     if manifest_list_rules.check_manifest_file(ctx, list_path, m, ordinal) and s.totals is not None:
-        ptype = partition_type(ctx.metadata, m.partition_spec_id)
+        ptype = ctx.metadata.partition_type(m.partition_spec_id)
         manifest_list_rules.check_against_entries(ctx, list_path, m, ordinal, s.totals, ptype, None)
 
 

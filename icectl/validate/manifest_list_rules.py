@@ -96,9 +96,7 @@ def read_list(ctx: Context, snap: Snapshot, data: bytes | NotFoundError | None =
         try:
             return list(read_manifest_list(data, format_version=ctx.metadata.format_version))
         except IcectlError as e:
-            e.path = e.path or snap.manifest_list
-            e.message = e.message if snap.manifest_list in e.message else f"{e.message} in {snap.manifest_list}"
-            raise
+            raise e.in_file(snap.manifest_list) from None
     except NotFoundError as e:
         ctx.reporter.report(LIST_EXISTS, snap.manifest_list, f"snapshot {snap.snapshot_id}'s manifest list "
                             f"is missing ({e.message})", entry=f"snapshot {snap.snapshot_id}",

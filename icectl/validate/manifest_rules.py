@@ -21,7 +21,6 @@ from icectl.spec.partitioning import PartitionSpec
 from icectl.spec.schema import IcebergType, PrimitiveType, Schema, StructType
 from icectl.spec.transforms import BucketTransform, IdentityTransform
 from icectl.spec.values import from_bytes
-from icectl.table.scan import partition_type
 from icectl.validate import delete_rules
 from icectl.validate.context import Context, LiveFile, ManifestSummary
 from icectl.validate.manifest_list_rules import (
@@ -124,9 +123,7 @@ def _check_manifest(ctx: Context, list_path: str | None, m: ManifestFile, ordina
     try:
         kv = read_manifest_metadata(data)
     except IcectlError as e:
-        e.path = e.path or path
-        e.message = f"{e.message} in {path}" if path not in e.message else e.message
-        raise
+        raise e.in_file(path) from None
     if "schema-id" not in kv:
         rep.report(SCHEMA_ID_KEY, path, "manifest metadata has no 'schema-id' key", key="schema-id")
     required = ["schema", "partition-spec", "partition-spec-id"]
@@ -144,7 +141,7 @@ def _check_manifest(ctx: Context, list_path: str | None, m: ManifestFile, ordina
     if "partition-spec-id" in kv and kv["partition-spec-id"] != str(m.partition_spec_id):
         rep.report(SPEC_ID, path, f"manifest says partition-spec-id {kv['partition-spec-id']}, the manifest list "
                    f"says {m.partition_spec_id}", manifest=kv["partition-spec-id"], listed=m.partition_spec_id)
-    ptype = partition_type(md, m.partition_spec_id)
+    ptype = md.partition_type(m.partition_spec_id)
     spec = md.spec_by_id(m.partition_spec_id)
     assert spec is not None  # checked by check_manifest_file
     schema = ctx.manifest_schema(kv.get("schema")) or md.schema()
@@ -165,9 +162,7 @@ def _check_manifest(ctx: Context, list_path: str | None, m: ManifestFile, ordina
                 else:
                     summary.explicit_row_ids.append((df.first_row_id, df.first_row_id + df.record_count))
     except IcectlError as e:
-        e.path = e.path or path
-        e.message = f"{e.message} in {path}" if path not in e.message else e.message
-        raise
+        raise e.in_file(path) from None
     check_against_entries(ctx, list_path, m, ordinal, totals, ptype, kv.get("content"), list_rules)
     summary.totals = totals
     summary.explicit_row_ids = _merge_adjacent(summary.explicit_row_ids)

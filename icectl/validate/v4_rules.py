@@ -21,7 +21,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from icectl.codec.manifest_reader import read_manifest_metadata
-from icectl.codec.root_manifest import (
+from icectl.codec.root_manifest import read_v4_manifest, v4_format_version
+from icectl.errors import CorruptInputError, IcectlError, NotFoundError, UnsupportedError
+from icectl.spec.content_entry import (
     DATA,
     DELETES,
     FILE_TYPES,
@@ -31,11 +33,8 @@ from icectl.codec.root_manifest import (
     ContentType,
     data_file_of,
     manifest_entry_of,
-    read_v4_manifest,
-    v4_format_version,
     with_inherited,
 )
-from icectl.errors import CorruptInputError, IcectlError, NotFoundError, UnsupportedError
 from icectl.spec.manifest import (
     DataFileContent,
     ManifestContent,
@@ -47,7 +46,7 @@ from icectl.spec.manifest import (
 from icectl.spec.schema import IcebergType
 from icectl.spec.snapshots import Snapshot
 from icectl.spec.values import from_bytes
-from icectl.table.scan import DEFAULT_WORKERS, partition_type
+from icectl.table.scan import DEFAULT_WORKERS
 from icectl.table.scan_v4 import partition_field_types
 from icectl.validate import delete_rules, manifest_rules
 from icectl.validate.context import Context, LiveFile, ManifestSummary
@@ -235,16 +234,6 @@ def _metadata_rules(ctx: Context, kv: dict[str, str], path: str, level: str, sna
     return True
 
 
-def _named(e: IcectlError, path: str) -> IcectlError:
-    if path not in e.message:
-        e.message = f"{e.message} in {path}"
-    e.path = e.path or path
-    return e
-
-
-# --------------------------------------------------------------------------- leaves
-
-
 def _manifest_file(e: ContentEntry) -> ManifestFile:
     """The manifest-list row a root's manifest entry (inheritance applied) stands for."""
     ms, vi = e.manifest_stats, e.version_info
@@ -269,8 +258,8 @@ def _check_v4_leaf(ctx: Context, root: str, ordinal: int, m: ManifestFile, kv: d
     try:
         leaf = read_v4_manifest(data, partition_types=partition_field_types(md))
     except IcectlError as err:
-        raise _named(err, path) from None
-    ptype = partition_type(md, m.partition_spec_id)
+        raise err.in_file(path) from None
+    ptype = md.partition_type(m.partition_spec_id)
     spec = md.spec_by_id(m.partition_spec_id)
     assert spec is not None  # checked by check_manifest_file
     totals = EntryTotals(partitions=[PartitionStats() for _ in ptype.fields])
@@ -331,7 +320,7 @@ def _check_leaf(ctx: Context, state: V4State, root: str, i: int, m: ManifestFile
         summary = (_check_v4_leaf(ctx, root, i, m, kv, data) if version >= 4
                    else manifest_rules.check_manifest(ctx, root, m, i, data, LEAF_RULES))
     except UnsupportedError as err:
-        raise _named(err, m.manifest_path) from None
+        raise err.in_file(m.manifest_path) from None
     except CorruptInputError as err:  # a finding; the other leaves are still checked
         report_unreadable(ctx, manifest_rules.READABLE, m.manifest_path, err, entry=f"{root}#{i}",
                           what=f"leaf {m.manifest_path}", manifest_path=m.manifest_path)
@@ -365,13 +354,13 @@ def check_root_snapshot(ctx: Context, state: V4State, pool: ThreadPoolExecutor, 
             return
         raw = read_v4_manifest(data, partition_types=partition_field_types(md)).entries
     except UnsupportedError as err:
-        raise _named(err, root) from None
+        raise err.in_file(root) from None
     except CorruptInputError as err:  # a finding; the other snapshots are still checked
         report_unreadable(ctx, LIST_READABLE, root, err, entry=f"snapshot {snap.snapshot_id}",
                           what=f"snapshot {snap.snapshot_id}'s root manifest", snapshot_id=snap.snapshot_id)
         return
     except IcectlError as err:
-        raise _named(err, root) from None
+        raise err.in_file(root) from None
     state.roots += 1
     state.entries += len(raw)
     sid, seq = snap.snapshot_id, snap.sequence_number
@@ -482,7 +471,7 @@ def _recheck_stats(ctx: Context, state: V4State, root: str, i: int, m: ManifestF
     s = ctx.summaries.get(m.manifest_path)
     if s is None or s.totals is None:
         return  # claimed by an earlier entry of this root, or unreadable
-    ptype = partition_type(ctx.metadata, m.partition_spec_id)
+    ptype = ctx.metadata.partition_type(m.partition_spec_id)
     check_against_entries(ctx, root, m, i, s.totals, ptype, state.leaves.get(m.manifest_path), LEAF_RULES)
 
 
@@ -505,7 +494,7 @@ def _root_files(ctx: Context, snap: Snapshot, root: str, size: int,
     for (kind, spec_id), ordinals in groups.items():
         spec = md.spec_by_id(spec_id)
         assert spec is not None
-        ptype = partition_type(md, spec_id)
+        ptype = md.partition_type(spec_id)
         m = ManifestFile(manifest_path=root, manifest_length=size, partition_spec_id=spec_id, content=kind,
                          sequence_number=snap.sequence_number, min_sequence_number=snap.sequence_number,
                          added_snapshot_id=snap.snapshot_id)

@@ -14,11 +14,10 @@ from typing import Any
 import fastavro
 import pytest
 
+from icectl.codec.avro import avro_field_name, decimal_required_bytes
 from icectl.codec.manifest_reader import read_manifest, read_manifest_list, read_manifest_metadata
 from icectl.codec.manifest_writer import (
     UNASSIGNED_SEQ,
-    avro_field_name,
-    decimal_required_bytes,
     manifest_avro_schema,
     manifest_list_avro_schema,
     write_manifest,

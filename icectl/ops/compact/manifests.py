@@ -60,8 +60,7 @@ from icectl.table import Table
 from icectl.table.commit import new_snapshot_id
 from icectl.table.layout import SnapshotLayout
 from icectl.table.layout.manifest_list import ManifestListLayout, manifest_list_path
-from icectl.table.scan import check_manifests_intact, iter_entries, manifests_of, partition_type
-from icectl.table.snapshot_writer import metadata_dir
+from icectl.table.scan import check_manifests_intact, iter_entries, manifests_of
 from icectl.table.write_guard import check_writable
 
 
@@ -109,7 +108,7 @@ def plan_compaction(table: Table, options: CompactOptions, metadata: TableMetada
         if spec is None:
             raise CorruptInputError(f"manifest uses partition spec {spec_id}, which the table metadata lacks",
                                     path=ms[0].manifest_path)
-        shape = shapes[spec_id, content] = ManifestShape(md, spec, partition_type(md, spec_id),
+        shape = shapes[spec_id, content] = ManifestShape(md, spec, md.partition_type(spec_id),
                                                          ManifestContent(content), snapshot_id)
         rewrite, reason = decide(ms, target, options.min_manifests, len(shape.encode([])))
         groups.append(GroupPlan(spec_id, ManifestContent(content), ms, rewrite, reason))
@@ -132,7 +131,7 @@ def plan_compaction(table: Table, options: CompactOptions, metadata: TableMetada
                 g.reason = (f"rewriting would not improve {len(g.manifests)} manifests "
                             f"({g.live_entries} live entries, {capacity} per manifest at the target size)")
     return CompactPlan(table.identifier, md, options.branch, head, target, groups, snapshot_id, str(uuid.uuid4()),
-                       metadata_dir(table), base_manifests=manifests)
+                       table.metadata_folder, base_manifests=manifests)
 
 
 def _live_manifests(table: Table, md: TableMetadata, head: Snapshot) -> list[ManifestFile]:
@@ -202,7 +201,7 @@ def verify_group(md: TableMetadata, io: FileIO, group: GroupPlan, written: Seque
     """Read the new manifests back as readers will (inheritance included) and compare their live
     entries with the replaced manifests': snapshot ids, sequence numbers and every data_file field."""
     seq = md.last_sequence_number + 1 if md.format_version >= 2 else 0
-    ptype = partition_type(md, group.spec_id)
+    ptype = md.partition_type(group.spec_id)
     got: list[ManifestEntry] = []
     for w in written:
         m = dataclasses.replace(w.manifest, sequence_number=seq, min_sequence_number=seq)
@@ -223,7 +222,7 @@ def write_compaction(table: Table, plan: CompactPlan) -> list[WrittenManifest]:
     def one(g: GroupPlan, b: Bin, path: str) -> WrittenManifest:
         spec = md.spec_by_id(g.spec_id)
         assert spec is not None
-        result = ManifestShape(md, spec, partition_type(md, g.spec_id), g.content, plan.snapshot_id).write(b.entries)
+        result = ManifestShape(md, spec, md.partition_type(g.spec_id), g.content, plan.snapshot_id).write(b.entries)
         table.io.write(path, result.data)
         mf = result.to_manifest_file(path, len(result.data), g.spec_id, plan.snapshot_id, UNASSIGNED_SEQ,
                                      _first_row_id(md, g.content, b))

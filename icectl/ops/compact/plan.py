@@ -28,11 +28,10 @@ from icectl.spec.manifest import (
 )
 from icectl.spec.metadata import TableMetadata
 from icectl.spec.partitioning import PartitionSpec
+from icectl.spec.properties import MANIFEST_TARGET_SIZE_BYTES
 from icectl.spec.schema import StructType
 from icectl.spec.snapshots import MAIN_BRANCH, Snapshot
 
-TARGET_SIZE_PROPERTY = "commit.manifest.target-size-bytes"
-DEFAULT_TARGET_SIZE = 8 * 1024 * 1024  # Java's TableProperties.MANIFEST_TARGET_SIZE_BYTES_DEFAULT
 # A group counts as compact when it has no more manifests than its bytes need at this fraction of
 # the target: manifests rolled at the target come out a little under it, and must not be redone.
 COMPACT_FILL = 0.9
@@ -58,17 +57,7 @@ def parse_size(text: str) -> int:
 
 
 def table_target_size(md: TableMetadata) -> int:
-    raw = md.properties.get(TARGET_SIZE_PROPERTY)
-    if raw is None:
-        return DEFAULT_TARGET_SIZE
-    try:
-        value = int(raw.strip())
-    except ValueError:
-        value = 0
-    if value <= 0:
-        raise CorruptInputError(f"table property {TARGET_SIZE_PROPERTY}={raw!r} is not a positive integer",
-                                hint="fix or remove it, or pass --target-size")
-    return value
+    return MANIFEST_TARGET_SIZE_BYTES.parse(md.properties)
 
 
 @dataclass(frozen=True)

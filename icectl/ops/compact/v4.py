@@ -86,10 +86,9 @@ from icectl.storage import FileIO, join
 from icectl.table import Table
 from icectl.table.commit import new_snapshot_id
 from icectl.table.layout import SnapshotLayout
-from icectl.table.layout.root import RootLayout, column_types, unified_partition_type, write_leaf
-from icectl.table.scan import DEFAULT_WORKERS, check_manifests_intact, partition_type
+from icectl.table.layout.root import RootLayout, column_types, write_leaf
+from icectl.table.scan import DEFAULT_WORKERS, check_manifests_intact
 from icectl.table.scan_v4 import dv_positions, read_leaf, read_root
-from icectl.table.snapshot_writer import metadata_dir
 
 KEEP_FILL = 0.5  # a leaf at least this fraction of the target (without DV, not oversized) is kept
 EXISTING, ADDED = ManifestEntryStatus.EXISTING, ManifestEntryStatus.ADDED
@@ -214,7 +213,7 @@ def plan_v4_compaction(table: Table, options: CompactOptions, metadata: TableMet
         if e.is_manifest:
             leaves.setdefault(key, []).append(manifest_file_of(e))
         else:
-            files.setdefault(key, []).append(manifest_entry_of(e, partition_type(md, e.partition_spec_id)))
+            files.setdefault(key, []).append(manifest_entry_of(e, md.partition_type(e.partition_spec_id)))
     live_leaves = {e.location for e in root.entries if e.is_live and e.is_manifest}
     dv_entries = live_manifest_dvs(root.entries)
     orphan = sorted(set(dv_entries) - live_leaves)
@@ -225,14 +224,14 @@ def plan_v4_compaction(table: Table, options: CompactOptions, metadata: TableMet
         keys = leaves.keys() | files.keys()
         check_sort_by(md, {sid for sid, _ in keys} or {s.spec_id for s in md.partition_specs}, options.sort_by)
     snapshot_id = new_snapshot_id(md)
-    unified = unified_partition_type(md)
+    unified = md.unified_partition_type()
     groups: list[V4GroupPlan] = []
     shapes: dict[tuple[int, int], V4LeafShape] = {}
     for key in sorted(leaves.keys() | files.keys()):
         spec = md.spec_by_id(key[0])
         if spec is None:
             raise CorruptInputError(f"root entry uses partition spec {key[0]}, which the table metadata lacks")
-        shape = shapes[key] = V4LeafShape(md, spec, partition_type(md, key[0]), ManifestContent(key[1]),
+        shape = shapes[key] = V4LeafShape(md, spec, md.partition_type(key[0]), ManifestContent(key[1]),
                                           snapshot_id, unified)
         groups.append(_decide_group(key, leaves.get(key, []), files.get(key, []), dv_entries, options, target,
                                     len(shape.encode([]))))
@@ -252,7 +251,7 @@ def plan_v4_compaction(table: Table, options: CompactOptions, metadata: TableMet
             g.kept_leaves = len(g.manifests)
     root_deleted = sum(1 for e in root.entries if not e.is_live)
     return V4CompactPlan(table.identifier, md, options.branch, head, target, groups, snapshot_id, str(uuid.uuid4()),
-                         metadata_dir(table), root=root, root_deleted=root_deleted)
+                         table.metadata_folder, root=root, root_deleted=root_deleted)
 
 
 def _read_checked_root(table: Table, md: TableMetadata, head: Snapshot, known: V4Manifest | None = None) -> V4Manifest:
@@ -271,7 +270,7 @@ def _read_checked_root(table: Table, md: TableMetadata, head: Snapshot, known: V
     single = single_valued_ids(md.schemas)
     for i, e in enumerate(root.entries):
         if e.is_live and e.is_file and _entry_key(e) not in checked:
-            refuse_impossible(manifest_entry_of(e, partition_type(md, e.partition_spec_id)).data_file, single,
+            refuse_impossible(manifest_entry_of(e, md.partition_type(e.partition_spec_id)).data_file, single,
                               f"{head.root_manifest}#{i}")
     return root
 
@@ -312,7 +311,7 @@ def _read_inputs(table: Table, md: TableMetadata, groups: list[V4GroupPlan], dvs
     def read(job: tuple[V4GroupPlan, ManifestFileRow]) -> tuple[list[ManifestEntry], BitMap64 | None]:
         g, m = job
         dv = dv_positions(dvs[m.manifest_path], table.io) if m.manifest_path in dvs else None
-        return read_leaf(md, table.io, m, partition_type(md, g.spec_id)), dv
+        return read_leaf(md, table.io, m, md.partition_type(g.spec_id)), dv
 
     with progress.task("reading leaves", len(jobs)) as advance, \
             ThreadPoolExecutor(max(1, min(DEFAULT_WORKERS, len(jobs)))) as pool:
@@ -375,7 +374,7 @@ def verify_v4_group(md: TableMetadata, io: FileIO, group: V4GroupPlan, written: 
     got: list[ManifestEntry] = []
     for w in written:
         e = _completed(w.entry, 0, seq)
-        rows = read_leaf(md, io, manifest_file_of(e), partition_type(md, group.spec_id))  # from storage
+        rows = read_leaf(md, io, manifest_file_of(e), md.partition_type(group.spec_id))  # from storage
         if any(r.status != EXISTING for r in rows) or len(rows) != w.entries:
             raise IcectlError(f"leaf {e.location} does not hold what was written", path=e.location)
         got.extend(rows)
@@ -400,13 +399,13 @@ def _first_row_id(content: ManifestContent, b: Bin) -> int | None:
 def write_v4_compaction(table: Table, plan: V4CompactPlan) -> list[WrittenLeaf]:
     """Write the new leaves and check their content; returns them in root order."""
     md = plan.metadata
-    unified = unified_partition_type(md)
+    unified = md.unified_partition_type()
     ftypes: dict[int, IcebergType] = column_types(md)
 
     def one(g: V4GroupPlan, b: Bin, path: str) -> WrittenLeaf:
         spec = md.spec_by_id(g.spec_id)
         assert spec is not None
-        shape = V4LeafShape(md, spec, partition_type(md, g.spec_id), g.content, plan.snapshot_id, unified)
+        shape = V4LeafShape(md, spec, md.partition_type(g.spec_id), g.content, plan.snapshot_id, unified)
         entry = write_leaf(table.io, md, path, shape.content_entries(b.entries), g.content, g.spec_id,
                            partition_type=unified, field_types=ftypes)
         return WrittenLeaf(dataclasses.replace(entry, first_row_id=_first_row_id(g.content, b)), g, len(b.entries))

@@ -22,11 +22,11 @@ import difflib
 import math
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation, localcontext
 from typing import Any, TypeVar
 
 from icectl.errors import CorruptInputError, UnsupportedError, UsageError
+from icectl.ops.create.ddl_lexer import Lexer, Token
 from icectl.ops.create.metadata import (
     MIN_V3_FORMAT_VERSION,
     PartitionRequest,
@@ -86,129 +86,6 @@ _ONE_ARG_TRANSFORMS: dict[str, Transform] = {alias: parse_transform(name) for al
     "void": "void"}.items()}
 _TRANSFORM_HELP = "identity, bucket(n, col), truncate(w, col), year, month, day, hour, void"
 
-_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
-_PUNCT = ",()<>[]:."
-_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "0": "\0"}
-
-
-@dataclass(frozen=True)
-class _Token:
-    kind: str  # ident, quoted (a `backticked` name), number, string, hex, punct, raw, end
-    text: str  # as written, for messages
-    value: str  # the name, the string's content, the number's text, the punctuation
-    pos: int  # 0-based offset of the first character
-
-    def is_word(self, *words: str) -> bool:
-        return self.kind == "ident" and self.value.lower() in words
-
-    def is_punct(self, ch: str) -> bool:
-        return self.kind == "punct" and self.value == ch
-
-
-class _Lexer:
-    """Tokens on demand (one of look-ahead), so CRS text can be read raw."""
-
-    def __init__(self, text: str, what: str) -> None:
-        self.text = text
-        self.what = what
-        self.pos = 0
-        self._peeked: _Token | None = None
-        self.plain_timestamps = 0  # `timestamp` without "with/without time zone": see schema_warnings
-        self.plain_timestamp_columns: list[str] = []
-
-    def error(self, token: _Token, problem: str) -> UsageError:
-        shown = "end of text" if token.kind == "end" else repr(token.text)
-        return UsageError(f"bad {self.what} at character {token.pos + 1} ({shown}): {problem}")
-
-    def peek(self) -> _Token:
-        if self._peeked is None:
-            self._peeked = self._lex()
-        return self._peeked
-
-    def next(self) -> _Token:
-        token = self.peek()
-        self._peeked = None
-        return token
-
-    def accept_punct(self, ch: str) -> bool:
-        if self.peek().is_punct(ch):
-            self.next()
-            return True
-        return False
-
-    def expect_punct(self, ch: str, problem: str) -> _Token:
-        token = self.next()
-        if not token.is_punct(ch):
-            raise self.error(token, problem)
-        return token
-
-    def accept_word(self, *words: str) -> _Token | None:
-        return self.next() if self.peek().is_word(*words) else None
-
-    def raw_until(self, stops: str) -> _Token:
-        """The text up to (not including) the first of ``stops``; for CRS names like ``EPSG:4326``."""
-        if self._peeked is not None:
-            self.pos, self._peeked = self._peeked.pos, None
-        start = self.pos
-        while self.pos < len(self.text) and self.text[self.pos] not in stops:
-            self.pos += 1
-        raw = self.text[start:self.pos]
-        value = raw.strip()
-        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
-            value = value[1:-1]
-        return _Token("raw", raw, value, start + len(raw) - len(raw.lstrip()))
-
-    def _lex(self) -> _Token:
-        text, n = self.text, len(self.text)
-        while self.pos < n and text[self.pos].isspace():
-            self.pos += 1
-        start = self.pos
-        if start >= n:
-            return _Token("end", "", "", n)
-        ch = text[start]
-        if ch in "xX" and start + 1 < n and text[start + 1] == "'":
-            self.pos += 1
-            s = self._quoted("'", start)
-            return _Token("hex", text[start:self.pos], s.value, start)
-        if ch == "`":
-            s = self._quoted("`", start)
-            return _Token("quoted", s.text, s.value, start)
-        if ch in "'\"":
-            return self._quoted(ch, start)
-        if m := _IDENT.match(text, start):
-            self.pos = m.end()
-            return _Token("ident", m.group(), m.group(), start)
-        if m := _NUMBER.match(text, start):
-            self.pos = m.end()
-            return _Token("number", m.group(), m.group(), start)
-        self.pos += 1
-        if ch in _PUNCT:
-            return _Token("punct", ch, ch, start)
-        raise self.error(_Token("punct", ch, ch, start), "unexpected character")
-
-    def _quoted(self, quote: str, start: int) -> _Token:
-        # Strings and `names`: a doubled quote stands for itself; strings also take \ escapes.
-        text, i, out = self.text, self.pos + 1, []
-        while i < len(text):
-            ch = text[i]
-            if ch == quote:
-                if i + 1 < len(text) and text[i + 1] == quote:
-                    out.append(quote)
-                    i += 2
-                    continue
-                self.pos = i + 1
-                return _Token("string", text[start:self.pos], "".join(out), start)
-            if ch == "\\" and quote != "`" and i + 1 < len(text):
-                out.append(_ESCAPES.get(text[i + 1], text[i + 1]))
-                i += 2
-                continue
-            out.append(ch)
-            i += 1
-        what = "name" if quote == "`" else "string"
-        raise self.error(_Token("punct", text[start:start + 20], "", start), f"unterminated quoted {what}")
-
-
 # --------------------------------------------------------------------------- schemas
 
 
@@ -218,7 +95,7 @@ def parse_schema(text: str, *, format_version: int | None = None) -> Schema:
     ``format_version`` (when known) rejects v3-only types and default values early, with the
     position of the offending token; :func:`icectl.ops.create.metadata.new_table_metadata` checks it anyway.
     """
-    lx = _Lexer(text, "schema")
+    lx = Lexer(text, "schema")
     if lx.peek().kind == "end":
         raise lx.error(lx.peek(), "expected at least one column, e.g. 'id long not null, data string'")
     fields = _field_list(lx, format_version, closer=None)
@@ -233,7 +110,7 @@ def schema_warnings(text: str, *, format_version: int | None = None) -> list[str
     users write) is the zoned ``timestamptz``: a table made from the same DDL here and in Spark
     would differ.
     """
-    lx = _Lexer(text, "schema")
+    lx = Lexer(text, "schema")
     _field_list(lx, format_version, closer=None)
     if not lx.plain_timestamp_columns:
         return []
@@ -243,7 +120,7 @@ def schema_warnings(text: str, *, format_version: int | None = None) -> list[str
             "to keep the type without zone (no warning)"]
 
 
-def _field_list(lx: _Lexer, fv: int | None, closer: str | None) -> list[NestedField]:
+def _field_list(lx: Lexer, fv: int | None, closer: str | None) -> list[NestedField]:
     fields: list[NestedField] = []
     seen: dict[str, str] = {}
     while True:
@@ -265,7 +142,7 @@ def _field_list(lx: _Lexer, fv: int | None, closer: str | None) -> list[NestedFi
         raise lx.error(token, f"expected ',', 'not null', 'comment', 'default' or {end}")
 
 
-def _name(lx: _Lexer, what: str) -> _Token:
+def _name(lx: Lexer, what: str) -> Token:
     token = lx.next()
     if token.kind not in ("ident", "quoted"):
         raise lx.error(token, f"expected {what}")
@@ -274,7 +151,7 @@ def _name(lx: _Lexer, what: str) -> _Token:
     return token
 
 
-def _field(lx: _Lexer, fv: int | None) -> NestedField:
+def _field(lx: Lexer, fv: int | None) -> NestedField:
     name = _name(lx, "a column name")
     lx.accept_punct(":")  # struct<a: int> and struct<a int> are both Spark syntax
     type_token = lx.peek()
@@ -313,7 +190,7 @@ def _field(lx: _Lexer, fv: int | None) -> NestedField:
                        has_initial_default=has, has_write_default=has)
 
 
-def _not_null(lx: _Lexer) -> bool:
+def _not_null(lx: Lexer) -> bool:
     if lx.accept_word("not"):
         if not lx.accept_word("null"):
             raise lx.error(lx.peek(), "expected 'null' after 'not'")
@@ -322,14 +199,14 @@ def _not_null(lx: _Lexer) -> bool:
     return False
 
 
-def _int_arg(lx: _Lexer, what: str) -> int:
+def _int_arg(lx: Lexer, what: str) -> int:
     token = lx.next()
     if token.kind != "number" or not token.value.isdigit():
         raise lx.error(token, f"expected {what} (a whole number)")
     return int(token.value)
 
 
-def _type(lx: _Lexer, fv: int | None) -> IcebergType:
+def _type(lx: Lexer, fv: int | None) -> IcebergType:
     token = lx.next()
     if token.kind != "ident":
         raise lx.error(token, f"expected a type; one of {_TYPE_HELP}")
@@ -340,7 +217,7 @@ def _type(lx: _Lexer, fv: int | None) -> IcebergType:
     return t
 
 
-def _nested_type(lx: _Lexer, name: str, fv: int | None) -> IcebergType | None:
+def _nested_type(lx: Lexer, name: str, fv: int | None) -> IcebergType | None:
     if name == "struct":
         lx.expect_punct("<", "expected '<' after struct")
         fields = [] if lx.peek().is_punct(">") else _field_list(lx, fv, closer=">")
@@ -367,12 +244,12 @@ def _nested_type(lx: _Lexer, name: str, fv: int | None) -> IcebergType | None:
     return None
 
 
-def _check_unknown_required(lx: _Lexer, t: IcebergType, required: bool, token: _Token | None = None) -> None:
+def _check_unknown_required(lx: Lexer, t: IcebergType, required: bool, token: Token | None = None) -> None:
     if t == UNKNOWN and required:
         raise lx.error(token or lx.peek(), "unknown can only be the type of optional values")
 
 
-def _primitive_type(lx: _Lexer, token: _Token, name: str) -> IcebergType:
+def _primitive_type(lx: Lexer, token: Token, name: str) -> IcebergType:
     if name in _SIMPLE_TYPES:
         if name == "timestamp" and (zone := lx.accept_word("with", "without")):
             for word in ("time", "zone"):  # SQL's TIMESTAMP WITH[OUT] TIME ZONE
@@ -412,7 +289,7 @@ def _primitive_type(lx: _Lexer, token: _Token, name: str) -> IcebergType:
     raise lx.error(token, f"unknown type{hint}; expected one of {_TYPE_HELP}")
 
 
-def _decimal(lx: _Lexer, name: str) -> DecimalType:
+def _decimal(lx: Lexer, name: str) -> DecimalType:
     precision, scale = _SPARK_DEFAULT_DECIMAL
     if lx.accept_punct("("):
         p_token = lx.peek()
@@ -426,7 +303,7 @@ def _decimal(lx: _Lexer, name: str) -> DecimalType:
     return DecimalType(precision, scale)
 
 
-def _geo_args(lx: _Lexer, name: str, *, allow_algorithm: bool) -> tuple[str | None, str | None]:
+def _geo_args(lx: Lexer, name: str, *, allow_algorithm: bool) -> tuple[str | None, str | None]:
     if not lx.accept_punct("("):
         return None, None
     crs = lx.raw_until(",)" if allow_algorithm else ")")
@@ -453,7 +330,7 @@ _FLOAT_MAX = 3.4028234663852886e38  # Java Float.MAX_VALUE
 _DATE_SPACE_TIME = re.compile(r"^(\d{4}-\d{2}-\d{2}) (\d{2}:)")
 
 
-def _default(lx: _Lexer, t: IcebergType) -> Any:
+def _default(lx: Lexer, t: IcebergType) -> Any:
     """The JSON single value (Appendix D) of a ``default`` literal for a column of type ``t``."""
     token = lx.next()
     if token.is_word(*_TYPED_LITERAL_PREFIXES) and lx.peek().kind == "string":
@@ -472,7 +349,7 @@ def _default(lx: _Lexer, t: IcebergType) -> Any:
         raise lx.error(token, f"not a valid {t} default: {problem}") from None
 
 
-def _literal_json(t: IcebergType, token: _Token) -> Any:
+def _literal_json(t: IcebergType, token: Token) -> Any:
     """The token as the JSON value Appendix D uses for ``t`` (parsed and checked by values.py)."""
     name = getattr(t, "name", "")
     if name == "boolean":
@@ -523,7 +400,7 @@ def _decimal_text(t: DecimalType, text: str) -> str:
 # --------------------------------------------------------------------------- partitions and sorting
 
 
-def _column_ref(lx: _Lexer, schema: Schema, first: _Token | None = None) -> tuple[int, _Token]:
+def _column_ref(lx: Lexer, schema: Schema, first: Token | None = None) -> tuple[int, Token]:
     """A (dotted, optionally `quoted`) column name, resolved exactly, else case-insensitively."""
     start = first or _name(lx, "a column name")
     if start.kind not in ("ident", "quoted"):
@@ -544,7 +421,7 @@ def _column_ref(lx: _Lexer, schema: Schema, first: _Token | None = None) -> tupl
     raise lx.error(start, f"no column named {name!r}{hint}; columns: {', '.join(columns)}")
 
 
-def _term(lx: _Lexer, schema: Schema) -> tuple[Transform, int]:
+def _term(lx: Lexer, schema: Schema) -> tuple[Transform, int]:
     """``col``, ``transform(col)``, ``bucket(n, col)`` / ``truncate(w, col)`` (either order, as Spark)."""
     first = _name(lx, "a column name or a transform such as days(ts)")
     if first.kind != "ident" or not lx.peek().is_punct("("):
@@ -575,7 +452,7 @@ def _term(lx: _Lexer, schema: Schema) -> tuple[Transform, int]:
 R = TypeVar("R")
 
 
-def _items(lx: _Lexer, parse_one: Callable[[], R], check: Callable[[list[R]], object]) -> list[R]:
+def _items(lx: Lexer, parse_one: Callable[[], R], check: Callable[[list[R]], object]) -> list[R]:
     """Comma-separated items; ``check`` runs after each one so an error points at its item."""
     items: list[R] = []
     while True:
@@ -600,7 +477,7 @@ def parse_partition_spec(text: str, schema: Schema, spec_id: int = 0) -> Partiti
     ``name_trunc``, the column name for identity) unless ``... as name`` is given. Empty text
     gives the unpartitioned spec.
     """
-    lx = _Lexer(text, "partition spec")
+    lx = Lexer(text, "partition spec")
     if lx.peek().kind == "end":
         return PartitionSpec(spec_id, ())
 
@@ -618,7 +495,7 @@ def parse_sort_order(text: str, schema: Schema, order_id: int = 1) -> SortOrder:
 
     Empty text gives the unsorted order (id 0).
     """
-    lx = _Lexer(text, "sort order")
+    lx = Lexer(text, "sort order")
     if lx.peek().kind == "end":
         return UNSORTED
 

@@ -32,6 +32,7 @@ from icectl.spec.partitioning import (
     PartitionField,
     PartitionSpec,
 )
+from icectl.spec.properties import COMMIT_PROPERTIES, FORMAT_VERSION_PROPERTY, RESERVED_PROPERTIES
 from icectl.spec.schema import (
     DOUBLE,
     FLOAT,
@@ -68,15 +69,9 @@ MAX_CREATE_FORMAT_VERSION = 3  # v4 tables come from `icectl upgrade`, never fro
 MIN_V3_FORMAT_VERSION = 3  # nanosecond timestamps, variant, unknown, geo types, default values
 INITIAL_SORT_ORDER_ID = 1
 
-# TableProperties.RESERVED_PROPERTIES: derived from metadata, never stored as properties.
-RESERVED_PROPERTIES = frozenset({
-    "format-version", "uuid", "snapshot-count", "current-snapshot-id", "current-snapshot-summary",
-    "current-snapshot-timestamp-ms", "current-schema", "default-partition-spec", "default-sort-order",
-})
 PARQUET_COMPRESSION = "write.parquet.compression-codec"
 PARQUET_COMPRESSION_DEFAULT = "zstd"  # Java sets it on every new table since 1.4.0
-_COMMIT_PROPERTIES = ("commit.retry.num-retries", "commit.retry.min-wait-ms",
-                      "commit.retry.max-wait-ms", "commit.retry.total-timeout-ms")
+_COMMIT_PROPERTIES = tuple(p.name for p in COMMIT_PROPERTIES)
 _METRICS_COLUMN_PREFIX = "write.metadata.metrics.column."
 
 K = TypeVar("K", str, int)
@@ -468,7 +463,7 @@ def new_table_metadata(*, schema: Schema, location: str, partition_spec: Partiti
         hint = "create a v3 table and run `icectl upgrade`" if format_version == 4 else None
         raise UsageError(f"cannot create a table with format version {format_version}: icectl creates "
                          f"versions {MIN_CREATE_FORMAT_VERSION} to {MAX_CREATE_FORMAT_VERSION}", hint=hint)
-    declared = properties.get("format-version")
+    declared = properties.get(FORMAT_VERSION_PROPERTY)
     if declared is not None and declared.strip() != str(format_version):
         raise UsageError(f"table property format-version={declared!r} contradicts format version "
                          f"{format_version}")

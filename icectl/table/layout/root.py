@@ -46,43 +46,20 @@ from icectl.codec.root_manifest import (
 from icectl.errors import CommitConflictError, IcectlError, RefusedError
 from icectl.spec.manifest import ManifestContent, ManifestEntryStatus
 from icectl.spec.metadata import TableMetadata
-from icectl.spec.schema import IcebergType, NestedField, StructType
+from icectl.spec.properties import V4_ROOT_MAX_ADDED_FILES
+from icectl.spec.schema import IcebergType, StructType
 from icectl.spec.snapshots import Snapshot
 from icectl.storage import FileIO, join
 from icectl.table.layout import Attempt, SnapshotLayout, WrittenIndex
 from icectl.table.scan_v4 import dv_positions, partition_field_types, read_root
 
-# Files added by one commit above this many go into a new leaf instead of the root.
-ROOT_MAX_ADDED_FILES = ("write.v4.root-max-added-files", 50)
+ROOT_MAX_ADDED_FILES = (V4_ROOT_MAX_ADDED_FILES.name, V4_ROOT_MAX_ADDED_FILES.default)  # tests name the key
 EXISTING, ADDED, DELETED = ManifestEntryStatus.EXISTING, ManifestEntryStatus.ADDED, ManifestEntryStatus.DELETED
 
 
 def root_max_added_files(md: TableMetadata) -> int:
-    key, default = ROOT_MAX_ADDED_FILES
-    raw = md.properties.get(key)
-    try:
-        return max(0, int(raw)) if raw is not None else default
-    except ValueError:
-        raise RefusedError(f"table property {key}={raw!r} is not an integer",
-                           hint=f"fix or remove it (default {default})") from None
-
-
-def unified_partition_type(md: TableMetadata) -> StructType:
-    """Every partition field any spec ever had, ordered by field id (Iceberg's
-    ``Partitioning.partitionType``): the ``partition`` of v4 content entries, and the
-    ``partition`` struct of Spark's files/partitions tables."""
-    fields: dict[int, NestedField] = {}
-    void_ids: set[int] = set()  # fields seen so far only as v1 "dropped" (void) columns
-    for spec in sorted(md.partition_specs, key=lambda s: -s.spec_id):  # newest names win
-        for f in spec.partition_type(md.schema(), md.schemas).fields:
-            pf = spec.field_by_id(f.field_id)
-            void = pf is not None and str(pf.transform) == "void"
-            if f.field_id not in fields or (f.field_id in void_ids and not void):
-                fields[f.field_id] = NestedField(f.field_id, f.name, f.field_type, False)
-                void_ids.discard(f.field_id)
-                if void:
-                    void_ids.add(f.field_id)
-    return StructType(tuple(f for _, f in sorted(fields.items())))
+    """Files one commit may add as root-level entries before they go into a new leaf."""
+    return max(0, V4_ROOT_MAX_ADDED_FILES.parse(md.properties))
 
 
 def column_types(md: TableMetadata) -> dict[int, IcebergType]:
@@ -129,7 +106,7 @@ def write_leaf(io: FileIO, md: TableMetadata, path: str, entries: list[ContentEn
     """Write a v4 leaf of ``entries`` (one spec, one content) and return its root entry.
     ``partition_type`` and ``field_types`` default to the table's; pass them to compute them once."""
     result = write_v4_manifest(entries, content=DATA if content == ManifestContent.DATA else DELETES,
-                               partition_type=partition_type or unified_partition_type(md),
+                               partition_type=partition_type or md.unified_partition_type(),
                                field_types=field_types if field_types is not None else column_types(md))
     io.write(path, result.data)
     kind = ContentType.DATA_MANIFEST if content == ManifestContent.DATA else ContentType.DELETE_MANIFEST
@@ -164,7 +141,7 @@ def _carried(e: ContentEntry, status: ManifestEntryStatus, snapshot_id: int | No
 def encode_root(md: TableMetadata, entries: list[ContentEntry], snapshot_id: int, sequence_number: int,
                 parent_snapshot_id: int | None) -> bytes:
     """A root's bytes, checked to decode to exactly ``entries`` (a writer bug must not reach the table)."""
-    data = write_v4_manifest(entries, content=ROOT, partition_type=unified_partition_type(md),
+    data = write_v4_manifest(entries, content=ROOT, partition_type=md.unified_partition_type(),
                              snapshot_id=snapshot_id, sequence_number=sequence_number,
                              parent_snapshot_id=parent_snapshot_id).data
     decoded = read_v4_manifest(data, partition_types=partition_field_types(md)).entries

@@ -26,7 +26,7 @@ from icectl.table.layout.manifest_list import ManifestListLayout, manifest_path
 from icectl.table.layout.root import RootLayout
 from icectl.table.scan import iter_entries, manifests_of
 from icectl.table.scan_v4 import read_root
-from icectl.table.snapshot_writer import SnapshotChange, metadata_dir, snapshot_timestamp, write_snapshot
+from icectl.table.snapshot_writer import SnapshotChange, snapshot_timestamp, write_snapshot
 
 
 def _table(tmp_path: Path, fv: int) -> Table:
@@ -50,7 +50,7 @@ def _append_v2(table: Table, *names: str, commit_id: str = "c0ffee00-0000-4000-8
     result = write_manifest([ManifestEntry(ManifestEntryStatus.ADDED, sid, None, None, f) for f in files],
                             schema=md.schema(), spec=md.spec(), partition_type=md.spec().partition_type(md.schema()),
                             format_version=md.format_version, content=ManifestContent.DATA, snapshot_id=sid)
-    path = manifest_path(metadata_dir(table), commit_id, 0)
+    path = manifest_path(table.metadata_folder, commit_id, 0)
     table.io.write(path, result.data)
     layout = ManifestListLayout(commit_id, [result.to_manifest_file(path, len(result.data), 0, sid, UNASSIGNED_SEQ)])
     change = SnapshotChange("append", layout, written=[path])
@@ -60,7 +60,7 @@ def _append_v2(table: Table, *names: str, commit_id: str = "c0ffee00-0000-4000-8
 
 
 def _metadata_files(table: Table) -> set[str]:
-    return set(os.listdir(metadata_dir(table)))
+    return set(os.listdir(table.metadata_folder))
 
 
 def test_append_on_v2_lists_the_new_manifest_first_with_the_commit_sequence_number(tmp_path: Path) -> None:
@@ -71,7 +71,7 @@ def test_append_on_v2_lists_the_new_manifest_first_with_the_commit_sequence_numb
     assert (snap.sequence_number, snap.parent_snapshot_id) == (2, first.snapshot.snapshot_id)
     assert snap.manifest_list is not None and os.path.basename(snap.manifest_list) == \
         f"snap-{snap.snapshot_id}-1-22222222-0000-4000-8000-000000000000.avro"
-    assert second.files == [join(metadata_dir(table), "22222222-0000-4000-8000-000000000000-m0.avro"),
+    assert second.files == [join(table.metadata_folder, "22222222-0000-4000-8000-000000000000-m0.avro"),
                             snap.manifest_list]
     ms = manifests_of(table.metadata, snap, table.io)
     assert [(m.sequence_number, m.min_sequence_number, m.added_snapshot_id) for m in ms] == \
