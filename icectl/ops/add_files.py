@@ -35,6 +35,7 @@ from icectl.spec.manifest import DataFile, ManifestContent, ManifestEntry, Manif
 from icectl.spec.metadata import TableMetadata
 from icectl.spec.name_mapping import ensure_name_mapping
 from icectl.spec.partitioning import PartitionSpec
+from icectl.spec.properties import DEFAULT_NAME_MAPPING
 from icectl.spec.schema import (
     DATE,
     TIME,
@@ -46,6 +47,7 @@ from icectl.spec.schema import (
     Schema,
 )
 from icectl.spec.snapshots import MAIN_BRANCH, Snapshot
+from icectl.spec.updates import SetProperties, TableUpdate
 from icectl.storage import FileIO, basename, file_key, join, scheme_of
 from icectl.table import Table
 from icectl.table.commit import discard_on_failure, new_snapshot_id
@@ -208,12 +210,14 @@ def add_files(table: Table, paths: Iterable[str], *, branch: str = "main", creat
         summary["name_mapping"] = "would be " + summary["name_mapping"]
     outcome = summary["name_mapping"]
 
-    def with_mapping(base: TableMetadata) -> TableMetadata:
-        """The name mapping, set on each attempt's fresh base (a retry must not lose a concurrent
-        change to the property, nor drop ours)."""
+    def with_mapping(base: TableMetadata) -> tuple[TableUpdate, ...]:
+        """set-properties of the name mapping, derived from each attempt's fresh base (a retry must
+        not lose a concurrent change to the property, nor drop ours)."""
         nonlocal outcome
-        base, outcome = ensure_name_mapping(base)
-        return base
+        mapped, outcome = ensure_name_mapping(base)
+        if mapped is base:
+            return ()
+        return (SetProperties({DEFAULT_NAME_MAPPING: mapped.properties[DEFAULT_NAME_MAPPING]}),)
     to_leaf = False
     if table.metadata.format_version >= V4:  # one new root (or one leaf and the root): single-file commits
         # The v4 append (layout page section 8): root-level ADDED entries, or past

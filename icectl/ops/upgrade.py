@@ -36,7 +36,7 @@ from icectl.results import RecordResult
 from icectl.spec.manifest import DataFileContent, ManifestContent, ManifestEntry, ManifestEntryStatus, ManifestFile
 from icectl.spec.metadata import MAX_FORMAT_VERSION, TableMetadata
 from icectl.spec.snapshots import MAIN_BRANCH, Snapshot
-from icectl.spec.updates import apply_updates, format_upgrade_updates
+from icectl.spec.updates import TableUpdate, apply_updates, format_upgrade_updates
 from icectl.storage import FileIO
 from icectl.table import Table
 from icectl.table.commit import discard_on_failure, new_snapshot_id
@@ -274,14 +274,14 @@ def upgrade(table: Table, to: int, *, dry_run: bool = False) -> RecordResult:
     written: list[str] = []
     heads = {r.branch: r.head.snapshot_id for r in plan.roots}
 
-    def stage(base: TableMetadata) -> tuple[TableMetadata, list[tuple[str, Snapshot]]]:
+    def stage(base: TableMetadata) -> tuple[tuple[TableUpdate, ...], list[tuple[str, Snapshot]]]:
         if (base.format_version != md.format_version or dict(_branches(base)) != dict(_branches(md))
                 or base.next_row_id != md.next_row_id or base.last_sequence_number != md.last_sequence_number
                 or base.partition_specs != md.partition_specs or base.schemas != md.schemas):
             raise CommitConflictError(f"table {table.identifier} changed while it was being upgraded; "
                                       "nothing was changed", hint="run the upgrade again")
         assert all(heads[r.branch] == r.snapshot.parent_snapshot_id for r in plan.roots)
-        return _upgraded_base(base, to), [(r.branch, r.snapshot) for r in plan.roots]
+        return format_upgrade_updates(base, to), [(r.branch, r.snapshot) for r in plan.roots]
 
     with discard_on_failure(table.io, written):
         for r, path in zip(plan.roots, writes, strict=True):

@@ -20,14 +20,17 @@ from dataclasses import dataclass, field
 
 from icectl.errors import NotFoundError, RefusedError
 from icectl.spec.metadata import MIN_ROW_LINEAGE_VERSION, TableMetadata
+from icectl.spec.requirements import TableRequirement
 from icectl.spec.snapshots import MAIN_BRANCH, Snapshot
+from icectl.spec.updates import TableChange, TableUpdate, apply_updates, snapshot_change
 from icectl.storage import delete_quietly
 from icectl.table import Table
-from icectl.table.commit import CommitResult, add_snapshot, commit, discard_on_failure, new_snapshot_id
+from icectl.table.commit import CommitResult, commit, discard_on_failure, new_snapshot_id
 from icectl.table.layout import Attempt, SnapshotLayout, WrittenIndex
 from icectl.table.summary import SummaryBuilder
 
-Stage = Callable[[TableMetadata], tuple[TableMetadata, Sequence[tuple[str, Snapshot]]]]
+# stage(base) -> (updates applied before the snapshots, [(branch, snapshot), ...])
+Stage = Callable[[TableMetadata], tuple[Sequence[TableUpdate], Sequence[tuple[str, Snapshot]]]]
 
 
 def branch_head(md: TableMetadata, branch: str, identifier: str, *, create_branch: bool = False) -> Snapshot | None:
@@ -74,14 +77,22 @@ def new_snapshot(base: TableMetadata, parent: Snapshot | None, snapshot_id: int,
 
 
 def commit_snapshots(table: Table, stage: Stage, written: list[str]) -> CommitResult:
-    """Commit the snapshots ``stage(base)`` returns, each added to its branch of the base it
-    returns, retrying on conflicts; every file in ``written`` (as it grows) is deleted when the
-    commit fails, unless its outcome is unknown."""
-    def build(base: TableMetadata) -> TableMetadata:
-        new, snapshots = stage(base)
+    """Commit what ``stage(base)`` returns: the updates that go first (e.g. upgrade-format-version,
+    set-properties) and the snapshots, each added to its branch (add-snapshot, set-snapshot-ref,
+    assert-ref-snapshot-id: the branch is still where ``base`` has it). Retries call ``stage`` on
+    the fresh base; every file in ``written`` (as it grows) is deleted when the commit fails,
+    unless its outcome is unknown."""
+    def build(base: TableMetadata) -> TableChange:
+        first, snapshots = stage(base)
+        staged = apply_updates(base, first)  # the snapshots land on the base with those updates applied
+        requirements: list[TableRequirement] = []
+        updates: list[TableUpdate] = list(first)
         for branch, snapshot in snapshots:
-            new = add_snapshot(new, snapshot, branch=branch)
-        return new
+            change = snapshot_change(staged, snapshot, branch=branch)
+            staged = apply_updates(staged, change.updates)
+            requirements.extend(change.requirements)
+            updates.extend(change.updates)
+        return TableChange(tuple(requirements), tuple(updates))
 
     with discard_on_failure(table.io, written):
         return commit(table, build)
@@ -111,13 +122,13 @@ class SnapshotCommit:
 def write_snapshot(table: Table, branch: str, change: SnapshotChange, *, snapshot_id: int | None = None,
                    head: Callable[[TableMetadata], Snapshot | None] | None = None,
                    check: Callable[[TableMetadata], None] | None = None,
-                   adjust: Callable[[TableMetadata], TableMetadata] | None = None,
+                   adjust: Callable[[TableMetadata], Sequence[TableUpdate]] | None = None,
                    create_branch: bool = False) -> SnapshotCommit:
     """Commit ``change`` as one new snapshot on ``branch`` (see the module docstring).
 
-    At each attempt: ``check(base)`` may raise to give up; ``adjust(base)`` changes the fresh base
-    in the same commit (e.g. a table property); ``head(base)`` is the snapshot to build on
-    (default :func:`branch_head`).
+    At each attempt: ``check(base)`` may raise to give up; ``adjust(base)`` returns updates that
+    go into the same commit before the snapshot (e.g. set-properties of the name mapping);
+    ``head(base)`` is the snapshot to build on (default :func:`branch_head`).
     """
     snapshot_id = snapshot_id if snapshot_id is not None else new_snapshot_id(table.metadata)
     folder = table.metadata_folder
@@ -125,13 +136,13 @@ def write_snapshot(table: Table, branch: str, change: SnapshotChange, *, snapsho
     indexes: dict[str, WrittenIndex] = {}
     attempts = 0
 
-    def stage(base: TableMetadata) -> tuple[TableMetadata, list[tuple[str, Snapshot]]]:
+    def stage(base: TableMetadata) -> tuple[Sequence[TableUpdate], list[tuple[str, Snapshot]]]:
         nonlocal attempts
         attempts += 1
         if check is not None:
             check(base)
-        if adjust is not None:
-            base = adjust(base)
+        first = tuple(adjust(base)) if adjust is not None else ()
+        base = apply_updates(base, first)
         parent = head(base) if head is not None else branch_head(base, branch, table.identifier,
                                                                   create_branch=create_branch)
         seq = sequence_number(base)
@@ -144,7 +155,7 @@ def write_snapshot(table: Table, branch: str, change: SnapshotChange, *, snapsho
                                 extra=change.extra(index) if change.extra is not None else None,
                                 first_row_id=first_row_id, added_rows=index.added_rows,
                                 **{change.layout.snapshot_field: index.path})
-        return base, [(branch, snapshot)]
+        return first, [(branch, snapshot)]
 
     done = commit_snapshots(table, stage, written)
     committed = done.metadata.snapshot_by_id(snapshot_id)
