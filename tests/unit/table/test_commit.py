@@ -55,6 +55,7 @@ from icectl.table.commit import (
 )
 
 HERE = Path(__file__).resolve().parent
+TESTS = HERE.parents[1]  # tests/: support/ and the test packages import from here
 SCHEMA = Schema((NestedField(1, "id", parse_primitive("long"), True), NestedField(2, "v", parse_primitive("string"))))
 # Fast, persistent retries for racing writers (icectl and Spark read the same properties).
 RACE_PROPS = {"commit.retry.num-retries": "60", "commit.retry.min-wait-ms": "5", "commit.retry.max-wait-ms": "100"}
@@ -121,7 +122,7 @@ def fs_table(tmp_path: Path, name: str = "t", **props: str) -> Path:
 
 def start_worker(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen:
     # The checkout's icectl, whatever is installed: the worker runs as a script from tests/.
-    path = os.pathsep.join(p for p in (str(HERE.parent), os.environ.get("PYTHONPATH", "")) if p)
+    path = os.pathsep.join(p for p in (str(TESTS.parent), str(TESTS), os.environ.get("PYTHONPATH", "")) if p)
     return subprocess.Popen([sys.executable, str(Path(__file__).resolve()), *args], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": path, **(env or {})},
                             cwd=HERE)
@@ -801,5 +802,5 @@ def _worker(argv: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, str(HERE))
+    sys.path.insert(0, str(TESTS))
     _worker(sys.argv[1:])

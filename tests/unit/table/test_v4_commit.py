@@ -12,7 +12,6 @@ import os
 from pathlib import Path
 
 import pytest
-from test_upgrade import icectl, parquet
 from typer.testing import CliRunner
 
 from icectl.cli.app import app
@@ -34,6 +33,7 @@ from icectl.spec.snapshots import Snapshot
 from icectl.table import load_table
 from icectl.table.commit import add_snapshot, commit
 from icectl.table.v4_commit import ROOT_MAX_ADDED_FILES
+from unit.ops.test_upgrade import icectl, parquet
 
 
 def avro_files(d: Path) -> dict[str, str]:
