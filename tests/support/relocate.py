@@ -62,15 +62,14 @@ class PathMapper:
     """Maps absolute paths under the source table directory to the destination location.
 
     Spark writes ``/abs/path``, ``file:/abs/path`` or ``file:///abs/path`` depending on the version
-    and catalog; all of them, for the directory as given and as resolved, name the source.  A URL
-    destination (``s3://...``, ``file:///...``) replaces every spelling; a plain local directory
-    keeps each path's own spelling (``file:/src/x`` -> ``file:/dst/x``), as the writer had it.
+    and catalog; all of them, for the directory as given and as resolved, name the source.  Every
+    spelling becomes ``dst``, unless ``keep_scheme`` (``dst`` a plain local directory): then each
+    path keeps its own spelling (``file:/src/x`` -> ``file:/dst/x``), as the writer had it.
     """
 
-    def __init__(self, src: Path, dst: str) -> None:
+    def __init__(self, src: Path, dst: str, *, keep_scheme: bool = False) -> None:
         self.dst = dst.rstrip("/")
         dirs = {str(src.absolute()).rstrip("/"), str(src.resolve()).rstrip("/")}
-        keep_scheme = "://" not in self.dst and not self.dst.startswith("file:")
         forms = ("", "file:", "file://")
         # Longest first so "file:///x" wins over a shorter form that is its suffix or prefix.
         self.prefixes = sorted(
@@ -222,7 +221,8 @@ def _position_delete_files(manifest: _Manifest, mapper: PathMapper) -> set[str]:
             and str(manifest.get(df, "file_format")).upper() == "PARQUET"}
 
 
-def _rewrite_manifest(manifest: _Manifest, mapper: PathMapper, rewritten: dict[str, _Rewritten]) -> bytes:
+def _rewrite_manifest(manifest: _Manifest, mapper: PathMapper, rewritten: dict[str, _Rewritten],
+                      delete_bounds: bool) -> bytes:
     for df in manifest.files():
         manifest.set(df, "file_path", mapper(manifest.get(df, "file_path")))
         new = rewritten.get(_key(manifest.get(df, "file_path")))
@@ -233,7 +233,7 @@ def _rewrite_manifest(manifest: _Manifest, mapper: PathMapper, rewritten: dict[s
             if new.column_sizes and manifest.get(df, "column_sizes") is not None:
                 manifest.set(df, "column_sizes", [{**kv, "value": new.column_sizes.get(kv["key"], kv["value"])}
                                                   for kv in manifest.get(df, "column_sizes")])
-        for bounds in ("lower_bounds", "upper_bounds"):
+        for bounds in ("lower_bounds", "upper_bounds") if delete_bounds else ():
             # Position deletes keep full (never truncated) bounds of file_path: readers match data files by them.
             for kv in manifest.get(df, bounds) or ():
                 if kv["key"] == _DELETE_FILE_PATH_ID:
@@ -316,7 +316,8 @@ def _is_checksum(path: Path) -> bool:
     return path.name.startswith(".") and path.name.endswith(".crc")
 
 
-def relocate_table(src_table_dir: Path, dst_location: str, fs_put: FsPut) -> str:
+def relocate_table(src_table_dir: Path, dst_location: str, fs_put: FsPut, *,
+                   position_deletes: bool = False, keep_scheme: bool = False) -> str:
     """Copy a local table directory to ``dst_location``, rewriting every absolute path in it.
 
     ``dst_location`` is the new table directory (``s3://bucket/wh/db/t``); ``fs_put(url, data)``
@@ -324,14 +325,18 @@ def relocate_table(src_table_dir: Path, dst_location: str, fs_put: FsPut) -> str
     every path under the table directory rewritten; manifests and manifest lists are re-encoded
     with their own writer schema, codec and key-value metadata, with new ``file_path``,
     ``referenced_data_file``, ``manifest_path`` and ``manifest_length``; Puffin deletion-vector
-    files get their footers' ``referenced-data-file`` rewritten, Parquet position delete files
-    their ``file_path`` column (new sizes, split offsets, column sizes and ``file_path`` bounds go
-    into the manifests).  Everything else (data, statistics, ``version-hint.text``) is copied byte
-    for byte; Hadoop ``.crc`` side files are skipped.  Works for format v1-v3.  Returns the new table location.
+    files get their footers' ``referenced-data-file`` rewritten (new sizes go into the manifests).
+    With ``position_deletes`` the ``file_path`` column of Parquet position delete files is
+    rewritten too (new sizes, split offsets, column sizes and ``file_path`` bounds go into the
+    manifests): an engine that applies v2 deletes (Spark) needs it; icectl never reads those
+    rows, so the S3 and corruption copies keep the delete files byte for byte (and their tests
+    compare sizes and metrics with the source's).  Everything else (data, statistics,
+    ``version-hint.text``) is copied byte for byte; Hadoop ``.crc`` side files are skipped.
+    ``keep_scheme``: see :class:`PathMapper`.  Works for format v1-v3.  Returns the new table location.
     """
     src = Path(src_table_dir)
     dst = dst_location.rstrip("/")
-    mapper = PathMapper(src, dst)
+    mapper = PathMapper(src, dst, keep_scheme=keep_scheme)
     files = sorted(p for p in src.rglob("*") if p.is_file() and not _is_checksum(p))
 
     manifests: list[tuple[str, bytes]] = []
@@ -352,18 +357,18 @@ def relocate_table(src_table_dir: Path, dst_location: str, fs_put: FsPut) -> str
 
     out: list[tuple[str, bytes]] = []
     parsed = [(url, _Manifest(data)) for url, data in manifests]
-    position_deletes = set().union(*(_position_delete_files(m, mapper) for _, m in parsed))
+    deletes = set().union(*(_position_delete_files(m, mapper) for _, m in parsed)) if position_deletes else set()
     rewritten: dict[str, _Rewritten] = {}
     for url, data in plain:
         if url.endswith(".puffin"):
             data = _rewrite_puffin(data, mapper)
             rewritten[_key(url)] = _Rewritten(len(data))
-        elif _key(url) in position_deletes:
+        elif _key(url) in deletes:
             data, rewritten[_key(url)] = _rewrite_position_deletes(data, mapper)
         out.append((url, data))
     lengths: dict[str, int] = {}
     for url, manifest in parsed:
-        new = _rewrite_manifest(manifest, mapper, rewritten)
+        new = _rewrite_manifest(manifest, mapper, rewritten, position_deletes)
         lengths[_key(url)] = len(new)
         out.append((url, new))
     out.extend((url, _rewrite_manifest_list(data, mapper, lengths)) for url, data in manifest_lists)
@@ -421,5 +426,5 @@ def copy_table_dir(src: Path, dst: Path) -> Path:
         if src / path.relative_to(dst) in with_crc:
             checksum_path(path).write_bytes(hadoop_crc(data))
 
-    relocate_table(src, str(dst.absolute()), put)
+    relocate_table(src, str(dst.absolute()), put, position_deletes=True, keep_scheme=True)
     return dst
