@@ -101,17 +101,17 @@ _clone_ids = itertools.count(1)
 
 @pytest.fixture
 def spark_clone(spark: SparkSession) -> Callable[..., FixtureTable]:
-    """``spark_clone(source, new_name=None, regenerate=False)``: a private copy of a fixture.
+    """``spark_clone(source, new_name=None)``: a private copy of a fixture.
 
     ``source`` is a fixture kind (``"v2_part"``) or a table name built by the fixtures.  The
     table directory is copied under a unique name with every absolute path rewritten
     (``support.relocate``), so a destructive test cannot disturb other tests; the copy has the
-    source's snapshot ids.  ``regenerate=True`` rebuilds it with Spark instead (fresh ids).
+    source's snapshot ids (no test needs fresh ones; ``support.fixtures.build_one`` makes them).
     """
 
-    def make(source: str, new_name: str | None = None, *, regenerate: bool = False) -> FixtureTable:
+    def make(source: str, new_name: str | None = None) -> FixtureTable:
         base = source.rsplit(".", 1)[-1]
-        table = clone_table(spark, source, new_name or f"{base}_clone{next(_clone_ids)}", regenerate=regenerate)
+        table = clone_table(spark, source, new_name or f"{base}_clone{next(_clone_ids)}")
         _TIMINGS.append((f"clone {table.name}", table.build_seconds))
         return table
 

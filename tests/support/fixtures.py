@@ -322,15 +322,14 @@ def build_fixtures(
     return {kind: build_one(spark, kind) for kind in kinds}
 
 
-def clone_table(spark: SparkSession, source: str, new_name: str, *, regenerate: bool = False) -> FixtureTable:
+def clone_table(spark: SparkSession, source: str, new_name: str) -> FixtureTable:
     """A private copy of a fixture table for destructive tests, as table ``new_name``.
 
     ``source`` is a fixture kind (``"v2_part"``: the shared ``local.db.v2_part``, built first if
     needed) or the name of a table built or cloned here.  The table directory is copied beside the
     source (``<warehouse>/<namespace>/<new_name>``; a Hadoop catalog's table is its directory) with
     every absolute path rewritten, so Spark reads it as ``new_name`` with the source's snapshot ids,
-    rows and files.  ``regenerate=True`` rebuilds the history with Spark instead (new snapshot ids,
-    uuid and file names; 10-60 s), for a test that needs a table unrelated to the source.
+    rows and files.  (A test that needs an unrelated table with fresh ids can ``build_one`` it.)
     """
     if source in _BUILDERS:
         kind = source
@@ -340,8 +339,6 @@ def clone_table(spark: SparkSession, source: str, new_name: str, *, regenerate: 
         if name not in _BUILT:
             raise KeyError(f"{source!r} was not built by tests.support.fixtures")
         kind = _BUILT[name][0].kind
-    if regenerate:
-        return build_one(spark, kind, new_name)
     original = built_table(spark, kind) if source in _BUILDERS else _BUILT[name][0]
     as_built = _BUILT[original.name][1]
     # A clone is private and may have changed (it is copied as it is now); a shared fixture may not.
