@@ -2,16 +2,21 @@
 
 Tests that use ``spark``, ``spark_warehouse``, ``spark_tables`` or ``spark_clone`` are marked
 ``spark`` automatically, so ``pytest -m "not spark"`` skips everything that needs the JVM.
-Nothing starts Spark unless a collected test asks for one of these fixtures.
+Nothing starts Spark unless a collected test asks for one of these fixtures.  Tests are also
+marked by folder (``interop``, ``property``, ``cli``, ``e2e``) and every hypothesis test is
+``property``; see tests/README.md.
 """
 
 from __future__ import annotations
 
 import itertools
+import os
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
+from hypothesis import settings
 from support.fixtures import FixtureTable, LazyFixtureTables, clone_table
 from support.spark import timed_start_spark
 
@@ -24,10 +29,35 @@ SPARK_FIXTURES = frozenset({"spark", "spark_warehouse", "spark_tables", "spark_c
 _TIMINGS: list[tuple[str, float]] = []
 
 
+# Markers by folder (tests/README.md): the first folder under tests/ names the tier.
+FOLDER_MARKERS: dict[str, tuple[str, ...]] = {
+    "interop": ("interop",),
+    "property": ("property",),
+    "cli": ("cli",),
+    "e2e": ("e2e", "cli"),
+}
+TESTS_DIR = Path(__file__).resolve().parent
+
+# Hypothesis: "ci" (chosen when $CI is set) keeps runs bounded and reproducible; "dev" is the default.
+# Tests with an explicit @settings(max_examples=...) keep it; ICECTL_HOSTILE_EXAMPLES /
+# ICECTL_EXPIRE_PROPERTY_EXAMPLES still scale the two slow Spark-backed properties.
+settings.register_profile("dev", deadline=None)
+settings.register_profile("ci", deadline=None, max_examples=50, derandomize=True, print_blob=True)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "dev"))
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if SPARK_FIXTURES.intersection(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.spark)
+        try:
+            folder = Path(str(item.path)).resolve().relative_to(TESTS_DIR).parts[0]
+        except ValueError:
+            folder = ""
+        for marker in FOLDER_MARKERS.get(folder, ()):
+            item.add_marker(marker)
+        if getattr(getattr(item, "obj", None), "is_hypothesis_test", False) and folder != "property":
+            item.add_marker(pytest.mark.property)
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
@@ -71,11 +101,12 @@ _clone_ids = itertools.count(1)
 
 @pytest.fixture
 def spark_clone(spark: SparkSession) -> Callable[..., FixtureTable]:
-    """``spark_clone(source, new_name=None)``: a private, identically-generated copy of a fixture.
+    """``spark_clone(source, new_name=None)``: a private copy of a fixture.
 
-    ``source`` is a fixture kind (``"v2_part"``) or a table name built by the fixtures.  The copy
-    is regenerated with real Spark (absolute paths make file copies impossible) under a unique
-    name, so a destructive test cannot disturb other tests.
+    ``source`` is a fixture kind (``"v2_part"``) or a table name built by the fixtures.  The
+    table directory is copied under a unique name with every absolute path rewritten
+    (``support.relocate``), so a destructive test cannot disturb other tests; the copy has the
+    source's snapshot ids (no test needs fresh ones; ``support.fixtures.build_one`` makes them).
     """
 
     def make(source: str, new_name: str | None = None) -> FixtureTable:

@@ -1,7 +1,7 @@
 """Break a copy of a real Spark-written table in one precise way, for ``icectl validate`` rule tests.
 
 :func:`copy_table` copies a fixture table to a private directory, rewriting its absolute paths
-(:func:`support.s3.relocate_table` with a local destination). The ``edit_*`` helpers then change
+(:func:`support.relocate.relocate_table` with a local destination). The ``edit_*`` helpers then change
 one thing: a key of the current metadata JSON, a field of a manifest list or manifest record
 (re-encoded with the file's own writer schema, codec and metadata, so every other byte of
 meaning stays), or bytes of a Puffin file. Editing a manifest fixes ``manifest_length`` in every
@@ -22,7 +22,7 @@ from icectl.spec.manifest import ManifestFile
 from icectl.spec.metadata import TableMetadata
 from icectl.storage import FileIO
 from icectl.table.scan import manifests_of
-from support.s3 import _read_raw_avro, _write_avro, relocate_table
+from support.relocate import read_raw_avro, relocate_table, write_avro
 
 Records = list[dict[str, Any]]
 
@@ -35,7 +35,7 @@ def _put(url: str, data: bytes) -> None:
 
 def copy_table(src: Path, dst: Path) -> Path:
     """A private copy of the table directory ``src`` at ``dst`` (every path in it rewritten, DV
-    Puffin footers included: see :func:`support.s3.relocate_table`)."""
+    Puffin footers included: see :func:`support.relocate.relocate_table`)."""
     relocate_table(Path(src), str(dst), _put)
     return dst
 
@@ -79,15 +79,15 @@ def current_manifests(table_dir: Path) -> list[ManifestFile]:
 
 def read_avro(path: str | Path) -> tuple[dict[str, Any], dict[str, bytes], Records]:
     """(writer schema, key-value metadata, records with logical types not applied)."""
-    schema, meta, _sync, records = _read_raw_avro(Path(path).read_bytes())
+    schema, meta, _sync, records = read_raw_avro(Path(path).read_bytes())
     return schema, meta, records
 
 
 def edit_avro(path: str | Path, edit: Callable[[dict[str, Any], dict[str, bytes], Records], None]) -> int:
     """Apply ``edit(schema, metadata, records)`` in place, re-encode; returns the new size."""
-    schema, meta, sync, records = _read_raw_avro(Path(path).read_bytes())
+    schema, meta, sync, records = read_raw_avro(Path(path).read_bytes())
     edit(schema, meta, records)
-    data = _write_avro(schema, meta, sync, records)
+    data = write_avro(schema, meta, sync, records)
     Path(path).write_bytes(data)
     return len(data)
 

@@ -3,6 +3,11 @@
 Every builder is a fixed sequence of Spark SQL statements over generated (non-random) data, so
 ``build_one(spark, kind, name)`` reproduces the same history (same operations, same rows, same
 partitioning) under a new table name.  Snapshot ids, timestamps and file names of course differ.
+
+:func:`clone_table` does not rebuild: it copies the built table's directory next to it in the
+warehouse with every absolute path rewritten (:func:`support.relocate.copy_table_dir`), so the
+clone is the same table (same snapshot ids, uuid, files) under a new name, in a second or two
+instead of Spark's tens of seconds.
 """
 
 from __future__ import annotations
@@ -15,7 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .spark import CATALOG, table_location
+from .relocate import copy_table_dir
+from .spark import CATALOG, latest_metadata_path, table_location
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -255,8 +261,9 @@ _BUILDERS: dict[str, tuple[int, Callable[[SparkSession, str], str]]] = {
 ON_DEMAND_KINDS = frozenset({"many_appends"})
 FIXTURE_KINDS: tuple[str, ...] = tuple(k for k in _BUILDERS if k not in ON_DEMAND_KINDS)
 
-# Spark table name -> kind, so clone_table() can regenerate any table it (or build_one) produced.
-_KIND_OF: dict[str, str] = {}
+# Spark table name -> the table as built (or cloned) in this process, and the metadata file it had
+# then: clone_table() copies these, and refuses a shared fixture that a test has since changed.
+_BUILT: dict[str, tuple[FixtureTable, Path]] = {}
 
 
 def qualify(name: str) -> str:
@@ -278,15 +285,27 @@ def build_one(spark: SparkSession, kind: str, name: str | None = None) -> Fixtur
     notes = builder(spark, table)
     seconds = time.perf_counter() - t0
     print(f"[spark-fixtures] {kind} -> {table}: {seconds:.1f}s", flush=True)
-    _KIND_OF[table] = kind
-    return FixtureTable(
+    return _register(FixtureTable(
         name=table,
         kind=kind,
         location=table_location(spark, table),
         format_version=version,
         notes=notes,
         build_seconds=seconds,
-    )
+    ))
+
+
+def _register(table: FixtureTable) -> FixtureTable:
+    _BUILT[table.name] = (table, latest_metadata_path(table.location))
+    return table
+
+
+def built_table(spark: SparkSession, kind: str) -> FixtureTable:
+    """The shared fixture ``local.db.<kind>``, built on first use (once per process)."""
+    if kind not in _BUILDERS:
+        raise KeyError(f"unknown fixture kind {kind!r}; known: {', '.join(_BUILDERS)}")
+    known = _BUILT.get(qualify(kind))
+    return known[0] if known else build_one(spark, kind)
 
 
 def build_fixtures(
@@ -304,15 +323,39 @@ def build_fixtures(
 
 
 def clone_table(spark: SparkSession, source: str, new_name: str) -> FixtureTable:
-    """Copy a fixture table for destructive tests by regenerating its identical history.
+    """A private copy of a fixture table for destructive tests, as table ``new_name``.
 
-    A file copy would keep absolute paths pointing at the original, and CTAS loses history, so the
-    table is rebuilt from the same builder.  ``source`` is a fixture kind or a table built here.
+    ``source`` is a fixture kind (``"v2_part"``: the shared ``local.db.v2_part``, built first if
+    needed) or the name of a table built or cloned here.  The table directory is copied beside the
+    source (``<warehouse>/<namespace>/<new_name>``; a Hadoop catalog's table is its directory) with
+    every absolute path rewritten, so Spark reads it as ``new_name`` with the source's snapshot ids,
+    rows and files.  (A test that needs an unrelated table with fresh ids can ``build_one`` it.)
     """
-    kind = source if source in _BUILDERS else _KIND_OF.get(qualify(source))
-    if kind is None:
-        raise KeyError(f"{source!r} was not built by tests.support.fixtures")
-    return build_one(spark, kind, new_name)
+    if source in _BUILDERS:
+        kind = source
+        name = qualify(source)
+    else:
+        name = qualify(source)
+        if name not in _BUILT:
+            raise KeyError(f"{source!r} was not built by tests.support.fixtures")
+        kind = _BUILT[name][0].kind
+    original = built_table(spark, kind) if source in _BUILDERS else _BUILT[name][0]
+    as_built = _BUILT[original.name][1]
+    # A clone is private and may have changed (it is copied as it is now); a shared fixture may not.
+    if original.name == qualify(kind) and latest_metadata_path(original.location) != as_built:
+        # A test changed a shared fixture: a copy would carry that change into an unrelated test.
+        raise RuntimeError(f"{original.name} changed since it was built ({as_built.name} -> "
+                           f"{latest_metadata_path(original.location).name}); fixtures are read-only")
+    target = qualify(new_name)
+    if target.rsplit(".", 1)[0] != original.name.rsplit(".", 1)[0]:
+        raise ValueError(f"clone {target} must be in the namespace of {original.name}")
+    t0 = time.perf_counter()
+    location = copy_table_dir(original.location, original.location.parent / target.rsplit(".", 1)[1])
+    seconds = time.perf_counter() - t0
+    print(f"[spark-fixtures] {original.name} -> {target} (copy): {seconds:.1f}s", flush=True)
+    return _register(FixtureTable(name=target, kind=kind, location=location,
+                                  format_version=original.format_version, notes=original.notes,
+                                  build_seconds=seconds))
 
 
 class LazyFixtureTables(Mapping[str, FixtureTable]):
@@ -330,7 +373,7 @@ class LazyFixtureTables(Mapping[str, FixtureTable]):
         if kind not in self._built:
             if kind not in _BUILDERS:
                 raise KeyError(kind)
-            self._built[kind] = build_one(self._spark, kind)
+            self._built[kind] = built_table(self._spark, kind)
         return self._built[kind]
 
     def __iter__(self) -> Iterator[str]:

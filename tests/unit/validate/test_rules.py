@@ -32,7 +32,6 @@ from support.corrupt import (
     set_manifest_key,
     table_metadata,
 )
-from test_validate_v4 import CASES as V4_CASES
 from typer.testing import CliRunner
 
 from icectl.cli.app import app
@@ -43,6 +42,7 @@ from icectl.spec.schema import LONG
 from icectl.spec.transforms import BucketTransform
 from icectl.storage import FileIO
 from icectl.validate import CATALOGUE, Severity, ValidationResult, validate_address
+from unit.validate.test_v4_rules import CASES as V4_CASES
 
 Break = Callable[[Path], str]  # breaks the table in place; returns the file the finding must name
 

@@ -21,7 +21,7 @@ def _fd_path(fd: int) -> str:
 
 @pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc to name file descriptors")
 def test_metadata_and_hint_are_flushed_around_publication(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from test_expire import Tbl
+    from unit.ops.test_expire import Tbl
 
     t = Tbl(tmp_path / "wh")
     table = load_table(str(t.dir))
@@ -65,7 +65,8 @@ def test_spark_checksum_of_the_version_hint_never_goes_stale(spark: Any) -> None
     on every read: after an icectl commit, Hadoop must read the new version without a
     ChecksumException, and Spark must still load the table."""
     from support.spark import table_rows_digest
-    from test_commit import spark_table
+
+    from unit.table.test_commit import spark_table
 
     name, table_dir = spark_table(spark)
     hint = table_dir / "metadata" / VERSION_HINT

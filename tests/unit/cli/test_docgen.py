@@ -10,7 +10,7 @@ import pytest
 from icectl.cli.app import app
 from icectl.cli.docgen import command_tree, generated_files, walk
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def test_generated_files_are_fresh() -> None:

@@ -21,11 +21,10 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from interop.test_v4_upgrade_vs_spark import branches, live_entries
 from support.fixtures import FixtureTable
 from support.s3 import create_bucket, s3_env, s3_filesystem, s3_server  # noqa: F401
 from support.spark import latest_metadata_json, metadata_table
-from test_upgrade import icectl, parquet
-from test_v4_upgrade_vs_spark import branches, live_entries
 from typer.testing import CliRunner
 
 from icectl.cli.app import app
@@ -49,6 +48,7 @@ from icectl.spec.snapshots import Snapshot, SnapshotRef
 from icectl.table import load_table
 from icectl.table.commit import add_snapshot, commit
 from icectl.table.layout.root import ROOT_MAX_ADDED_FILES
+from unit.ops.test_upgrade import icectl, parquet
 
 LEAF_TYPES = {"DATA_MANIFEST", "DELETE_MANIFEST"}
 

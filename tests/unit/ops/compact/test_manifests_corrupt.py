@@ -17,11 +17,11 @@ from typing import Any
 
 import pytest
 from support.corrupt import copy_table, current_list, current_manifests, edit_entry, edit_manifest_list, find_entry
-from test_validate_rules import destroy_magic
 from typer.testing import CliRunner
 
 from icectl.cli.app import app
 from icectl.spec.manifest import ManifestContent, ManifestFile
+from unit.validate.test_rules import destroy_magic
 
 runner = CliRunner()
 

@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 
 from icectl.cli.app import app
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 WORKER = textwrap.dedent("""
     import json, sys

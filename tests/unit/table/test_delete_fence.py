@@ -18,13 +18,13 @@ import pyarrow.parquet as pq
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_expire import Tbl, run, with_props, with_ref
 
 from icectl.errors import ExitCode
 from icectl.spec.snapshots import SnapshotRef
 from icectl.table import load_table
 from icectl.table.commit import commit, set_properties
 from icectl.table.delete_fence import file_identity, identity_cache, table_fence
+from unit.ops.test_expire import Tbl, run, with_props, with_ref
 
 
 @pytest.fixture

@@ -17,13 +17,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_expire import COUNTS, Tbl, rollback, run
-from test_expire import wh as wh
 from typer.testing import CliRunner
 
 import icectl.ops.expire as expire_mod
 from icectl.cli.app import app
 from icectl.table import load_table
+from unit.ops.test_expire import COUNTS, Tbl, rollback, run
+from unit.ops.test_expire import wh as wh
 
 
 class Killed(BaseException):
@@ -232,12 +232,13 @@ def _manifest_list_in_history(t: Tbl, sid: int) -> Any:
 # --------------------------------------------------------------------------- a real kill, Spark judges
 
 HERE = Path(__file__).resolve().parent
+TESTS = HERE.parents[1]  # tests/: support/ and the test packages import from here
 
 
 def _start_killed_expire(*cli_args: str) -> subprocess.Popen[str]:
     """This file as a script: the real CLI in a process that dies (exit 9) as soon as expire's
     commit returns, before any file is deleted (as test_commit.start_worker runs its workers)."""
-    path = os.pathsep.join(p for p in (str(HERE.parent), os.environ.get("PYTHONPATH", "")) if p)
+    path = os.pathsep.join(p for p in (str(TESTS.parent), str(TESTS), os.environ.get("PYTHONPATH", "")) if p)
     return subprocess.Popen([sys.executable, str(Path(__file__).resolve()), "kill-expire", *cli_args],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "PYTHONPATH": path, "ICECTL_CONFIG": ""}, cwd=HERE)
@@ -312,7 +313,7 @@ def _worker(argv: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, str(HERE))
+    sys.path.insert(0, str(TESTS))
     _worker(sys.argv[1:])
 
 

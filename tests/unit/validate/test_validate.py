@@ -22,7 +22,7 @@ from icectl.storage import FileIO
 from icectl.table import load_table
 from icectl.validate import CATALOGUE, Severity, catalogue_markdown, validate_address, validate_table
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[3]
 KINDS = ["v1_unpart", "v2_part", "v3_dv", "many_snaps"]
 # Warnings Iceberg Java itself causes, each justified in the rule's summary: Java's ManifestWriter
 # never writes a 'schema-id' key; Java leaves file-scoped position delete files whose data file

@@ -14,8 +14,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from support.s3 import s3_env, s3_server  # noqa: F401
-from test_errors import assert_one_line_error, run_cli
 
+from cli.test_errors import assert_one_line_error, run_cli
 from icectl.codec.puffin import MAGIC, read_puffin_footer
 from icectl.errors import CorruptInputError, ExitCode
 

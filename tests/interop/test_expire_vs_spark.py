@@ -46,7 +46,7 @@ from icectl.ops.expire import ExpirePolicy, expire_snapshots
 from icectl.results import RecordResult
 from icectl.table import load_table
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 # Spark's procedure output columns; icectl's --json uses the same names.
 COUNT_KEYS = ("deleted_data_files_count", "deleted_position_delete_files_count",

@@ -18,7 +18,6 @@ import fastavro
 import pyarrow.parquet as pq
 import pytest
 from support.fixtures import FixtureTable
-from test_upgrade import icectl, parquet
 
 from icectl.codec.puffin import deletion_vector_blob, write_puffin
 from icectl.codec.root_manifest import (
@@ -36,6 +35,7 @@ from icectl.spec.snapshots import Snapshot, SnapshotRef
 from icectl.table import load_table
 from icectl.table.commit import add_snapshot, commit, new_snapshot_id
 from icectl.table.layout.root import ROOT_MAX_ADDED_FILES
+from unit.ops.test_upgrade import icectl, parquet
 
 EXISTING, ADDED, DELETED = ManifestEntryStatus.EXISTING, ManifestEntryStatus.ADDED, ManifestEntryStatus.DELETED
 

@@ -1,9 +1,8 @@
-"""Commits: metadata evolution rules, file-system and SQLite-catalog commits, conflicts, crashes, Spark.
+"""Commits: metadata evolution rules, file-system and SQLite-catalog commits, conflicts, crashes.
 
-Concurrency is tested with real processes (this file doubles as the worker script: ``python
-test_commit.py loop|kill ...``) and with real Spark committing to the same table meanwhile.
-Spark is the judge of readability: every snapshot icectl adds must read, ``VERSION AS OF``, the
-same rows as its parent.
+Concurrency is tested with real processes: this file doubles as the worker script (``python
+test_commit.py loop|kill ...``, see ``start_worker``), also for the Spark-judged races in
+tests/interop/test_commit_vs_spark.py. The SQL catalog's own tests are in tests/unit/catalog/test_sql.py.
 """
 
 from __future__ import annotations
@@ -12,10 +11,8 @@ import hashlib
 import itertools
 import json
 import os
-import sqlite3
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -25,12 +22,11 @@ from support import s3
 from support.s3 import s3_env, s3_server  # noqa: F401
 
 from icectl.catalog import operations
-from icectl.catalog.hadoop import VERSION_HINT, is_version_file, version_of
+from icectl.catalog.hadoop import VERSION_HINT, is_version_file
 from icectl.catalog.operations import (
     CommitStateUnknownError,
     encode_metadata,
     metadata_codec,
-    metastore_version,
 )
 from icectl.catalog.sql import SqlCatalog
 from icectl.config import load_config
@@ -38,7 +34,7 @@ from icectl.errors import CommitConflictError, ExitCode, RefusedError, StorageEr
 from icectl.ops.create.metadata import new_table_metadata
 from icectl.spec.metadata import TableMetadata, parse_table_metadata
 from icectl.spec.schema import NestedField, Schema, parse_primitive
-from icectl.spec.snapshots import MetadataLogEntry, Snapshot, SnapshotRef, ancestors_of
+from icectl.spec.snapshots import MetadataLogEntry, Snapshot, SnapshotRef
 from icectl.storage import FileIO, local_path
 from icectl.table import load_table
 from icectl.table.commit import (
@@ -55,6 +51,7 @@ from icectl.table.commit import (
 )
 
 HERE = Path(__file__).resolve().parent
+TESTS = HERE.parents[1]  # tests/: support/ and the test packages import from here
 SCHEMA = Schema((NestedField(1, "id", parse_primitive("long"), True), NestedField(2, "v", parse_primitive("string"))))
 # Fast, persistent retries for racing writers (icectl and Spark read the same properties).
 RACE_PROPS = {"commit.retry.num-retries": "60", "commit.retry.min-wait-ms": "5", "commit.retry.max-wait-ms": "100"}
@@ -121,7 +118,7 @@ def fs_table(tmp_path: Path, name: str = "t", **props: str) -> Path:
 
 def start_worker(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen:
     # The checkout's icectl, whatever is installed: the worker runs as a script from tests/.
-    path = os.pathsep.join(p for p in (str(HERE.parent), os.environ.get("PYTHONPATH", "")) if p)
+    path = os.pathsep.join(p for p in (str(TESTS.parent), str(TESTS), os.environ.get("PYTHONPATH", "")) if p)
     return subprocess.Popen([sys.executable, str(Path(__file__).resolve()), *args], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": path, **(env or {})},
                             cwd=HERE)
@@ -402,63 +399,6 @@ def test_metadata_file_outside_table_layout_is_refused(tmp_path: Path) -> None:
     assert result.metadata_location.endswith("v3.metadata.json") and result.metadata.properties["a"] == "1"
 
 
-def test_sql_catalog_schema_namespaces_and_create(tmp_path: Path) -> None:
-    config = load_config(write_sql_config(tmp_path))
-    result = create_table("prod.db.t", None, new_md(tmp_path / "sqlwh" / "db" / "t"), config=config)
-    assert Path(result.metadata_location).name.startswith("00000-")
-    assert result.metadata.location == str(tmp_path / "sqlwh" / "db" / "t")
-    with pytest.raises(RefusedError, match="already exists"):
-        create_table("prod.db.t", None, new_md(tmp_path / "sqlwh" / "db" / "t"), config=config)
-    catalog = load_table("prod.db.t", config=config).catalog
-    assert isinstance(catalog, SqlCatalog)
-    assert catalog.namespace_exists(("db",)) and not catalog.namespace_exists(("nope",))
-    catalog.create_namespace(("sales", "eu"), {"owner": "ops"})
-    assert catalog.namespace_exists(("sales",)) and catalog.list_namespaces() == [("db",), ("sales",)]
-    with pytest.raises(RefusedError):
-        catalog.create_namespace(("sales", "eu"))
-    db = sqlite3.connect(tmp_path / "catalog.db")
-    columns = [r[1] for r in db.execute("PRAGMA table_info(iceberg_tables)")]
-    assert columns == ["catalog_name", "table_namespace", "table_name", "metadata_location",
-                       "previous_metadata_location", "iceberg_type"]
-    assert db.execute("SELECT property_key, property_value FROM iceberg_namespace_properties "
-                      "WHERE namespace = 'sales.eu' ORDER BY 1").fetchall() == [("exists", "true"), ("owner", "ops")]
-    r = commit(load_table("prod.db.t", config=config), lambda b: set_properties(b, {"k": "v"}))
-    row = db.execute("SELECT metadata_location, previous_metadata_location, iceberg_type "
-                     "FROM iceberg_tables").fetchone()
-    assert row == (r.metadata_location, result.metadata_location, "TABLE")
-    assert Path(r.metadata_location).name.startswith("00001-")
-
-
-def test_sql_catalog_v0_schema_is_kept(tmp_path: Path) -> None:
-    db = sqlite3.connect(tmp_path / "catalog.db")
-    db.execute("CREATE TABLE iceberg_tables(catalog_name VARCHAR(255) NOT NULL,table_namespace VARCHAR(255) NOT NULL,"
-               "table_name VARCHAR(255) NOT NULL,metadata_location VARCHAR(1000),previous_metadata_location "
-               "VARCHAR(1000),PRIMARY KEY (catalog_name, table_namespace, table_name))")
-    db.commit()
-    config = load_config(write_sql_config(tmp_path))
-    create_table("db.t", None, new_md(tmp_path / "sqlwh" / "db" / "t"), config=config)
-    commit(load_table("db.t", config=config), lambda b: set_properties(b, {"k": "v"}))
-    assert "iceberg_type" not in [r[1] for r in db.execute("PRAGMA table_info(iceberg_tables)")]
-
-
-def test_pyiceberg_reads_and_commits_to_our_catalog(tmp_path: Path) -> None:
-    pyiceberg_sql = pytest.importorskip("pyiceberg.catalog.sql")
-    config = load_config(write_sql_config(tmp_path))
-    create_table("db.t", None, new_md(tmp_path / "sqlwh" / "db" / "t"), config=config)
-    commit(load_table("db.t", config=config), lambda b: set_properties(b, {"from": "icectl"}))
-    theirs = pyiceberg_sql.SqlCatalog("prod", uri=f"sqlite:///{tmp_path / 'catalog.db'}",
-                                      warehouse=f"file://{tmp_path / 'sqlwh'}")
-    assert theirs.list_tables("db") == [("db", "t")]
-    t = theirs.load_table("db.t")
-    assert t.properties["from"] == "icectl"
-    t.transaction().set_properties({"from": "pyiceberg"}).commit_transaction()
-    # ... and icectl continues on top of PyIceberg's commit.
-    ours = load_table("db.t", config=config)
-    assert ours.metadata.properties["from"] == "pyiceberg"
-    assert commit(ours, lambda b: set_properties(b, {"again": "icectl"})).committed
-    assert theirs.load_table("db.t").properties["again"] == "icectl"
-
-
 # ---------------------------------------------------------------------------------------------
 # Object storage (moto on 127.0.0.1)
 
@@ -505,197 +445,6 @@ def test_s3_conditional_put_commits(s3_env: str,  # noqa: F811
     assert {"a": "1", "other": "1", "b": "2", "d": "4"}.items() <= load_table(location).metadata.properties.items()
 
 
-# ---------------------------------------------------------------------------------------------
-# Two icectl processes racing
-
-
-@pytest.mark.parametrize("kind", ["fs", "sql"])
-def test_two_processes_lose_no_commit(kind: str, spark: Any, tmp_path: Path) -> None:
-    name, table_dir = spark_table(spark, props=RACE_PROPS)
-    address, config, env = register(kind, table_dir, tmp_path)
-    before = load_table(address, config=config)
-    n_before = len(before.metadata.snapshots)
-    per_worker = 30
-    start_at = str(time.time() + 1.5)  # both start together once the interpreters are up
-    outs = [tmp_path / f"w{i}.json" for i in range(2)]
-    t0 = time.perf_counter()
-    procs = [start_worker("loop", address, str(per_worker), start_at, "0", str(o), env=env) for o in outs]
-    for p in procs:
-        _, err = p.communicate(timeout=240)
-        assert p.returncode == 0, err
-    elapsed = time.perf_counter() - t0
-    reports = [json.loads(o.read_text()) for o in outs]
-    md = load_table(address, config=config).metadata
-    mine = [r["snapshot_id"] for rep in reports for r in rep]
-    assert len(set(mine)) == 2 * per_worker
-    assert set(mine) <= set(md.snapshots_by_id)  # no commit lost ...
-    chain = {s.snapshot_id for s in ancestors_of(md.current_snapshot_id, md.snapshots_by_id)}
-    assert set(mine) <= chain and len(md.snapshots) == n_before + 2 * per_worker  # ... and one line of history
-    # Every committed file still holds what its writer wrote: nothing was overwritten.
-    for r in (r for rep in reports for r in rep):
-        assert sha256(Path(local_path(r["location"])).read_bytes()) == r["sha256"], r["location"]
-    names = sorted(Path(local_path(r["location"])).name for rep in reports for r in rep)
-    if kind == "fs":
-        first = version_of(before.metadata_location) + 1
-        assert names == sorted(f"v{v}.metadata.json" for v in range(first, first + 2 * per_worker))
-        assert sorted(version_files(table_dir)) == list(range(1, first + 2 * per_worker))  # no gaps, no extras
-        assert_linear_history(table_dir)
-    else:
-        # Java's parseVersion: a base named vN.metadata.json has no version (-1), so ours start at 00000.
-        first = metastore_version(before.metadata_location) + 1
-        assert sorted(int(n[:5]) for n in names) == list(range(first, first + 2 * per_worker))  # once each
-    retries = sum(r["attempts"] - 1 for rep in reports for r in rep)
-    print(f"[commit-race {kind}] {2 * per_worker} commits in {elapsed:.1f}s, {retries} conflicts retried")
-    if kind == "fs":  # Spark reads the result (its catalog here is the Hadoop one)
-        assert spark.sql(f"SELECT count(*) AS n FROM {name}").collect()[0]["n"] == 2
-
-
-# ---------------------------------------------------------------------------------------------
-# Spark
-
-
-def snapshot_digests(spark: Any, name: str, snapshot_ids: list[int],
-                     columns: str = "*") -> dict[int, tuple[int, str]]:
-    """``table_rows_digest`` of ``VERSION AS OF`` each snapshot, in one Spark job (a UNION ALL)."""
-    scans = " UNION ALL ".join(f"SELECT CAST({sid} AS BIGINT) AS sid, sha2(to_json(struct({columns})), 256) AS h "
-                               f"FROM {name} VERSION AS OF {sid}" for sid in snapshot_ids)
-    rows = spark.sql(f"""
-        SELECT sid, count(*) AS n,
-               coalesce(sum(CAST(conv(substr(h, 1, 15), 16, 10) AS DECIMAL(38, 0))), 0) AS a,
-               coalesce(sum(CAST(conv(substr(h, 16, 15), 16, 10) AS DECIMAL(38, 0))), 0) AS b
-        FROM ({scans}) GROUP BY sid""").collect()
-    found = {int(r["sid"]): (int(r["n"]), f"{int(r['a']):x}-{int(r['b']):x}") for r in rows}
-    return {sid: found.get(sid, (0, "0-0")) for sid in snapshot_ids}  # an empty snapshot has no rows
-
-
-def test_interleaved_with_spark(spark: Any, spark_clone: Any) -> None:
-    from support.spark import metadata_table, table_rows_digest
-
-    t = spark_clone("v2_part")
-    name, table_dir = t.name, str(t.location)
-    ours: list[int] = []
-    steps = [f"INSERT INTO {name} SELECT * FROM {name} WHERE id < 5",
-             f"DELETE FROM {name} WHERE id % 3 = 1",
-             f"UPDATE {name} SET note = 'icectl-was-here' WHERE id % 4 = 0",
-             f"MERGE INTO {name} AS tgt USING (SELECT DISTINCT id FROM {name} WHERE id < 20) AS src ON tgt.id = src.id "
-             "WHEN MATCHED AND src.id % 2 = 0 THEN DELETE"]
-    for sql in steps:
-        ours.append(commit(load_table(table_dir), empty_append).metadata.current_snapshot_id)
-        spark.sql(sql)  # Spark builds on our snapshot
-        current = load_table(table_dir).metadata.current_snapshot()
-        assert current is not None and current.parent_snapshot_id == ours[-1], sql
-    ours.append(commit(load_table(table_dir), empty_append).metadata.current_snapshot_id)
-    assert table_rows_digest(spark, name) == snapshot_digests(spark, name, [ours[-1]])[ours[-1]]
-
-    # A commit to the dev branch: main, current snapshot and snapshot-log stay as they were.
-    before = load_table(table_dir).metadata
-    dev_head = before.refs["dev"].snapshot_id
-    on_dev = commit(load_table(table_dir), lambda b: empty_append(b, branch="dev")).metadata
-    dev_snapshot = on_dev.refs["dev"].snapshot_id
-    ours.append(dev_snapshot)
-    assert (on_dev.current_snapshot_id, on_dev.snapshot_log) == (before.current_snapshot_id, before.snapshot_log)
-    assert on_dev.snapshot_by_id(dev_snapshot).parent_snapshot_id == dev_head
-    spark.sql(f"DELETE FROM {name}.branch_dev WHERE id = 101")
-    after_dev = load_table(table_dir).metadata
-    assert after_dev.snapshot_for_ref("dev").parent_snapshot_id == dev_snapshot  # Spark built on ours
-    assert after_dev.current_snapshot_id == before.current_snapshot_id
-
-    md = after_dev
-    # Every snapshot, Spark's and ours, reads with Spark; ours read exactly as their parents.
-    digests = snapshot_digests(spark, name, [s.snapshot_id for s in md.snapshots])
-    for sid in ours:
-        parent = md.snapshot_by_id(sid).parent_snapshot_id
-        assert parent is not None and digests[sid][0] > 0
-        if sid == dev_snapshot:
-            # As Java, a new snapshot carries the table's current schema; dev's head predates
-            # ADD COLUMN / RENAME, so compare the columns both schemas share.
-            both = snapshot_digests(spark, name, [sid, parent], columns="id, name, price, ts, payload")
-            assert both[sid] == both[parent]
-        else:
-            assert digests[sid] == digests[parent]
-    history = {r["snapshot_id"] for r in metadata_table(spark, name, "history")}
-    assert set(ours) - {dev_snapshot} <= history  # history = main's snapshot-log
-    assert {r["snapshot_id"] for r in metadata_table(spark, name, "snapshots")} == set(md.snapshots_by_id)
-    assert {s.snapshot_id for s in ancestors_of(md.current_snapshot_id, md.snapshots_by_id)} >= \
-        set(ours) - {dev_snapshot}
-    logged = [e.metadata_file for e in md.metadata_log]
-    assert len(logged) == len(set(logged)) and all(Path(local_path(f)).exists() for f in logged)
-
-
-def test_v3_empty_append_keeps_row_lineage(spark: Any) -> None:
-    from support.spark import table_rows_digest
-
-    name, table_dir = spark_table(spark, version=3)
-    before = load_table(str(table_dir)).metadata
-    result = commit(load_table(str(table_dir)), empty_append)
-    snap = result.metadata.current_snapshot()
-    assert snap is not None and (snap.first_row_id, snap.added_rows) == (before.next_row_id, 0)
-    assert result.metadata.next_row_id == before.next_row_id
-    spark.sql(f"INSERT INTO {name} VALUES (3, 'c')")
-    after = load_table(str(table_dir)).metadata
-    assert after.next_row_id == before.next_row_id + 1
-    rows = spark.sql(f"SELECT id, _row_id FROM {name} ORDER BY id").collect()
-    assert [(r["id"], r["_row_id"]) for r in rows] == [(1, 0), (2, 1), (3, before.next_row_id)]
-    assert table_rows_digest(spark, f"SELECT * FROM {name} VERSION AS OF {snap.snapshot_id}")[0] == 2
-
-
-def test_icectl_and_spark_commit_concurrently(spark: Any, tmp_path: Path) -> None:
-    """Spark INSERTs in a loop while an icectl process commits continuously to the same table.
-
-    Spark's HadoopTableOperations checks that v<N+1> is absent and then renames over it (its lock
-    is per JVM): it never loses to us (our file exists first, or our link fails), but its rename can
-    replace a file we created in between; icectl re-reads its file after committing and re-applies
-    its change when that happened. Either way every commit of both sides must be in the history.
-    """
-    name, table_dir = spark_table(spark, props=RACE_PROPS)
-    n_before = len(load_table(str(table_dir)).metadata.snapshots)
-    spark_inserts = 12
-    out, stop = tmp_path / "icectl.json", tmp_path / "stop"
-    start_at = time.time() + 2.0
-    worker = start_worker("loop", str(table_dir), "1000", str(start_at), "0.05", str(out), str(stop))
-    spark_errors: list[BaseException] = []
-
-    def spark_loop() -> None:
-        time.sleep(max(0.0, start_at - time.time() + 0.2))  # icectl is already committing
-        try:
-            for i in range(spark_inserts):
-                spark.sql(f"INSERT INTO {name} VALUES ({100 + i}, 'spark')")
-        except BaseException as e:  # surfaced below
-            spark_errors.append(e)
-        finally:
-            stop.touch()
-
-    thread = threading.Thread(target=spark_loop)
-    t0 = time.perf_counter()
-    thread.start()
-    _, err = worker.communicate(timeout=300)
-    thread.join(timeout=300)
-    elapsed = time.perf_counter() - t0
-    assert worker.returncode == 0, err
-    assert not spark_errors, spark_errors
-    report = json.loads(out.read_text())
-    md = load_table(str(table_dir)).metadata
-    chain = [s.snapshot_id for s in ancestors_of(md.current_snapshot_id, md.snapshots_by_id)][::-1]
-    mine = {r["snapshot_id"] for r in report}
-    spark_snaps = {s.snapshot_id for s in md.snapshots if s.summary.get("added-records") == "1"}
-    assert len(mine) == len(report) and mine <= set(chain)
-    assert len(spark_snaps) == spark_inserts and spark_snaps <= set(chain)
-    assert len(md.snapshots) == len(chain) == n_before + len(report) + spark_inserts
-    ids = sorted(r["id"] for r in spark.sql(f"SELECT id FROM {name}").collect())
-    assert ids == [1, 2, *range(100, 100 + spark_inserts)]
-    # They really ran at the same time: the history alternates between the two writers.
-    labels = ["i" if sid in mine else "s" for sid in chain if sid in mine or sid in spark_snaps]
-    switches = sum(a != b for a, b in itertools.pairwise(labels))
-    assert switches >= spark_inserts, "".join(labels)
-    assert_linear_history(table_dir)
-    for r in report:
-        assert sha256(Path(r["location"]).read_bytes()) == r["sha256"]
-    retries = sum(r["attempts"] - 1 for r in report)
-    replaced = sum("replaced by another writer" in c for r in report for c in r["conflicts"])
-    print(f"[icectl-vs-spark] {len(report)} icectl + {spark_inserts} Spark commits in {elapsed:.1f}s, "
-          f"{switches} alternations; icectl retried {retries} times, {replaced} after Spark replaced its file")
-
-
 def assert_linear_history(table_dir: Path) -> None:
     """Each v<N+1> was built on v<N>: it logs v<N> last and keeps all of its snapshots."""
     versions = version_files(table_dir)
@@ -736,36 +485,6 @@ def test_a_check_then_rename_writer_replacing_ours_is_detected(tmp_path: Path,
 
 
 # ---------------------------------------------------------------------------------------------
-# A writer killed between writing its metadata file and committing it
-
-
-@pytest.mark.parametrize("kind", ["fs", "sql"])
-def test_killed_writer_leaves_table_unchanged(kind: str, spark: Any, tmp_path: Path) -> None:
-    from support.spark import latest_metadata_path, table_rows_digest
-
-    name, table_dir = spark_table(spark)
-    address, config, env = register(kind, table_dir, tmp_path)
-    before_location = load_table(address, config=config).metadata_location
-    before_files = set((table_dir / "metadata").iterdir())
-    digest = table_rows_digest(spark, name)
-    killed = start_worker("kill", address, env=env)
-    assert killed.wait(timeout=120) == 9, killed.communicate()[1]
-    new_files = set((table_dir / "metadata").iterdir()) - before_files
-    # Exactly the dead writer's metadata file is left over (an orphan), and it is not current.
-    assert len(new_files) == 1 and not is_version_file(next(iter(new_files)).name)
-    after = load_table(address, config=config)
-    assert after.metadata_location == before_location
-    assert table_rows_digest(spark, name) == digest
-    if kind == "fs":
-        assert latest_metadata_path(table_dir) == Path(before_location)
-    result = commit(after, empty_append)
-    assert result.committed and result.attempts == 1
-    if kind == "fs":
-        assert table_rows_digest(spark, name) == digest  # Spark reads the following commit's snapshot
-        assert load_table(str(table_dir)).metadata.current_snapshot_id == result.metadata.current_snapshot_id
-
-
-# ---------------------------------------------------------------------------------------------
 # Worker processes
 
 
@@ -801,5 +520,5 @@ def _worker(argv: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, str(HERE))
+    sys.path.insert(0, str(TESTS))
     _worker(sys.argv[1:])

@@ -21,7 +21,6 @@ from typing import Any
 
 import pytest
 from support.corrupt import copy_table, edit_avro, edit_metadata, read_avro, read_metadata
-from test_validate import JAVA_WARNINGS, CountingIO
 
 from icectl.codec.puffin import decode_deletion_vector, deletion_vector_blob, encode_deletion_vector, write_puffin
 from icectl.config import Config
@@ -34,6 +33,7 @@ from icectl.table import load_table
 from icectl.table.commit import commit
 from icectl.table.layout.root import ROOT_MAX_ADDED_FILES
 from icectl.validate import CATALOGUE, Severity, ValidationResult, validate_address, validate_table
+from unit.validate.test_validate import JAVA_WARNINGS, CountingIO
 
 KINDS = ["v1_unpart", "v2_part", "v3_dv"]
 DATA, DATA_MANIFEST, DELETE_MANIFEST, MANIFEST_DV = 0, 3, 4, 5

@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cli.test_errors import assert_one_line_error, run_cli
 from support.corrupt import copy_table, edit_metadata, metadata_path
-from test_errors import assert_one_line_error, run_cli
 
 from icectl.errors import CorruptInputError, ExitCode
 from icectl.spec.metadata import TableMetadata

@@ -20,7 +20,7 @@ from icectl.errors import CommitConflictError, IcectlError, UsageError
 from icectl.ops.add_files import add_files
 from icectl.ops.compact import plan as compact_plan
 from icectl.ops.compact.manifests import CompactPlan, compact
-from icectl.ops.compact.plan import CompactOptions, parse_size
+from icectl.ops.compact.plan import CompactOptions
 from icectl.ops.create.table import SchemaSource, create
 from icectl.spec.manifest import ManifestContent
 from icectl.spec.snapshots import SnapshotRef
@@ -74,16 +74,6 @@ def metadata_files(table_dir: str) -> set[str]:
 
 
 # --------------------------------------------------------------------------- rules
-
-
-def test_parse_size() -> None:
-    assert parse_size("8388608") == 8 * 1024 * 1024
-    assert parse_size("8MiB") == 8 * 1024 * 1024
-    assert parse_size("512 KiB") == 512 * 1024
-    assert parse_size("1.5MB") == 1_500_000
-    for bad in ("", "8 parsecs", "-1", "100"):
-        with pytest.raises(UsageError):
-            parse_size(bad)
 
 
 def test_merges_keeps_every_entry_and_is_idempotent(tmp_path: Path) -> None:

@@ -14,12 +14,12 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from test_write_vs_spark import icectl
 from typer.testing import CliRunner
 
 from icectl.cli.app import app
 from icectl.errors import ExitCode
 from icectl.spec.name_mapping import DEFAULT_NAME_MAPPING
+from interop.test_write_vs_spark import icectl
 
 SCHEMA = "id long, name string, price double, qty int"
 
