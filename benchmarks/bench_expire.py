@@ -59,10 +59,11 @@ from icectl.ops.expire import ExpirePolicy, expire_snapshots  # noqa: E402
 from icectl.spec.manifest import ManifestContent, ManifestEntry, ManifestEntryStatus, ManifestFile  # noqa: E402
 from icectl.spec.metadata import TableMetadata  # noqa: E402
 from icectl.spec.snapshots import Snapshot  # noqa: E402
+from icectl.spec.updates import TableChange, TableUpdate, apply_updates, snapshot_updates  # noqa: E402
 from icectl.storage import FileIO  # noqa: E402
 from icectl.table import load_table  # noqa: E402
 from icectl.table import scan as icectl_scan  # noqa: E402
-from icectl.table.commit import add_snapshot, commit, new_snapshot_id  # noqa: E402
+from icectl.table.commit import commit, new_snapshot_id  # noqa: E402
 from icectl.table.summary import SummaryBuilder  # noqa: E402
 
 if TYPE_CHECKING:
@@ -161,6 +162,7 @@ def build_icectl(table_dir: Path, n: int) -> None:
     timestamp_ms = md.last_updated_ms  # Java: no snapshot older than the metadata log's last entry
     parent: Snapshot | None = None
     parent_manifests: list[ManifestFile] = []
+    updates: list[TableUpdate] = []
     for i in range(n):
         path = table_dir / "data" / f"{i:05d}-{uuid.uuid4()}.parquet"
         _tiny_parquet(path, i)
@@ -187,15 +189,16 @@ def build_icectl(table_dir: Path, n: int) -> None:
                         parent_snapshot_id=parent.snapshot_id if parent else None, sequence_number=seq,
                         manifest_list=list_path, summary=summary.build("append", parent.summary if parent else None),
                         schema_id=md.current_schema_id)
-        md = add_snapshot(md, snap)
+        ups = snapshot_updates(md, snap)
+        md = apply_updates(md, ups)
+        updates.extend(ups)
         parent, parent_manifests = snap, listed.manifests
-    built = md
     first_uuid = table.metadata.table_uuid
 
-    def publish(base: TableMetadata) -> TableMetadata:
+    def publish(base: TableMetadata) -> TableChange:
         if base.table_uuid != first_uuid or base.snapshots:
             raise RuntimeError(f"{table_dir} changed while it was being built")
-        return built
+        return TableChange((), tuple(updates))
 
     commit(table, publish)
 

@@ -63,10 +63,11 @@ from icectl.spec.manifest import (  # noqa: E402
     ManifestFile,
 )
 from icectl.spec.snapshots import Snapshot  # noqa: E402
+from icectl.spec.updates import snapshot_change  # noqa: E402
 from icectl.spec.values import to_bytes  # noqa: E402
 from icectl.storage import FileIO, S3Settings, join  # noqa: E402
 from icectl.table import Table, load_table  # noqa: E402
-from icectl.table.commit import add_snapshot, commit, create_table, new_snapshot_id  # noqa: E402
+from icectl.table.commit import commit, create_table, new_snapshot_id  # noqa: E402
 from icectl.table.scan import iter_entries, manifests_of  # noqa: E402
 
 SCHEMA = "id long, ts timestamptz, name string"
@@ -112,7 +113,7 @@ def build(location: str, io: FileIO, files: int, manifests: int, short_names: bo
                     summary={"operation": "append", "total-data-files": str(files),
                              "total-records": str(files * 1000)}, schema_id=0, first_row_id=0,
                     added_rows=lst.added_rows)
-    commit(table, lambda base: add_snapshot(base, snap))
+    commit(table, lambda base: snapshot_change(base, snap))
     return table
 
 
@@ -196,7 +197,7 @@ def v3_remove_one(table: Table, path: str, *, merge: bool) -> int:
     snap = Snapshot(sid, int(time.time() * 1000), head.snapshot_id, seq, manifest_list=list_path,
                     summary={"operation": "delete"}, schema_id=0, first_row_id=md.next_row_id,
                     added_rows=lst.added_rows)
-    commit(table, lambda base: add_snapshot(base, snap))
+    commit(table, lambda base: snapshot_change(base, snap))
     for p in written:  # Java's cleanUncommitted: manifests the committed list does not use
         if p not in {m.manifest_path for m in kept}:
             transient += table.io.size(p)

@@ -49,9 +49,10 @@ from icectl.spec.metadata import TableMetadata  # noqa: E402
 from icectl.spec.schema import LONG  # noqa: E402
 from icectl.spec.snapshots import Snapshot  # noqa: E402
 from icectl.spec.transforms import BucketTransform  # noqa: E402
+from icectl.spec.updates import TableChange, TableUpdate, apply_updates, snapshot_updates  # noqa: E402
 from icectl.storage import FileIO  # noqa: E402
 from icectl.table import load_table  # noqa: E402
-from icectl.table.commit import add_snapshot, commit, new_snapshot_id  # noqa: E402
+from icectl.table.commit import commit, new_snapshot_id  # noqa: E402
 from icectl.table.summary import SummaryBuilder  # noqa: E402
 from icectl.validate import validate_table  # noqa: E402
 
@@ -74,6 +75,7 @@ def build(table_dir: Path, snapshots: int, files: int) -> None:
     timestamp_ms = md.last_updated_ms
     next_id = 0
     t0 = time.perf_counter()
+    updates: list[TableUpdate] = []
     for n in range(snapshots):
         snapshot_id = new_snapshot_id(md)
         seq = md.last_sequence_number + 1
@@ -116,16 +118,17 @@ def build(table_dir: Path, snapshots: int, files: int) -> None:
                         parent_snapshot_id=parent.snapshot_id if parent else None, sequence_number=seq,
                         manifest_list=list_path, summary=summary.build("append", parent.summary if parent else None),
                         schema_id=md.current_schema_id)
-        md = add_snapshot(md, snap)
+        ups = snapshot_updates(md, snap)
+        md = apply_updates(md, ups)
+        updates.extend(ups)
         parent, parent_manifests = snap, listed.manifests
         if (n + 1) % 200 == 0:
             print(f"  built {n + 1} snapshots ({time.perf_counter() - t0:.0f}s)", file=sys.stderr, flush=True)
-    built = md
 
-    def publish(base: TableMetadata) -> TableMetadata:
+    def publish(base: TableMetadata) -> TableChange:
         if base.snapshots:
             raise RuntimeError(f"{table_dir} changed while it was being built")
-        return built
+        return TableChange((), tuple(updates))
 
     commit(table, publish)
 

@@ -2,8 +2,7 @@
 
 A change is a :class:`~icectl.spec.updates.TableChange`: requirements and metadata updates in the
 REST spec's vocabulary, applied by :func:`icectl.spec.updates.apply_updates` (Java's
-``TableMetadata.Builder``). The pure helpers ``add_snapshot``, ``set_properties`` and
-``prepare_commit`` live there and are re-exported here.
+``TableMetadata.Builder``); ``build`` returns one per attempt, nothing else is committed.
 
 :func:`commit` is ``SnapshotProducer.commit``'s loop: refresh, ``build(base)``, then the table's
 operations (:mod:`icectl.catalog.operations`) check the requirements against that base, apply the
@@ -33,7 +32,6 @@ from icectl.catalog.operations import (
     FileSystemOperations,
     SqlOperations,
     TableOperations,
-    now_ms,
 )
 from icectl.catalog.sql import SqlCatalog
 from icectl.config import Config, load_config
@@ -47,7 +45,7 @@ from icectl.spec.properties import (
     METADATA_DELETE_AFTER_COMMIT,
 )
 from icectl.spec.requirements import AssertTableUUID, RequirementFailedError
-from icectl.spec.updates import TableChange, add_snapshot, prepare_commit, set_properties
+from icectl.spec.updates import TableChange
 from icectl.storage import FileIO, basename, checksum_sidecar, delete_quietly, local_path, parent, scheme_of
 from icectl.table import Table
 from icectl.table.delete_fence import metadata_files_to_delete
@@ -178,7 +176,7 @@ def operations_for(table: Table, *, allow_unsafe_object_store: bool = False) -> 
                        hint="address the table by its directory or as [catalog.]namespace.table")
 
 
-def commit(table: Table, build: Callable[[TableMetadata], TableChange | TableMetadata], *,
+def commit(table: Table, build: Callable[[TableMetadata], TableChange], *,
            ops: TableOperations | None = None, allow_unsafe_object_store: bool = False,
            sleep: Callable[[float], None] = time.sleep) -> CommitResult:
     """Commit the change ``build`` derives from the table's freshest metadata, retrying on conflicts.
@@ -187,7 +185,7 @@ def commit(table: Table, build: Callable[[TableMetadata], TableChange | TableMet
     on the new base after a conflict; raise from it to give up); requirements usually come from
     ``base`` too (``assert-ref-snapshot-id`` of the branch a snapshot goes to), and
     ``assert-table-uuid`` of the loaded table is added to every attempt. A change with no effect
-    writes nothing. During the move to updates ``build`` may still return the new metadata itself.
+    writes nothing.
     On success ``table`` is updated in place. Raises :class:`CommitConflictError` (exit 5) when every
     attempt lost to another writer, and :class:`~icectl.catalog.operations.CommitStateUnknownError`
     when the outcome cannot be told.
@@ -206,20 +204,12 @@ def commit(table: Table, build: Callable[[TableMetadata], TableChange | TableMet
         base = current.metadata
         change = build(base)
         try:
-            if isinstance(change, TableMetadata):  # the transition path: build made the metadata
-                if change is base or change == base:
-                    return CommitResult(current.location, base, attempt, committed=False,
-                                        conflicts=tuple(conflicts))
-                new = prepare_commit(base, change, current.location, now_ms())
-                location = ops.commit(current, new)
-            else:
-                if same_table is not None and base.table_uuid is not None:
-                    change = TableChange((same_table, *change.requirements), change.updates)
-                done = ops.commit_change(current, change)
-                if done is None:
-                    return CommitResult(current.location, base, attempt, committed=False,
-                                        conflicts=tuple(conflicts))
-                location, new = done
+            if same_table is not None and base.table_uuid is not None:
+                change = TableChange((same_table, *change.requirements), change.updates)
+            done = ops.commit_change(current, change)
+            if done is None:
+                return CommitResult(current.location, base, attempt, committed=False, conflicts=tuple(conflicts))
+            location, new = done
         except (CommitFailedError, RequirementFailedError) as e:
             conflicts.append(e.message)
             if policy.gives_up(attempt, (time.monotonic() - start) * 1000):
@@ -335,7 +325,6 @@ def _with_location(metadata: TableMetadata, table_dir: str, *, strict: bool) -> 
 
 
 __all__ = [
-    "CommitResult", "RetryPolicy", "TableChange", "add_snapshot", "commit", "create_table",
-    "delete_removed_metadata_files", "new_snapshot_id", "operations_for", "prepare_commit", "removed_metadata_files",
-    "set_properties",
+    "CommitResult", "RetryPolicy", "TableChange", "commit", "create_table",
+    "delete_removed_metadata_files", "new_snapshot_id", "operations_for", "removed_metadata_files",
 ]

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from support.fixtures import FixtureTable
+from support.forge import property_change
 from support.spark import latest_metadata_path, metadata_table, table_rows_digest
 from typer.testing import CliRunner
 
@@ -23,7 +24,7 @@ from icectl.cli.app import app
 from icectl.errors import ExitCode
 from icectl.storage import local_path
 from icectl.table import load_table
-from icectl.table.commit import commit, set_properties
+from icectl.table.commit import commit
 
 
 def icectl(*args: str) -> tuple[int, str, str]:
@@ -76,8 +77,8 @@ def test_metadata_log_cleanup_deletes_only_old_metadata_files(
     doc["metadata-log"] = bait + doc["metadata-log"]
     current.write_text(json.dumps(doc))
     (current.parent / f".{current.name}.crc").unlink(missing_ok=True)  # Hadoop would reject the stale checksum
-    result = commit(load_table(str(t.location)), lambda md: set_properties(
-        md, {"write.metadata.delete-after-commit.enabled": "true", "write.metadata.previous-versions-max": "1"}))
+    result = commit(load_table(str(t.location)), lambda md: property_change(
+        {"write.metadata.delete-after-commit.enabled": "true", "write.metadata.previous-versions-max": "1"}))
     assert result.committed
     assert Path(live[0]).exists() and outside.exists()
     assert sorted(Path(p).name for p in result.deleted_metadata_files) == sorted(Path(p).name for p in old_metadata)

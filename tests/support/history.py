@@ -53,8 +53,10 @@ from icectl.spec.snapshots import (
     SnapshotRef,
     StatisticsFile,
 )
+from icectl.spec.updates import set_properties, snapshot_change
 from icectl.table import Table, load_table
-from icectl.table.commit import add_snapshot, commit, create_table, set_properties
+from icectl.table.commit import commit, create_table
+from support.forge import forge_commit
 
 T0_MS = 1_700_000_000_000
 UNIT_MS = 60_000  # one clock step; every timestamp is T0_MS + k * UNIT_MS
@@ -452,7 +454,7 @@ class HistoryBuilder:
         snapshot = Snapshot(snapshot_id=sid, timestamp_ms=self.clock_ms, parent_snapshot_id=parent,
                             sequence_number=seq, manifest_list=list_path, summary={"operation": operation},
                             schema_id=md.current_schema_id, first_row_id=first_row_id, added_rows=ml.added_rows)
-        commit(self.table, lambda base: add_snapshot(base, snapshot, branch=branch))
+        commit(self.table, lambda base: snapshot_change(base, snapshot, branch=branch))
         # The model, only once the commit succeeded.
         for (path, content, entries, _), info in zip(written, ml.manifests, strict=False):
             self.manifests[path] = ModelManifest(path, content, tuple(_assign_row_ids(entries, info)), info)
@@ -575,7 +577,7 @@ class HistoryBuilder:
 
     def _metadata_commit(self, change: dict[str, object]) -> None:
         """A commit that changes refs/statistics only, stamped with the model clock."""
-        commit(self.table, lambda base: base.replace(**change, last_updated_ms=self.clock_ms))
+        forge_commit(self.table, lambda base: base.replace(**change, last_updated_ms=self.clock_ms))
 
     def _refs_json(self) -> dict[str, SnapshotRef]:
         return {n: r.to_icectl() for n, r in self.refs.items()}
@@ -662,7 +664,7 @@ class HistoryBuilder:
         def build(base: TableMetadata) -> TableMetadata:
             return set_properties(base, properties).replace(refs=refs, last_updated_ms=self.clock_ms)
 
-        commit(self.table, build)
+        forge_commit(self.table, build)
 
 
     def expired(self, snapshot_ids: Iterable[int], now_ms: int) -> None:

@@ -9,10 +9,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.forge import property_change
 
 from icectl.catalog.hadoop import VERSION_HINT
 from icectl.table import load_table
-from icectl.table.commit import commit, set_properties
+from icectl.table.commit import commit
 
 
 def _fd_path(fd: int) -> str:
@@ -43,7 +44,7 @@ def test_metadata_and_hint_are_flushed_around_publication(tmp_path: Path, monkey
     monkeypatch.setattr(os, "fsync", fsync)
     monkeypatch.setattr(os, "link", link)
     monkeypatch.setattr(os, "replace", replace)
-    result = commit(table, lambda md: set_properties(md, {"k": "v"}))
+    result = commit(table, lambda md: property_change({"k": "v"}))
     final = result.metadata_location
     kinds = [e[0] for e in events]
     i_link = kinds.index("link")
@@ -92,7 +93,7 @@ def test_spark_checksum_of_the_version_hint_never_goes_stale(spark: Any) -> None
     rows = table_rows_digest(spark, name)
 
     table = load_table(str(table_dir))
-    result = commit(table, lambda md: set_properties(md, {"icectl.touched": "yes"}))
+    result = commit(table, lambda md: property_change({"icectl.touched": "yes"}))
     version = result.metadata_location.rsplit("/v", 1)[1].split(".")[0]
     assert version != written_by_spark.strip()
     assert hadoop_read().strip() == version

@@ -10,12 +10,13 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from support.forge import property_change
 
 from icectl.catalog.sql import SqlCatalog
 from icectl.config import load_config
 from icectl.errors import RefusedError
 from icectl.table import load_table
-from icectl.table.commit import commit, create_table, set_properties
+from icectl.table.commit import commit, create_table
 from unit.table.test_commit import new_md, write_sql_config
 
 
@@ -39,7 +40,7 @@ def test_sql_catalog_schema_namespaces_and_create(tmp_path: Path) -> None:
                        "previous_metadata_location", "iceberg_type"]
     assert db.execute("SELECT property_key, property_value FROM iceberg_namespace_properties "
                       "WHERE namespace = 'sales.eu' ORDER BY 1").fetchall() == [("exists", "true"), ("owner", "ops")]
-    r = commit(load_table("prod.db.t", config=config), lambda b: set_properties(b, {"k": "v"}))
+    r = commit(load_table("prod.db.t", config=config), lambda b: property_change({"k": "v"}))
     row = db.execute("SELECT metadata_location, previous_metadata_location, iceberg_type "
                      "FROM iceberg_tables").fetchone()
     assert row == (r.metadata_location, result.metadata_location, "TABLE")
@@ -54,7 +55,7 @@ def test_sql_catalog_v0_schema_is_kept(tmp_path: Path) -> None:
     db.commit()
     config = load_config(write_sql_config(tmp_path))
     create_table("db.t", None, new_md(tmp_path / "sqlwh" / "db" / "t"), config=config)
-    commit(load_table("db.t", config=config), lambda b: set_properties(b, {"k": "v"}))
+    commit(load_table("db.t", config=config), lambda b: property_change({"k": "v"}))
     assert "iceberg_type" not in [r[1] for r in db.execute("PRAGMA table_info(iceberg_tables)")]
 
 
@@ -62,7 +63,7 @@ def test_pyiceberg_reads_and_commits_to_our_catalog(tmp_path: Path) -> None:
     pyiceberg_sql = pytest.importorskip("pyiceberg.catalog.sql")
     config = load_config(write_sql_config(tmp_path))
     create_table("db.t", None, new_md(tmp_path / "sqlwh" / "db" / "t"), config=config)
-    commit(load_table("db.t", config=config), lambda b: set_properties(b, {"from": "icectl"}))
+    commit(load_table("db.t", config=config), lambda b: property_change({"from": "icectl"}))
     theirs = pyiceberg_sql.SqlCatalog("prod", uri=f"sqlite:///{tmp_path / 'catalog.db'}",
                                       warehouse=f"file://{tmp_path / 'sqlwh'}")
     assert theirs.list_tables("db") == [("db", "t")]
@@ -72,5 +73,5 @@ def test_pyiceberg_reads_and_commits_to_our_catalog(tmp_path: Path) -> None:
     # ... and icectl continues on top of PyIceberg's commit.
     ours = load_table("db.t", config=config)
     assert ours.metadata.properties["from"] == "pyiceberg"
-    assert commit(ours, lambda b: set_properties(b, {"again": "icectl"})).committed
+    assert commit(ours, lambda b: property_change({"again": "icectl"})).committed
     assert theirs.load_table("db.t").properties["again"] == "icectl"

@@ -19,6 +19,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from support.forge import forge_commit
 from typer.testing import CliRunner
 
 import icectl.cli.maintenance_cmd as cmd
@@ -37,7 +38,6 @@ from icectl.spec.snapshots import (
 )
 from icectl.storage import FileIO
 from icectl.table import load_table
-from icectl.table.commit import commit
 
 COUNTS = ("deleted_data_files_count", "deleted_position_delete_files_count", "deleted_equality_delete_files_count",
           "deleted_manifest_files_count", "deleted_manifest_lists_count", "deleted_statistics_files_count")
@@ -79,7 +79,7 @@ class Tbl:
         return load_table(str(self.dir)).metadata
 
     def change(self, fn: Callable[[TableMetadata], TableMetadata]) -> None:
-        commit(load_table(str(self.dir)), fn)
+        forge_commit(load_table(str(self.dir)), fn)
 
     def ts(self, sid: int) -> int:
         s = self.md().snapshot_by_id(sid)
@@ -459,7 +459,7 @@ def test_snapshots_restored_after_the_commit_keep_their_files(wh: Path, monkeypa
 
     def commit_then_restore(table: Any, build: Any, **kw: Any) -> Any:
         result = real_commit(table, build, **kw)
-        commit(load_table(str(t.dir)), lambda md: md.replace(snapshots=original.snapshots, refs=original.refs))
+        forge_commit(load_table(str(t.dir)), lambda md: md.replace(snapshots=original.snapshots, refs=original.refs))
         return result
     monkeypatch.setattr(expire_mod, "commit", commit_then_restore)
     out = t.expire("--older-than", "0s", "--retain-last", "1")

@@ -18,6 +18,7 @@ import fastavro
 import pyarrow.parquet as pq
 import pytest
 from support.fixtures import FixtureTable
+from support.forge import forge_commit
 
 from icectl.codec.puffin import deletion_vector_blob, write_puffin
 from icectl.codec.root_manifest import (
@@ -32,8 +33,9 @@ from icectl.codec.root_manifest import (
 from icectl.ops.expire import ExpirePolicy, expire_snapshots
 from icectl.spec.manifest import ManifestEntryStatus
 from icectl.spec.snapshots import Snapshot, SnapshotRef
+from icectl.spec.updates import snapshot_change
 from icectl.table import load_table
-from icectl.table.commit import add_snapshot, commit, new_snapshot_id
+from icectl.table.commit import commit, new_snapshot_id
 from icectl.table.layout.root import ROOT_MAX_ADDED_FILES
 from unit.ops.test_upgrade import icectl, parquet
 
@@ -92,7 +94,7 @@ def _commit_root(d: Path, entries: list[ContentEntry], sid: int | None = None) -
     snap = Snapshot(sid, head.timestamp_ms + 1, head.snapshot_id, seq, root_manifest=path,
                     summary={"operation": "delete"}, schema_id=md.current_schema_id, first_row_id=md.next_row_id,
                     added_rows=0)
-    commit(t, lambda base: add_snapshot(base, snap))
+    commit(t, lambda base: snapshot_change(base, snap))
     return sid
 
 
@@ -182,7 +184,7 @@ def test_a_retained_snapshot_without_the_dv_keeps_the_rows(puffin_history: dict[
     h = puffin_history
     d, (s1, s2, s3, s4), roots = h["d"], h["s"], h["roots"]
     t = load_table(str(d))
-    commit(t, lambda md: md.replace(refs={**md.refs, "keep": SnapshotRef(h["up"], "tag")}))
+    forge_commit(t, lambda md: md.replace(refs={**md.refs, "keep": SnapshotRef(h["up"], "tag")}))
     before = table_files(d)
     # Through the command line, with --clean-expired-metadata (v4 snapshots' specs are found too).
     out = icectl("expire-snapshots", str(d), "--older-than", str(h["ts"][s4]), "--clean-expired-metadata")
@@ -233,7 +235,7 @@ def test_expire_on_upgraded_spark_table(spark_clone: Any, kind: str) -> None:
     # Model of main: its leaves and live content files, from the pre-upgrade head and our steps.
     leaves = pre[heads["main"]][0] - {norm(md.snapshot_by_id(heads["main"]).manifest_list or "")}
     content = list(pre[heads["main"]][1])
-    commit(load_table(str(d)), lambda m: m.replace(properties={**m.properties, ROOT_MAX_ADDED_FILES[0]: "2"}))
+    forge_commit(load_table(str(d)), lambda m: m.replace(properties={**m.properties, ROOT_MAX_ADDED_FILES[0]: "2"}))
     # New files: one row of the widest data file Spark wrote (the table's schema, one partition).
     src = max((p for p, c, _r, _f in content if c == 0), key=lambda p: len(pq.read_schema(p).names))
     x = [norm(str(d / "data" / f"x{i}.parquet")) for i in range(4)]

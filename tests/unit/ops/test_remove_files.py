@@ -21,8 +21,9 @@ from icectl.codec.root_manifest import (
 from icectl.errors import ExitCode
 from icectl.spec.manifest import ManifestEntryStatus
 from icectl.spec.snapshots import Snapshot
+from icectl.spec.updates import snapshot_change
 from icectl.table import load_table
-from icectl.table.commit import add_snapshot, commit
+from icectl.table.commit import commit
 from unit.ops.test_upgrade import icectl, parquet
 from unit.table import test_v4_commit
 from unit.table.test_v4_commit import avro_files, live, tree
@@ -98,7 +99,7 @@ def test_removing_a_file_removes_its_dv(v4: tuple[Path, list[str]], tmp_path: Pa
                                             sequence_number=seq).data)
     snap = Snapshot(sid, head.timestamp_ms + 1, head.snapshot_id, seq, root_manifest=str(root_path),
                     summary={"operation": "delete"}, schema_id=0, first_row_id=md.next_row_id, added_rows=0)
-    commit(t, lambda base: add_snapshot(base, snap))
+    commit(t, lambda base: snapshot_change(base, snap))
     assert {r["file_path"] for r in icectl("inspect", "files", str(d), "--content", "deletes")["rows"]} == {str(pf)}
     out = icectl("remove-files", str(d), paths[1])
     assert out["removed_data_files"] == 1 and out["removed_delete_files"] == 1

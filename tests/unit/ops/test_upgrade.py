@@ -33,8 +33,9 @@ from icectl.errors import ExitCode
 from icectl.ops import upgrade as upgrade_mod
 from icectl.spec.manifest import ManifestEntryStatus
 from icectl.spec.snapshots import Snapshot
+from icectl.spec.updates import snapshot_change
 from icectl.table import load_table
-from icectl.table.commit import add_snapshot, commit, new_snapshot_id
+from icectl.table.commit import commit, new_snapshot_id
 
 EXISTING, ADDED, DELETED = ManifestEntryStatus.EXISTING, ManifestEntryStatus.ADDED, ManifestEntryStatus.DELETED
 
@@ -151,7 +152,7 @@ def _commit_root(d: Path, entries: list[ContentEntry], snapshot_id: int) -> None
     snap = Snapshot(snapshot_id=snapshot_id, timestamp_ms=head.timestamp_ms + 1, parent_snapshot_id=head.snapshot_id,
                     sequence_number=seq, root_manifest=path, summary={"operation": "delete"},
                     schema_id=md.current_schema_id, first_row_id=md.next_row_id, added_rows=5)
-    commit(t, lambda base: add_snapshot(base, snap))
+    commit(t, lambda base: snapshot_change(base, snap))
 
 
 def test_reader_applies_manifest_dvs_and_root_level_files(table: Path, tmp_path: Path) -> None:

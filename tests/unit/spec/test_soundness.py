@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 from cli.test_errors import assert_one_line_error, run_cli
 from support.corrupt import copy_table, edit_metadata, metadata_path
+from support.forge import forge_commit
 
 from icectl.errors import CorruptInputError, ExitCode
 from icectl.spec.metadata import TableMetadata
@@ -208,13 +209,12 @@ def test_commit_refuses_a_base_damaged_since_the_table_was_loaded(v2_copy: Path)
     from icectl.config import Config
     from icectl.storage import FileIO
     from icectl.table import load_table
-    from icectl.table.commit import commit
 
     table = load_table(str(v2_copy), Config({}), FileIO())
     edit_metadata(v2_copy, _dangling_main)
     before = listing(v2_copy)
     with pytest.raises(CorruptInputError, match="4242"):
-        commit(table, lambda md: md.replace(properties={**md.properties, "k": "v"}))
+        forge_commit(table, lambda md: md.replace(properties={**md.properties, "k": "v"}))
     assert listing(v2_copy) == before
 
 

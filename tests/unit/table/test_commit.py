@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 from support import s3
+from support.forge import property_change
 from support.s3 import s3_env, s3_server  # noqa: F401
 
 from icectl.catalog import operations
@@ -35,19 +36,17 @@ from icectl.ops.create.metadata import new_table_metadata
 from icectl.spec.metadata import TableMetadata, parse_table_metadata
 from icectl.spec.schema import NestedField, Schema, parse_primitive
 from icectl.spec.snapshots import MetadataLogEntry, Snapshot, SnapshotRef
+from icectl.spec.updates import TableChange, add_snapshot, prepare_commit, set_properties, snapshot_change
 from icectl.storage import FileIO, local_path
 from icectl.table import load_table
 from icectl.table.commit import (
     CommitResult,
     RetryPolicy,
-    add_snapshot,
     commit,
     create_table,
     new_snapshot_id,
     operations_for,
-    prepare_commit,
     removed_metadata_files,
-    set_properties,
 )
 
 HERE = Path(__file__).resolve().parent
@@ -61,7 +60,7 @@ RACE_PROPS = {"commit.retry.num-retries": "60", "commit.retry.min-wait-ms": "5",
 # Helpers (also used by the worker processes)
 
 
-def empty_append(base: TableMetadata, branch: str = "main") -> TableMetadata:
+def empty_append(base: TableMetadata, branch: str = "main") -> TableChange:
     """The tests' tiny committer: an ``append`` snapshot that reuses its parent's manifest list.
 
     A valid empty append: no files added, so it reads exactly the parent's rows; the summary
@@ -77,7 +76,7 @@ def empty_append(base: TableMetadata, branch: str = "main") -> TableMetadata:
         sequence_number=base.last_sequence_number + 1 if base.format_version >= 2 else 0,
         manifest_list=parent.manifest_list, summary=summary, schema_id=base.current_schema_id,
         first_row_id=base.next_row_id if v3 else None, added_rows=0 if v3 else None)
-    return add_snapshot(base, snapshot, branch=branch)
+    return snapshot_change(base, snapshot, branch=branch)
 
 
 def written_bytes(result: CommitResult) -> bytes:
@@ -262,21 +261,21 @@ def test_file_system_commits_and_hint(tmp_path: Path) -> None:
     assert sorted(p.name for p in meta.iterdir()) == ["v1.metadata.json", VERSION_HINT]
     table = load_table(str(table_dir))
     for i in range(3):
-        result = commit(table, lambda b, i=i: set_properties(b, {"n": str(i)}))
+        result = commit(table, lambda b, i=i: property_change({"n": str(i)}))
         assert result.attempts == 1 and result.metadata_location == str(meta / f"v{i + 2}.metadata.json")
     assert (meta / VERSION_HINT).read_text() == "4"  # Java writes the bare number
     assert table.metadata.properties["n"] == "2" and table.metadata_location.endswith("v4.metadata.json")
     assert [e.metadata_file for e in table.metadata.metadata_log] == [str(meta / f"v{i}.metadata.json")
                                                                       for i in (1, 2, 3)]
     # gzip codec: vN.gz.metadata.json, readable by icectl (and, by name, by Java).
-    commit(table, lambda b: set_properties(b, {"write.metadata.compression-codec": "gzip"}))
+    commit(table, lambda b: property_change({"write.metadata.compression-codec": "gzip"}))
     assert (meta / "v5.gz.metadata.json").read_bytes()[:2] == b"\x1f\x8b"
     assert load_table(str(table_dir)).metadata.properties["write.metadata.compression-codec"] == "gzip"
     # Nothing else was left behind: no temp files of any attempt.
     assert sorted(p.name for p in meta.iterdir()) == [*(f"v{i}.metadata.json" for i in range(1, 5)),
                                                       "v5.gz.metadata.json", VERSION_HINT]
     # Nothing to change: nothing written.
-    same = commit(table, lambda b: b)
+    same = commit(table, lambda b: TableChange((), ()))
     assert not same.committed and len(list(meta.iterdir())) == 6
     with pytest.raises(RefusedError, match="already exists"):
         create_table(str(table_dir), None, new_md(table_dir))
@@ -291,7 +290,7 @@ def test_delete_after_commit(tmp_path: Path) -> None:
     for table_dir in (keep, prune):
         table = load_table(str(table_dir))
         for i in range(5):
-            result = commit(table, lambda b, i=i: set_properties(b, {"n": str(i)}))
+            result = commit(table, lambda b, i=i: property_change({"n": str(i)}))
     assert sorted(version_files(keep)) == [1, 2, 3, 4, 5, 6]
     # Log of v6 = [v4, v5]; v1..v3 dropped out of it and were deleted one commit at a time.
     assert sorted(version_files(prune)) == [4, 5, 6]
@@ -301,7 +300,7 @@ def test_delete_after_commit(tmp_path: Path) -> None:
     assert not (prune / "metadata" / ".v3.metadata.json.crc").exists()
     # Failures to delete are ignored: the commit still succeeds.
     (prune / "metadata" / "v4.metadata.json").unlink()
-    after = commit(load_table(str(prune)), lambda b: set_properties(b, {"n": "x"}))
+    after = commit(load_table(str(prune)), lambda b: property_change({"n": "x"}))
     assert after.committed and after.deleted_metadata_files == ()
 
 
@@ -311,12 +310,12 @@ class SneakyWriter:
     def __init__(self, address: str, losses: int, config: Any = None) -> None:
         self.address, self.losses, self.config, self.calls = address, losses, config, 0
 
-    def __call__(self, base: TableMetadata) -> TableMetadata:
+    def __call__(self, base: TableMetadata) -> TableChange:
         self.calls += 1
         if self.calls <= self.losses:
             other = load_table(self.address, config=self.config)
-            commit(other, lambda b: set_properties(b, {f"other-{self.losses}-{self.calls}": "1"}))
-        return set_properties(base, {"mine": f"{self.losses}-{self.calls}"})
+            commit(other, lambda b: property_change({f"other-{self.losses}-{self.calls}": "1"}))
+        return property_change({"mine": f"{self.losses}-{self.calls}"})
 
 
 @pytest.mark.parametrize("kind", ["fs", "sql"])
@@ -344,7 +343,7 @@ def test_conflict_is_retried_on_the_new_base(kind: str, tmp_path: Path) -> None:
     # Out of retries: exit code 5, naming the table.
     always = SneakyWriter(address, losses=100, config=config)
     table = load_table(address, config=config)
-    commit(table, lambda b: set_properties(b, {"commit.retry.num-retries": "2"}))
+    commit(table, lambda b: property_change({"commit.retry.num-retries": "2"}))
     with pytest.raises(CommitConflictError, match="t failed: another writer committed first on each of 3") as e:
         commit(table, always, sleep=lambda s: None)
     assert e.value.exit_code == ExitCode.CONFLICT == 5 and always.calls == 3
@@ -359,7 +358,7 @@ def test_unknown_outcome_is_resolved_by_looking(tmp_path: Path, monkeypatch: pyt
         raise StorageError("connection reset after the link")
 
     monkeypatch.setattr(FileIO, "rename_no_replace", link_then_fail)
-    result = commit(load_table(str(table_dir)), lambda b: set_properties(b, {"a": "1"}))
+    result = commit(load_table(str(table_dir)), lambda b: property_change({"a": "1"}))
     assert result.committed and result.metadata_location.endswith("v2.metadata.json")
 
     def fail_before(self: FileIO, src: str, dst: str) -> bool:
@@ -367,7 +366,7 @@ def test_unknown_outcome_is_resolved_by_looking(tmp_path: Path, monkeypatch: pyt
 
     monkeypatch.setattr(FileIO, "rename_no_replace", fail_before)
     with pytest.raises(StorageError, match="disk on fire"):
-        commit(load_table(str(table_dir)), lambda b: set_properties(b, {"a": "2"}))
+        commit(load_table(str(table_dir)), lambda b: property_change({"a": "2"}))
     assert sorted(version_files(table_dir)) == [1, 2]
     assert not [p for p in (table_dir / "metadata").iterdir() if p.name.count("-") == 4]  # temp removed
 
@@ -381,7 +380,7 @@ def test_unknown_outcome_is_resolved_by_looking(tmp_path: Path, monkeypatch: pyt
     monkeypatch.setattr(FileIO, "read", unreadable)
     monkeypatch.setattr(ops, "refresh", lambda: current)
     with pytest.raises(CommitStateUnknownError, match="may or may not have happened") as e:
-        commit(table, lambda b: set_properties(b, {"a": "3"}), ops=ops)
+        commit(table, lambda b: property_change({"a": "3"}), ops=ops)
     assert e.value.exit_code == ExitCode.STORAGE and "do not rerun blindly" in e.value.one_line()
 
 
@@ -390,12 +389,12 @@ def test_metadata_file_outside_table_layout_is_refused(tmp_path: Path) -> None:
     loose = tmp_path / "loose.metadata.json"
     loose.write_bytes((table_dir / "metadata" / "v1.metadata.json").read_bytes())
     with pytest.raises(RefusedError, match="metadata file outside a table's metadata/ directory") as e:
-        commit(load_table(str(loose)), lambda b: set_properties(b, {"a": "1"}))
+        commit(load_table(str(loose)), lambda b: property_change({"a": "1"}))
     assert e.value.exit_code == ExitCode.REFUSED and "address the table by its directory" in e.value.one_line()
     # Inside a Hadoop-layout directory a vN file is fine: the commit goes to the table's newest version.
-    commit(load_table(str(table_dir)), lambda b: set_properties(b, {"a": "1"}))
+    commit(load_table(str(table_dir)), lambda b: property_change({"a": "1"}))
     by_file = load_table(str(table_dir / "metadata" / "v1.metadata.json"))
-    result = commit(by_file, lambda b: set_properties(b, {"b": "2"}))
+    result = commit(by_file, lambda b: property_change({"b": "2"}))
     assert result.metadata_location.endswith("v3.metadata.json") and result.metadata.properties["a"] == "1"
 
 
@@ -411,7 +410,7 @@ def test_s3_conditional_put_commits(s3_env: str,  # noqa: F811
     create_table(location, None, new_md(location))
     table = load_table(location)
     assert table.io.supports_conditional_create(f"{location}/metadata")  # moto honours If-None-Match
-    commit(table, lambda b: set_properties(b, {"a": "1"}))
+    commit(table, lambda b: property_change({"a": "1"}))
     # Another writer's v3 lands between our check and our PUT: the conditional PUT is refused
     # (not replacing theirs) and we retry on top of it as v4.
     fs = s3.s3_filesystem(endpoint)
@@ -422,13 +421,13 @@ def test_s3_conditional_put_commits(s3_env: str,  # noqa: F811
                         else real_version_file(io, d, v))
     theirs: list[bytes] = []
 
-    def build(base: TableMetadata) -> TableMetadata:
+    def build(base: TableMetadata) -> TableChange:
         if not theirs:  # the other writer commits v3 right now
             other = prepare_commit(base, set_properties(base, {"other": "1"}), table.metadata_location, 1)
             theirs.append(encode_metadata(other, "none"))
             fs.pipe_file(v3, theirs[0])
             state["hide_v3"] = True
-        return set_properties(base, {"b": "2"})
+        return property_change({"b": "2"})
 
     result = commit(load_table(location), build, sleep=lambda s: state.update(hide_v3=False))
     assert result.attempts == 2 and result.metadata_location == f"{location}/metadata/v4.metadata.json"
@@ -438,10 +437,10 @@ def test_s3_conditional_put_commits(s3_env: str,  # noqa: F811
     # A server that ignores conditional writes: refused, unless the race is accepted explicitly.
     monkeypatch.setattr(FileIO, "supports_conditional_create", lambda self, d: False)
     with pytest.raises(RefusedError, match="conditional writes") as e:
-        commit(load_table(location), lambda b: set_properties(b, {"d": "4"}))
+        commit(load_table(location), lambda b: property_change({"d": "4"}))
     assert "SQLite catalog" in e.value.one_line()
     monkeypatch.setenv("ICECTL_UNSAFE_OBJECT_STORE_COMMITS", "1")
-    assert commit(load_table(location), lambda b: set_properties(b, {"d": "4"})).committed
+    assert commit(load_table(location), lambda b: property_change({"d": "4"})).committed
     assert {"a": "1", "other": "1", "b": "2", "d": "4"}.items() <= load_table(location).metadata.properties.items()
 
 
@@ -477,7 +476,7 @@ def test_a_check_then_rename_writer_replacing_ours_is_detected(tmp_path: Path,
         return created
 
     monkeypatch.setattr(FileIO, "rename_no_replace", ours_then_javas)
-    result = commit(load_table(str(table_dir)), lambda b: set_properties(b, {"icectl": "1"}), sleep=lambda s: None)
+    result = commit(load_table(str(table_dir)), lambda b: property_change({"icectl": "1"}), sleep=lambda s: None)
     assert replaced and result.attempts == 2 and result.metadata_location == str(meta / "v3.metadata.json")
     assert result.conflicts == (f"version 2 of {table_dir} was replaced by another writer",)
     assert {"java": "1", "icectl": "1"}.items() <= result.metadata.properties.items()

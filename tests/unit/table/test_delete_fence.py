@@ -18,11 +18,12 @@ import pyarrow.parquet as pq
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.forge import property_change
 
 from icectl.errors import ExitCode
 from icectl.spec.snapshots import SnapshotRef
 from icectl.table import load_table
-from icectl.table.commit import commit, set_properties
+from icectl.table.commit import commit
 from icectl.table.delete_fence import file_identity, identity_cache, table_fence
 from unit.ops.test_expire import Tbl, run, with_props, with_ref
 
@@ -157,8 +158,8 @@ def test_metadata_log_cleanup_deletes_only_old_metadata_files(wh: Path, tmp_path
     old_metadata = [e.metadata_file for e in base.metadata.metadata_log if e.metadata_file not in bait]
     assert set(bait) < {e.metadata_file for e in base.metadata.metadata_log}
     assert len(old_metadata) >= 2 and all(Path(p).exists() for p in old_metadata)
-    result = commit(base, lambda md: set_properties(
-        md, {"write.metadata.delete-after-commit.enabled": "true", "write.metadata.previous-versions-max": "1"}))
+    result = commit(base, lambda md: property_change(
+        {"write.metadata.delete-after-commit.enabled": "true", "write.metadata.previous-versions-max": "1"}))
     assert result.committed
     # Only the old metadata files went; every bait is still there.
     assert all(Path(p).exists() for p in bait)

@@ -12,13 +12,13 @@ import os
 from pathlib import Path
 
 import pytest
+from support.forge import forge_commit
 from typer.testing import CliRunner
 
 from icectl.cli.app import app
 from icectl.errors import ExitCode
 from icectl.spec.name_mapping import DEFAULT_NAME_MAPPING
 from icectl.table import load_table
-from icectl.table.commit import commit
 from icectl.table.layout.root import ROOT_MAX_ADDED_FILES
 from unit.ops.test_upgrade import icectl, parquet
 
@@ -85,7 +85,8 @@ def test_add_files_branch_must_exist_unless_created(v4: tuple[Path, list[str]], 
     assert avro_files(d) == before and (d / "metadata" / "version-hint.text").read_text() == version
     t = load_table(str(d))
     main_head = t.metadata.current_snapshot_id
-    commit(t, lambda md: md.replace(properties={k: v for k, v in md.properties.items() if k != DEFAULT_NAME_MAPPING}))
+    forge_commit(t, lambda md: md.replace(properties={k: v for k, v in md.properties.items()
+                                                     if k != DEFAULT_NAME_MAPPING}))
     out = icectl("add-files", str(d), new, "--branch", "dev", "--create-branch")
     assert out["created_branch"] == {"name": "dev", "from": "main", "from_snapshot_id": main_head}
     md = load_table(str(d)).metadata

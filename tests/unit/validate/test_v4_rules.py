@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 from support.corrupt import copy_table, edit_avro, edit_metadata, read_avro, read_metadata
+from support.forge import forge_commit
 
 from icectl.codec.puffin import decode_deletion_vector, deletion_vector_blob, encode_deletion_vector, write_puffin
 from icectl.config import Config
@@ -30,7 +31,6 @@ from icectl.ops.remove_files import remove_files
 from icectl.ops.upgrade import upgrade
 from icectl.storage import FileIO
 from icectl.table import load_table
-from icectl.table.commit import commit
 from icectl.table.layout.root import ROOT_MAX_ADDED_FILES
 from icectl.validate import CATALOGUE, Severity, ValidationResult, validate_address, validate_table
 from unit.validate.test_validate import JAVA_WARNINGS, CountingIO
@@ -77,7 +77,7 @@ def build_v4(src: Path, dst: Path) -> V4Table:
     add_files(load_table(str(d)), [first])
     add_files(load_table(str(d)), [second])
     t = load_table(str(d))
-    commit(t, lambda md: md.replace(properties={**md.properties, ROOT_MAX_ADDED_FILES[0]: "1"}))
+    forge_commit(t, lambda md: md.replace(properties={**md.properties, ROOT_MAX_ADDED_FILES[0]: "1"}))
     leaf = [_copy_of(d, current[0]), _copy_of(d, current[0])]
     add_files(load_table(str(d)), leaf)
     remove_files(load_table(str(d)), [first, removed[0]])

@@ -23,6 +23,7 @@ import pyarrow.parquet as pq
 import pytest
 from interop.test_v4_upgrade_vs_spark import branches, live_entries
 from support.fixtures import FixtureTable
+from support.forge import forge_commit
 from support.s3 import create_bucket, s3_env, s3_filesystem, s3_server  # noqa: F401
 from support.spark import latest_metadata_json, metadata_table
 from typer.testing import CliRunner
@@ -45,8 +46,9 @@ from icectl.ops.compact.plan import CompactOptions
 from icectl.ops.remove_files import remove_files
 from icectl.spec.manifest import ManifestEntryStatus
 from icectl.spec.snapshots import Snapshot, SnapshotRef
+from icectl.spec.updates import snapshot_change
 from icectl.table import load_table
-from icectl.table.commit import add_snapshot, commit
+from icectl.table.commit import commit
 from icectl.table.layout.root import ROOT_MAX_ADDED_FILES
 from unit.ops.test_upgrade import icectl, parquet
 
@@ -78,7 +80,7 @@ def metadata_dir(d: Path | str) -> set[str]:
 
 
 def set_property(d: Path | str, key: str, value: str) -> None:
-    commit(load_table(str(d)), lambda md: md.replace(properties={**md.properties, key: value}))
+    forge_commit(load_table(str(d)), lambda md: md.replace(properties={**md.properties, key: value}))
 
 
 def live_entries_of(d: Path | str, ref: str = "main") -> Counter[tuple[Any, ...]]:
@@ -226,7 +228,7 @@ def test_puffin_manifest_dv_and_root_level_data_dv(v4: tuple[Path, list[str]], t
                                             sequence_number=seq).data)
     snap = Snapshot(sid, head.timestamp_ms + 1, head.snapshot_id, seq, root_manifest=str(root_path),
                     summary={"operation": "delete"}, schema_id=0, first_row_id=md.next_row_id, added_rows=0)
-    commit(t, lambda base: add_snapshot(base, snap))
+    commit(t, lambda base: snapshot_change(base, snap))
     model = {(paths[0], 0, None), (paths[1], 0, None), (str(pf), 1, paths[1])}
     assert files_of(d) == model
     before = live_entries_of(d)
@@ -251,7 +253,7 @@ def test_options_filters_and_refusals(v4: tuple[Path, list[str]], tmp_path: Path
     icectl("compact", str(d), "--branch", "nope", expect=ExitCode.NOT_FOUND)
     t = load_table(str(d))
     head = t.metadata.current_snapshot_id
-    commit(t, lambda md: md.replace(refs={**md.refs, "v1": SnapshotRef(head, "tag")}))  # type: ignore[arg-type]
+    forge_commit(t, lambda md: md.replace(refs={**md.refs, "v1": SnapshotRef(head, "tag")}))  # type: ignore[arg-type]
     icectl("compact", str(d), "--branch", "v1", expect=ExitCode.USAGE)
     out = icectl("compact", str(d), "--spec-id", "0", "--content", "data")
     assert out["manifests_created"] == 1 and out["root_files_flushed"] == 1
@@ -262,7 +264,7 @@ def test_branches_are_compacted_apart(v4: tuple[Path, list[str]], tmp_path: Path
     d, paths = v4
     t = load_table(str(d))
     head = t.metadata.current_snapshot_id
-    commit(t, lambda md: md.replace(refs={**md.refs, "dev": SnapshotRef(head, "branch")}))  # type: ignore[arg-type]
+    forge_commit(t, lambda md: md.replace(refs={**md.refs, "dev": SnapshotRef(head, "branch")}))  # type: ignore[arg-type]
     (dev_file,) = _files(tmp_path, 1, 40)
     icectl("add-files", str(d), dev_file, "--branch", "dev")
     icectl("remove-files", str(d), paths[1], "--branch", "dev")
