@@ -157,24 +157,6 @@ class RowsResult:
         return {**self.json_head(), "rows": [plain(r) for r in self.rows]}
 
 
-@dataclass
-class RecordResult:
-    """An untyped nested key/value document: ``{"view": ..., **data}``.
-
-    Transitional: the writing commands still being moved onto the snapshot writer build their
-    dict in one place; each becomes its typed class in ``icectl.ops.results`` when switched.
-    """
-
-    view: str
-    title: str
-    data: dict[str, Any]
-    exit_code: int = 0
-    warnings: list[str] = field(default_factory=list)  # one line each, on stderr only (never stdout)
-
-    def to_json(self) -> dict[str, Any]:
-        return {"view": self.view, **self.data}
-
-
 @dataclass(kw_only=True)
 class TableFailure(CommandResult):
     """One table of an ``--all`` run that could not be processed (the run goes on)."""

@@ -30,7 +30,8 @@ from icectl.errors import (
     RefusedError,
     UsageError,
 )
-from icectl.results import RecordResult
+from icectl.ops.results import NEXT_METADATA, AddedFile, AddFilesResult, CreatedBranch
+from icectl.results import UNSET
 from icectl.spec.manifest import DataFile, ManifestContent, ManifestEntry, ManifestEntryStatus
 from icectl.spec.metadata import TableMetadata
 from icectl.spec.name_mapping import ensure_name_mapping
@@ -184,7 +185,7 @@ def _existing_paths(table: Table, md: TableMetadata, paths: list[str], snap: Sna
 
 
 def add_files(table: Table, paths: Iterable[str], *, branch: str = "main", create_branch: bool = False,
-              dry_run: bool = False) -> RecordResult:
+              dry_run: bool = False) -> AddFilesResult:
     """Register Parquet files as one ``append`` snapshot on ``branch`` (committed with retries).
 
     ``branch`` must exist (or be main) unless ``create_branch``: then a missing branch starts at
@@ -195,20 +196,16 @@ def add_files(table: Table, paths: Iterable[str], *, branch: str = "main", creat
     plan = plan_add_files(table, paths, branch, create_branch=create_branch)
     new_branch = table.metadata.ref(branch) is None and branch != MAIN_BRANCH
     main_head = table.metadata.snapshot_for_ref(MAIN_BRANCH)
-    summary: dict[str, Any] = {
-        "table": table.identifier, "dry_run": dry_run, "branch": branch, "spec_id": plan.spec_id,
-        "added_data_files": len(plan.files), "added_records": sum(f.record_count for f in plan.files),
-        "added_files_size": sum(f.file_size_in_bytes for f in plan.files),
-        "files": [{"file_path": f.file_path, "partition": p, "record_count": f.record_count}
-                  for f, p in zip(plan.files, plan.partitions, strict=True)],
-    }
-    if new_branch:
-        summary["created_branch"] = {"name": branch, "from": MAIN_BRANCH,
-                                     "from_snapshot_id": main_head.snapshot_id if main_head else None}
-    summary["name_mapping"] = ensure_name_mapping(table.metadata)[1]
-    if dry_run and summary["name_mapping"] != "unchanged":
-        summary["name_mapping"] = "would be " + summary["name_mapping"]
-    outcome = summary["name_mapping"]
+    outcome = ensure_name_mapping(table.metadata)[1]
+    res = AddFilesResult(
+        title=f"{'Would add' if dry_run else 'Added'} {len(plan.files)} files to {table.identifier}",
+        table=table.identifier, dry_run=dry_run, branch=branch, spec_id=plan.spec_id,
+        added_data_files=len(plan.files), added_records=sum(f.record_count for f in plan.files),
+        added_files_size=sum(f.file_size_in_bytes for f in plan.files),
+        files=[AddedFile(f.file_path, p, f.record_count) for f, p in zip(plan.files, plan.partitions, strict=True)],
+        created_branch=(CreatedBranch(branch, MAIN_BRANCH, main_head.snapshot_id if main_head else None)
+                        if new_branch else UNSET),
+        name_mapping="would be " + outcome if dry_run and outcome != "unchanged" else outcome)
 
     def with_mapping(base: TableMetadata) -> tuple[TableUpdate, ...]:
         """set-properties of the name mapping, derived from each attempt's fresh base (a retry must
@@ -223,18 +220,16 @@ def add_files(table: Table, paths: Iterable[str], *, branch: str = "main", creat
         # The v4 append (layout page section 8): root-level ADDED entries, or past
         # write.v4.root-max-added-files one new leaf referenced by an ADDED DATA_MANIFEST entry.
         to_leaf = len(plan.files) > root_max_added_files(table.metadata)
-        summary["layout"] = "new leaf" if to_leaf else "root"
+        res.layout = "new leaf" if to_leaf else "root"
         layout: SnapshotLayout = RootLayout(branch)
     else:
         layout = ManifestListLayout(str(uuid.uuid4()), [])
     change = SnapshotChange("append", layout)
     snapshot_id = new_snapshot_id(table.metadata)
     if dry_run:
-        summary["would_write"] = [*_would_write(table, layout, to_leaf, snapshot_id),
-                                  "a new table metadata file (the next version)"]
-        summary["would_delete"] = []
-        return _said(RecordResult("add_files", f"Would add {len(plan.files)} files to {table.identifier}", summary),
-                     summary)
+        res.would_write = [*_would_write(table, layout, to_leaf, snapshot_id), NEXT_METADATA]
+        res.would_delete = []
+        return _said(res)
     md = table.metadata
 
     def unchanged(base: TableMetadata) -> None:
@@ -248,25 +243,23 @@ def add_files(table: Table, paths: Iterable[str], *, branch: str = "main", creat
         _write_added(table, plan, layout, to_leaf, change, snapshot_id)
         done = write_snapshot(table, branch, change, snapshot_id=snapshot_id, check=unchanged, adjust=with_mapping,
                               create_branch=create_branch)
-    summary["snapshot_id"] = snapshot_id
-    summary["metadata_location"] = done.metadata_location
-    summary["commit_attempts"] = done.attempts
-    summary["name_mapping"] = outcome
+    res.snapshot_id, res.metadata_location, res.commit_attempts = snapshot_id, done.metadata_location, done.attempts
+    res.name_mapping = outcome
     if isinstance(layout, RootLayout):
-        summary["written"] = done.files
-    return _said(RecordResult("add_files", f"Added {len(plan.files)} files to {table.identifier}", summary), summary)
+        res.written = done.files
+    return _said(res)
 
 
-def _said(result: RecordResult, summary: dict[str, Any]) -> RecordResult:
+def _said(res: AddFilesResult) -> AddFilesResult:
     """The headline names a branch this command creates: a new branch is no small side effect."""
-    created = summary.get("created_branch")
-    if created:
-        start = created["from_snapshot_id"]
-        verb = "would start" if summary["dry_run"] else "started"
-        result.title += (f" (new branch '{created['name']}' {verb} at main's head, snapshot {start})"
-                         if start is not None
-                         else f" (new branch '{created['name']}' {verb} empty: main has no snapshot)")
-    return result
+    created = res.created_branch
+    if isinstance(created, CreatedBranch):
+        start = created.from_snapshot_id
+        verb = "would start" if res.dry_run else "started"
+        res.title += (f" (new branch '{created.name}' {verb} at main's head, snapshot {start})"
+                      if start is not None
+                      else f" (new branch '{created.name}' {verb} empty: main has no snapshot)")
+    return res
 
 
 def _would_write(table: Table, layout: SnapshotLayout, to_leaf: bool, snapshot_id: int) -> list[str]:

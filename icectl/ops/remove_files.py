@@ -18,7 +18,7 @@ from pyroaring import BitMap64
 from icectl.codec.root_manifest import FORMAT_VERSION as V4
 from icectl.codec.root_manifest import ContentType
 from icectl.errors import NotFoundError, UnsupportedError, UsageError
-from icectl.results import RecordResult
+from icectl.ops.results import NEXT_METADATA, RemovedFile, RemoveFilesResult
 from icectl.spec.manifest import DataFile, DataFileContent, ManifestContent, ManifestEntry
 from icectl.spec.metadata import TableMetadata
 from icectl.spec.schema import StructType
@@ -82,7 +82,7 @@ def _live_rows(md: TableMetadata, table: Table, m: TreeManifest) -> Iterable[tup
 
 
 def remove_files(table: Table, paths: Sequence[str] = (), *, where: Sequence[str] = (), branch: str = "main",
-                 dry_run: bool = False) -> RecordResult:
+                 dry_run: bool = False) -> RemoveFilesResult:
     """Remove data files (and their DVs) from ``branch`` of a v4 table in one commit."""
     check_writable(table)
     md = table.metadata
@@ -104,7 +104,7 @@ def remove_files(table: Table, paths: Sequence[str] = (), *, where: Sequence[str
     sel = _Selector(md, {file_key(p): p for p in paths}, clauses)
     layout = RootLayout(branch)
     change = SnapshotChange("delete", layout)
-    removed: list[dict[str, Any]] = []
+    removed: list[RemovedFile] = []
     removed_keys: set[str] = set()
     manifests = tree_manifests(md, head, table.io)
 
@@ -119,10 +119,9 @@ def remove_files(table: Table, paths: Sequence[str] = (), *, where: Sequence[str
         else:
             layout.removed_leaf_rows.setdefault(m.manifest_path, BitMap64()).add(ordinal)
         via = "root DELETED entry" if m.root_entries is not None else f"manifest DV on {m.manifest_path}"
-        removed.append({"file_path": f.file_path, "content": int(f.content), "record_count": f.record_count,
-                        "via": via,
-                        "partition": {pf.name: _human(pf.field_type, v)
-                                      for pf, v in zip(ptype.fields, f.partition or (), strict=False)}})
+        removed.append(RemovedFile(f.file_path, int(f.content), f.record_count, via,
+                                   {pf.name: _human(pf.field_type, v)
+                                    for pf, v in zip(ptype.fields, f.partition or (), strict=False)}))
 
     # Leaves are read in parallel (I/O-bound, above all on object storage), in root order.
     with ThreadPoolExecutor(max_workers=max(1, min(DEFAULT_WORKERS, len(manifests)))) as pool:
@@ -144,23 +143,22 @@ def remove_files(table: Table, paths: Sequence[str] = (), *, where: Sequence[str
                 if (f.content == DataFileContent.POSITION_DELETES and f.referenced_data_file
                         and file_key(f.referenced_data_file) in removed_keys and f.is_dv):
                     remove(m, i, f)
-    data_removed = [r for r in removed if r["content"] == DataFileContent.DATA]
-    summary: dict[str, Any] = {
-        "table": table.identifier, "dry_run": dry_run, "branch": branch,
-        "removed_data_files": len(data_removed), "removed_records": sum(r["record_count"] for r in data_removed),
-        "removed_delete_files": len(removed) - len(data_removed), "files": removed,
-    }
+    data_removed = [r for r in removed if r.content == DataFileContent.DATA]
+    res = RemoveFilesResult(
+        table=table.identifier, dry_run=dry_run, branch=branch, removed_data_files=len(data_removed),
+        removed_records=sum(r.record_count for r in data_removed),
+        removed_delete_files=len(removed) - len(data_removed), files=removed)
     if not removed:
-        summary["committed"] = False
-        return RecordResult("remove_files", f"Nothing to remove from {table.identifier}", summary)
+        res.title, res.committed = f"Nothing to remove from {table.identifier}", False
+        return res
     snapshot_id = new_snapshot_id(md)
     if dry_run:
-        summary["would_write"] = [join(table.metadata_folder, f"root-{snapshot_id}-<uuid>.avro"),
-                                  "a new table metadata file (the next version)"]
-        summary["would_delete"] = []
-        return RecordResult("remove_files", f"Would remove {len(data_removed)} files from {table.identifier}",
-                            summary)
+        res.title = f"Would remove {len(data_removed)} files from {table.identifier}"
+        res.would_write = [join(table.metadata_folder, f"root-{snapshot_id}-<uuid>.avro"), NEXT_METADATA]
+        res.would_delete = []
+        return res
     done = write_snapshot(table, branch, change, snapshot_id=snapshot_id)
-    summary.update(committed=True, snapshot_id=snapshot_id, metadata_location=done.metadata_location,
-                   commit_attempts=done.attempts, written=done.files)
-    return RecordResult("remove_files", f"Removed {len(data_removed)} files from {table.identifier}", summary)
+    res.title = f"Removed {len(data_removed)} files from {table.identifier}"
+    res.committed, res.snapshot_id, res.metadata_location = True, snapshot_id, done.metadata_location
+    res.commit_attempts, res.written = done.attempts, list(done.files)
+    return res

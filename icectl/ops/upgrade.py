@@ -32,7 +32,8 @@ from icectl.codec.root_manifest import (
     manifest_entry_of_manifest_file,
 )
 from icectl.errors import CommitConflictError, CorruptInputError, IcectlError, RefusedError, UsageError
-from icectl.results import RecordResult
+from icectl.ops.results import NEXT_METADATA, UpgradeBranch, UpgradeResult
+from icectl.results import UNSET
 from icectl.spec.manifest import DataFileContent, ManifestContent, ManifestEntry, ManifestEntryStatus, ManifestFile
 from icectl.spec.metadata import MAX_FORMAT_VERSION, TableMetadata
 from icectl.spec.snapshots import MAIN_BRANCH, Snapshot
@@ -246,31 +247,26 @@ def _show(key: Any) -> str:
     return "none" if key is None else f"{key[0]} (seq {key[3]}, content {key[1]})"
 
 
-def upgrade(table: Table, to: int, *, dry_run: bool = False) -> RecordResult:
+def upgrade(table: Table, to: int, *, dry_run: bool = False) -> UpgradeResult:
     """Upgrade ``table`` to format version ``to`` in one commit (see the module docstring)."""
     check_writable(table)
     md = table.metadata
     start = time.perf_counter()
     plan = plan_upgrade(table, to)
-    summary: dict[str, Any] = {
-        "table": table.identifier, "dry_run": dry_run, "from_version": plan.from_version, "to_version": to,
-        "branches": [{"branch": r.branch, "head_snapshot_id": r.head.snapshot_id,
-                      "new_snapshot_id": r.snapshot.snapshot_id, "sequence_number": r.snapshot.sequence_number,
-                      "root_manifest": r.snapshot.root_manifest, "manifests": r.manifests,
-                      "live_files": r.live_files, "first_row_id": r.snapshot.first_row_id,
-                      "added_rows": r.snapshot.added_rows} for r in plan.roots],
-    }
-    if to == V4 and plan.from_version < V4:
-        summary["warning"] = V4_WARNING
+    res = UpgradeResult(
+        table=table.identifier, dry_run=dry_run, from_version=plan.from_version, to_version=to,
+        branches=[UpgradeBranch(r.branch, r.head.snapshot_id, r.snapshot.snapshot_id, r.snapshot.sequence_number,
+                                r.snapshot.root_manifest, r.manifests, r.live_files, r.snapshot.first_row_id,
+                                r.snapshot.added_rows) for r in plan.roots],
+        warning=V4_WARNING if to == V4 and plan.from_version < V4 else UNSET)
     if plan.from_version >= to:
-        summary["committed"] = False
-        return RecordResult("upgrade", f"Table {table.identifier} is already v{plan.from_version}", summary)
+        res.title, res.committed = f"Table {table.identifier} is already v{plan.from_version}", False
+        return res
     writes = [r.snapshot.root_manifest or "" for r in plan.roots]
     if dry_run:
-        summary["would_write"] = [*writes, "a new table metadata file (the next version)"]
-        summary["would_delete"] = []
-        return RecordResult("upgrade", f"Would upgrade {table.identifier} from v{plan.from_version} to v{to}",
-                            summary)
+        res.title = f"Would upgrade {table.identifier} from v{plan.from_version} to v{to}"
+        res.would_write, res.would_delete = [*writes, NEXT_METADATA], []
+        return res
     written: list[str] = []
     heads = {r.branch: r.head.snapshot_id for r in plan.roots}
 
@@ -288,6 +284,7 @@ def upgrade(table: Table, to: int, *, dry_run: bool = False) -> RecordResult:
             table.io.write(path, r.root_data)
             written.append(path)
         done = commit_snapshots(table, stage, written)
-    summary.update(committed=True, written=written, metadata_location=done.metadata_location,
-                   commit_attempts=done.attempts, seconds=round(time.perf_counter() - start, 3))
-    return RecordResult("upgrade", f"Upgraded {table.identifier} from v{plan.from_version} to v{to}", summary)
+    res.title = f"Upgraded {table.identifier} from v{plan.from_version} to v{to}"
+    res.committed, res.written, res.metadata_location = True, written, done.metadata_location
+    res.commit_attempts, res.seconds = done.attempts, round(time.perf_counter() - start, 3)
+    return res

@@ -43,7 +43,7 @@ from typer.testing import CliRunner
 
 from icectl.cli.app import app
 from icectl.ops.expire import ExpirePolicy, expire_snapshots
-from icectl.results import RecordResult
+from icectl.ops.results import ExpireResult
 from icectl.table import load_table
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -406,7 +406,7 @@ def test_expire_while_spark_inserts(spark: Any, spark_clone: Callable[..., Fixtu
         finally:
             done.set()
 
-    in_process: list[RecordResult] = []
+    in_process: list[ExpireResult] = []
 
     def tight_expirer() -> None:
         try:

@@ -56,7 +56,7 @@ from support.history import (
 from icectl.config import Config
 from icectl.errors import RefusedError
 from icectl.ops.expire import ExpirePolicy, expire_snapshots
-from icectl.results import RecordResult
+from icectl.ops.results import ExpireResult
 from icectl.table import load_table
 
 MAX_LONG = 2**63 - 1
@@ -246,7 +246,7 @@ def _check(h: HistoryBuilder, p: Policy) -> None:
     dry = expire_snapshots(table, p.expire, now_ms=p.now_ms, dry_run=True)
     assert _files(table_dir) == before, "a dry run changed files"
     would_delete = {physical(path) for paths in dry.data["would_delete"].values() for path in paths}
-    result: RecordResult = expire_snapshots(table, p.expire, now_ms=p.now_ms)
+    result: ExpireResult = expire_snapshots(table, p.expire, now_ms=p.now_ms)
     assert result.exit_code == 0, result.data
     assert not result.data.get("failures"), result.data
 

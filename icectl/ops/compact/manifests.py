@@ -49,9 +49,10 @@ from icectl.ops.compact.plan import (
     sort_fields,
     table_target_size,
 )
-from icectl.ops.compact.run import CommitOutcome, Plan, StalePlanError, Steps, run_compaction, write_bins
+from icectl.ops.compact.report import compact_result
+from icectl.ops.compact.run import Plan, StalePlanError, Steps, run_compaction, write_bins
 from icectl.ops.compact.v4 import V4_STEPS
-from icectl.results import RecordResult
+from icectl.ops.results import CompactResult
 from icectl.spec.manifest import DataFile, ManifestContent, ManifestEntry, ManifestFile, single_valued_ids
 from icectl.spec.metadata import MIN_ROW_LINEAGE_VERSION, TableMetadata
 from icectl.spec.snapshots import Snapshot
@@ -73,6 +74,14 @@ class CompactPlan(Plan[GroupPlan]):
     def list_path(self, attempt: int) -> str:
         return manifest_list_path(self.metadata_dir, self.snapshot_id, attempt, self.commit_id)
 
+    @property
+    def manifests_kept(self) -> int:
+        return len(self.base_manifests) - len(self.replaced)
+
+    @property
+    def listing_path(self) -> str:
+        return self.list_path(1)
+
 
 @dataclass
 class WrittenManifest:
@@ -83,6 +92,10 @@ class WrittenManifest:
     @property
     def path(self) -> str:
         return self.manifest.manifest_path
+
+    @property
+    def bytes(self) -> int:
+        return self.manifest.manifest_length
 
 
 # --------------------------------------------------------------------------- 1. plan
@@ -267,7 +280,7 @@ def _layout(table: Table, plan: CompactPlan, written: list[WrittenManifest],
 
 
 def compact(table: Table, options: CompactOptions, *, dry_run: bool = False,
-            on_planned: Callable[[Any], None] | None = None) -> RecordResult:
+            on_planned: Callable[[Any], None] | None = None) -> CompactResult:
     """Compact the manifests of a branch head (see the module docstring).
 
     ``on_planned`` runs after the new manifests are written, before the commit (tests use it to
@@ -275,71 +288,9 @@ def compact(table: Table, options: CompactOptions, *, dry_run: bool = False,
     """
     check_writable(table)
     if table.metadata.format_version >= 4:  # roots and leaves (icectl.ops.compact.v4)
-        return run_compaction(table, options, V4_STEPS, dry_run=dry_run, on_planned=on_planned)
-    return run_compaction(table, options, STEPS, dry_run=dry_run, on_planned=on_planned)
-
-
-def _group_row(g: GroupPlan, written: Sequence[WrittenManifest] | None, dry_run: bool) -> dict[str, Any]:
-    row: dict[str, Any] = {
-        "spec_id": g.spec_id, "content": g.content_name, "action": "rewrite" if g.rewrite else "skip",
-        "reason": g.reason, "manifests_in": len(g.manifests), "bytes_in": g.bytes_in}
-    if not g.rewrite:
-        return row
-    row.update({"live_entries": g.live_entries, "deleted_entries_dropped": g.deleted_entries,
-                "sort_by": list(g.sort_by), "manifests_out": len(g.bins)})
-    if written is None:
-        row["estimated_bytes_out"] = sum(b.estimated_bytes for b in g.bins)
-        if dry_run:
-            row["replaced"] = [{"path": m.manifest_path, "bytes": m.manifest_length} for m in g.manifests]
-    else:
-        mine = [w for w in written if w.group is g]
-        row["bytes_out"] = sum(w.manifest.manifest_length for w in mine)
-        row["written"] = [{"path": w.manifest.manifest_path, "bytes": w.manifest.manifest_length,
-                           "entries": w.entries} for w in mine]
-    return row
-
-
-def _result(plan: CompactPlan, *, dry_run: bool, written: Sequence[WrittenManifest] | None = None,
-            outcome: CommitOutcome | None = None, replanned: bool = False) -> RecordResult:
-    rewritten = plan.rewritten
-    data: dict[str, Any] = {
-        "table": plan.table, "branch": plan.branch, "dry_run": dry_run,
-        "base_snapshot_id": plan.base_snapshot.snapshot_id if plan.base_snapshot else None,
-        "target_size_bytes": plan.target_size,
-        "manifests_replaced": len(plan.replaced),
-        "manifests_created": sum(len(g.bins) for g in rewritten),
-        "manifests_kept": len(plan.base_manifests) - len(plan.replaced),
-        "entries_processed": sum(g.live_entries for g in rewritten),
-        "groups": [_group_row(g, written, dry_run) for g in plan.groups],
-    }
-    if dry_run:
-        if rewritten:
-            n = 0
-            paths = []
-            for g in rewritten:
-                for _ in g.bins:
-                    paths.append({"path": plan.manifest_path(n), "group": f"spec {g.spec_id} {g.content_name}"})
-                    n += 1
-            data["would_write"] = [*paths, {"path": plan.list_path(1)},
-                                   {"path": "a new table metadata file (the next version)"}]
-        else:
-            data["would_write"] = []
-        data["would_delete"] = []  # replaced manifests stay for older snapshots; expiry removes them
-        verb = "Would compact" if rewritten else "Nothing to compact in"
-        title = (f"{verb} {plan.table}: {data['manifests_replaced']} manifests into {data['manifests_created']}"
-                 if rewritten else f"{verb} {plan.table}")
-        return RecordResult("compact", title, data)
-    if outcome is None:
-        data["replanned"] = replanned
-        return RecordResult("compact", f"Nothing to compact in {plan.table}", data)
-    data["manifests_kept"] = outcome.manifests_kept
-    data.update({"snapshot_id": outcome.snapshot.snapshot_id, "sequence_number": outcome.snapshot.sequence_number,
-                 "metadata_location": outcome.metadata_location, "commit_attempts": outcome.attempts,
-                 "reapplied_on": outcome.reapplied_on, "replanned": replanned})
-    title = f"Compacted {plan.table}: {data['manifests_replaced']} manifests into {data['manifests_created']}"
-    return RecordResult("compact", title, data)
+        return compact_result(run_compaction(table, options, V4_STEPS, dry_run=dry_run, on_planned=on_planned))
+    return compact_result(run_compaction(table, options, STEPS, dry_run=dry_run, on_planned=on_planned))
 
 
 STEPS: Steps[CompactPlan, WrittenManifest] = Steps(
-    plan=plan_compaction, commits=lambda plan: bool(plan.rewritten), write=write_compaction, layout=_layout,
-    result=_result, rivals="rewrites")
+    plan=plan_compaction, write=write_compaction, layout=_layout, rivals="rewrites")

@@ -7,7 +7,8 @@ head at commit time (raising :class:`StalePlanError` when the plan no longer app
 The commit is one ``replace`` snapshot through :func:`icectl.table.snapshot_writer.write_snapshot`
 with Java's rewrite summary keys; a stale plan is planned once more from scratch, then the
 command gives up with the conflict exit code. Replaced manifests stay on disk for older
-snapshots; expiry removes them.
+snapshots; expiry removes them. The loop ends in a :class:`Compaction` (the last plan, what was
+written and committed), which :mod:`icectl.ops.compact.report` makes the command's result.
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ from typing import Any, Generic, Protocol, TypeVar
 from icectl import progress
 from icectl.errors import CommitConflictError
 from icectl.ops.compact.plan import Bin, CompactOptions, GroupPlan
-from icectl.results import RecordResult
 from icectl.spec.manifest import ManifestFile
 from icectl.spec.metadata import TableMetadata
 from icectl.spec.snapshots import Snapshot
@@ -66,6 +66,21 @@ class Plan(Generic[G]):
     def replaced(self) -> list[ManifestFile]:
         return [m for g in self.rewritten for m in g.manifests]
 
+    @property
+    def commits(self) -> bool:
+        """Whether the plan changes anything."""
+        return bool(self.rewritten)
+
+    @property
+    def manifests_kept(self) -> int:
+        """Manifests (v4: live leaves) of the head as planned that the new snapshot keeps."""
+        raise NotImplementedError
+
+    @property
+    def listing_path(self) -> str:
+        """The manifest list (v4: root manifest) a dry run says it would write."""
+        raise NotImplementedError
+
     def manifest_path(self, index: int) -> str:
         return manifest_path(self.metadata_dir, self.commit_id, index)
 
@@ -74,9 +89,13 @@ class Written(Protocol):
     """A manifest (v4: leaf) the compaction wrote."""
 
     group: Any  # the GroupPlan it was written for
+    entries: int
 
     @property
     def path(self) -> str: ...
+
+    @property
+    def bytes(self) -> int | None: ...
 
 
 P = TypeVar("P", bound=Plan[Any])
@@ -92,17 +111,26 @@ class CommitOutcome:
     reapplied_on: list[int] = field(default_factory=list)  # heads of other writers' commits taken in
 
 
+@dataclass
+class Compaction(Generic[P, W]):
+    """How a run ended: its (last) plan, the manifests it wrote and the commit (None: not done)."""
+
+    plan: P
+    dry_run: bool
+    written: list[W] | None = None
+    outcome: CommitOutcome | None = None
+    replanned: bool = False  # a concurrent commit made the plan stale once
+
+
 @dataclass(frozen=True)
 class Steps(Generic[P, W]):
     """One format's compaction, as the loop calls it."""
 
     plan: Callable[[Table, CompactOptions, TableMetadata | None], P]
-    commits: Callable[[P], bool]  # whether the plan changes anything
     write: Callable[[Table, P], list[W]]  # write and verify the new manifests (deleted again on failure)
     # The layout of the new snapshot, and the head it builds on; heads of other writers' commits
     # the plan is re-applied on are appended to the list.
     layout: Callable[[Table, P, list[W], list[int]], tuple[SnapshotLayout, Callable[[TableMetadata], Snapshot | None]]]
-    result: Callable[..., RecordResult]  # (plan, *, dry_run, written=None, outcome=None, replanned=False)
     rivals: str  # what a stale plan lost to twice, for the message
 
 
@@ -154,15 +182,15 @@ def commit_plan(table: Table, steps: Steps[P, W], plan: P, written: list[W],
 
 
 def run_compaction(table: Table, options: CompactOptions, steps: Steps[P, W], *, dry_run: bool = False,
-                   on_planned: Callable[[P], None] | None = None) -> RecordResult:
+                   on_planned: Callable[[P], None] | None = None) -> Compaction[P, W]:
     """Plan, then write, verify and commit; plan once more when the plan went stale meanwhile.
 
     ``on_planned`` runs after the new manifests are written, before the commit (tests use it to
     commit as a concurrent writer would).
     """
     plan = steps.plan(table, options, None)
-    if dry_run or not steps.commits(plan):
-        return steps.result(plan, dry_run=dry_run)
+    if dry_run or not plan.commits:
+        return Compaction(plan, dry_run)
     replanned = False
     while True:
         try:
@@ -175,6 +203,6 @@ def run_compaction(table: Table, options: CompactOptions, steps: Steps[P, W], *,
                                           f"({e.message})", hint="run it again when the other writer is done") from e
             replanned = True
             plan = steps.plan(table, options, e.fresh)
-            if not steps.commits(plan):
-                return steps.result(plan, dry_run=False, replanned=True)
-    return steps.result(plan, dry_run=False, written=written, outcome=outcome, replanned=replanned)
+            if not plan.commits:
+                return Compaction(plan, False, replanned=True)
+    return Compaction(plan, False, written, outcome, replanned)

@@ -68,8 +68,7 @@ from icectl.ops.compact.plan import (
     sort_fields,
     table_target_size,
 )
-from icectl.ops.compact.run import CommitOutcome, Plan, StalePlanError, Steps, write_bins
-from icectl.results import RecordResult
+from icectl.ops.compact.run import Plan, StalePlanError, Steps, write_bins
 from icectl.spec.manifest import (
     DataFile,
     DataFileContent,
@@ -124,6 +123,14 @@ class V4CompactPlan(Plan[V4GroupPlan]):
     def leaves(self) -> int:
         return sum(1 for e in self.root.entries if e.is_live and e.is_manifest)
 
+    @property
+    def manifests_kept(self) -> int:
+        return self.leaves - len(self.replaced)
+
+    @property
+    def listing_path(self) -> str:
+        return join(self.metadata_dir, f"root-{self.snapshot_id}-<uuid>.avro")
+
 
 @dataclass
 class WrittenLeaf:
@@ -134,6 +141,10 @@ class WrittenLeaf:
     @property
     def path(self) -> str:
         return self.entry.location
+
+    @property
+    def bytes(self) -> int | None:
+        return self.entry.file_size_in_bytes
 
 
 @dataclass(frozen=True)
@@ -470,67 +481,5 @@ def _layout(table: Table, plan: V4CompactPlan, written: list[WrittenLeaf],
 # --------------------------------------------------------------------------- the operation
 
 
-def _group_row(g: V4GroupPlan, written: Sequence[WrittenLeaf] | None, dry_run: bool) -> dict[str, Any]:
-    row: dict[str, Any] = {
-        "spec_id": g.spec_id, "content": g.content_name, "action": "rewrite" if g.rewrite else "skip",
-        "reason": g.reason, "manifests_in": len(g.manifests), "bytes_in": g.bytes_in,
-        "leaves_kept": g.kept_leaves, "root_files_in": len(g.root_files) if g.rewrite else 0}
-    if not g.rewrite:
-        return row
-    row.update({"live_entries": g.live_entries, "deleted_entries_dropped": g.deleted_entries,
-                "manifest_dvs_applied": len(g.dvs), "dv_rows_dropped": g.dv_rows_dropped,
-                "sort_by": list(g.sort_by), "manifests_out": len(g.bins)})
-    if written is None:
-        row["estimated_bytes_out"] = sum(b.estimated_bytes for b in g.bins)
-        if dry_run:
-            row["replaced"] = [{"path": m.manifest_path, "bytes": m.manifest_length} for m in g.manifests]
-            row["flushed"] = [e.data_file.file_path for e in g.root_files]
-    else:
-        mine = [w for w in written if w.group is g]
-        row["bytes_out"] = sum(w.entry.file_size_in_bytes or 0 for w in mine)
-        row["written"] = [{"path": w.entry.location, "bytes": w.entry.file_size_in_bytes, "entries": w.entries}
-                          for w in mine]
-    return row
-
-
-def _result(plan: V4CompactPlan, *, dry_run: bool, written: Sequence[WrittenLeaf] | None = None,
-            outcome: CommitOutcome | None = None, replanned: bool = False) -> RecordResult:
-    rewritten = plan.rewritten
-    data: dict[str, Any] = {
-        "table": plan.table, "branch": plan.branch, "dry_run": dry_run, "format_version": 4,
-        "base_snapshot_id": plan.base_snapshot.snapshot_id if plan.base_snapshot else None,
-        "target_size_bytes": plan.target_size,
-        "manifests_replaced": len(plan.replaced),
-        "manifests_created": sum(len(g.bins) for g in rewritten),
-        "manifests_kept": plan.leaves - len(plan.replaced),
-        "entries_processed": sum(g.live_entries for g in rewritten),
-        "root_files_flushed": len(plan.flushed),
-        "manifest_dvs_applied": sum(len(g.dvs) for g in rewritten),
-        "root_deleted_entries_dropped": plan.root_deleted if plan.commits else 0,
-        "groups": [_group_row(g, written, dry_run) for g in plan.groups],
-    }
-    n_in, n_out = len(plan.replaced), data["manifests_created"]
-    what = f"{n_in} leaves and {len(plan.flushed)} root-level files into {n_out} leaves"
-    if dry_run:
-        if plan.commits:
-            data["would_write"] = [*({"path": plan.manifest_path(i)} for i in range(n_out)),
-                                   {"path": join(plan.metadata_dir, f"root-{plan.snapshot_id}-<uuid>.avro")},
-                                   {"path": "a new table metadata file (the next version)"}]
-        else:
-            data["would_write"] = []
-        data["would_delete"] = []  # replaced leaves stay for older snapshots; expiry removes them
-        title = f"Would compact {plan.table}: {what}" if plan.commits else f"Nothing to compact in {plan.table}"
-        return RecordResult("compact", title, data)
-    if outcome is None:
-        data["replanned"] = replanned
-        return RecordResult("compact", f"Nothing to compact in {plan.table}", data)
-    data["manifests_kept"] = outcome.manifests_kept
-    data.update({"snapshot_id": outcome.snapshot.snapshot_id, "sequence_number": outcome.snapshot.sequence_number,
-                 "metadata_location": outcome.metadata_location, "root_manifest": outcome.snapshot.root_manifest,
-                 "commit_attempts": outcome.attempts, "reapplied_on": outcome.reapplied_on, "replanned": replanned})
-    return RecordResult("compact", f"Compacted {plan.table}: {what}", data)
-
-
 V4_STEPS: Steps[V4CompactPlan, WrittenLeaf] = Steps(
-    plan=plan_v4_compaction, commits=lambda plan: plan.commits, write=write_v4_compaction, layout=_layout,
-    result=_result, rivals="commits")
+    plan=plan_v4_compaction, write=write_v4_compaction, layout=_layout, rivals="commits")

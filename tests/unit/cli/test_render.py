@@ -21,8 +21,10 @@ from icectl.ops.results import (
     SpecBrief,
     TableOverview,
     TableViewMeta,
+    UpgradeBranch,
+    UpgradeResult,
 )
-from icectl.results import MultiResult, RecordResult, RowsResult, TableFailure
+from icectl.results import MultiResult, RowsResult, TableFailure
 from icectl.validate import RuleCount, ValidateSummary
 
 
@@ -46,7 +48,8 @@ RESULTS: dict[str, Any] = {
     "namespace": NamespaceCreateResult(message="created namespace db", namespace="db", catalog="local",
                                        created=True),
     "failure": TableFailure(view="compact", title="db.x: failed", table="db.x", error="boom", exit_code=4),
-    "record": RecordResult("upgrade", "Upgraded", {"table": "db.t", "nested": {"x": [1, 2]}}),
+    "upgrade": UpgradeResult(title="Upgraded", table="db.t", dry_run=False, from_version=3, to_version=4,
+                             branches=[UpgradeBranch("main", 1, 2, 3, "r.avro", 1, 5, 0, None)]),
     "rows_part_meta": RowsResult("files", "Files", ["a", "b"], _rows(),
                                  TableViewMeta(table="db.t", metadata_location="m", snapshot_id=None)),
     "rows_catalog": RowsResult("namespaces", "Namespaces", ["a"], [{"a": "db"}], CatalogMeta("local", "/w")),
@@ -59,7 +62,10 @@ RESULTS: dict[str, Any] = {
 EXPECTED = {  # the documents, written out
     "namespace": {"message": "created namespace db", "namespace": "db", "catalog": "local", "created": True},
     "failure": {"view": "compact", "table": "db.x", "error": "boom"},
-    "record": {"view": "upgrade", "table": "db.t", "nested": {"x": [1, 2]}},
+    "upgrade": {"view": "upgrade", "table": "db.t", "dry_run": False, "from_version": 3, "to_version": 4,
+                "branches": [{"branch": "main", "head_snapshot_id": 1, "new_snapshot_id": 2, "sequence_number": 3,
+                              "root_manifest": "r.avro", "manifests": 1, "live_files": 5, "first_row_id": 0,
+                              "added_rows": None}]},
     "rows_part_meta": {"view": "files", "table": "db.t", "metadata_location": "m", "snapshot_id": None,
                        "rows": [{"a": 1, "b": "0102"}, {"a": 2, "b": None}]},
     "rows_catalog": {"view": "namespaces", "catalog": "local", "warehouse": "/w", "rows": [{"a": "db"}]},
@@ -99,13 +105,13 @@ def test_streamed_rows_equal_to_json() -> None:
 
 
 def test_multi_result_one_document_per_table_and_worst_exit_code() -> None:
-    multi = MultiResult("compact", iter([RESULTS["failure"], RESULTS["record"]]))
+    multi = MultiResult("compact", iter([RESULTS["failure"], RESULTS["upgrade"]]))
     lines = _json(multi).splitlines()
     assert [json.loads(line)["table"] for line in lines] == ["db.x", "db.t"]
     assert multi.exit_code == 4
 
 
-@pytest.mark.parametrize("name", ["create", "expire", "overview", "failure", "record"])
+@pytest.mark.parametrize("name", ["create", "expire", "overview", "failure", "upgrade"])
 def test_terminal_tree_has_the_title_and_no_view(name: str) -> None:
     out = io.StringIO()
     render(RESULTS[name], as_json=False, out=out)
