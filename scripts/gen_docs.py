@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Regenerate completions/ and man/ from the icectl app, and docs/validate-rules.md from the rule catalogue.
 
-tests/test_docs.py and tests/test_validate.py fail when they are stale."""
+tests/unit/cli/test_docgen.py and tests/unit/validate/test_validate.py fail when they are stale."""
 
 from __future__ import annotations
 

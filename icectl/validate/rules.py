@@ -121,7 +121,7 @@ def catalogue_markdown() -> str:
         "# `icectl validate` rules",
         "",
         "Generated from `icectl/validate` (the catalogue `icectl validate --list-rules` prints); "
-        "tests/test_validate.py fails when this file is stale. Regenerate with",
+        "tests/unit/validate/test_validate.py fails when this file is stale. Regenerate with",
         "`python -c \"from icectl.validate import catalogue_markdown; print(catalogue_markdown(), end='')\" "
         "> docs/validate-rules.md`.",
         "",

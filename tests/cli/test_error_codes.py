@@ -1,7 +1,7 @@
 """Inputs that used to end in an internal error (exit 1, a traceback or kilobytes of text) or a
 misleading code: each gets one stderr line and its documented exit code (issue 11, item 11).
 
-The CLI runs as a subprocess, as in tests/test_errors.py.
+The CLI runs as a subprocess, as in tests/cli/test_errors.py.
 """
 
 from __future__ import annotations

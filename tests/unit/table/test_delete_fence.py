@@ -1,7 +1,7 @@
 """The delete fence (issue 11 items 2, 3, 4, 12) on small tables icectl builds itself (no Spark).
 
 Spark-written twins of the same hazards, where Spark judges what it still reads, are in
-tests/test_delete_fence_vs_spark.py.
+tests/interop/test_delete_fence_vs_spark.py.
 """
 
 from __future__ import annotations

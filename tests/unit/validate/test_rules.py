@@ -499,7 +499,7 @@ PRESENT_IN_FIXTURES = {"manifest.schema-id-key": "v2_part"}
 
 
 def test_every_rule_has_a_breaking_case() -> None:
-    # the v4 rules' cases break upgraded v4 copies (tests/test_validate_v4.py)
+    # the v4 rules' cases break upgraded v4 copies (tests/unit/validate/test_v4_rules.py)
     covered = {c.rule for c in CASES} | set(PRESENT_IN_FIXTURES) | {c.rule for c in V4_CASES}
     assert sorted(set(CATALOGUE) - covered) == []
     assert len([c.rule for c in CASES]) == len({c.rule for c in CASES})
