@@ -6,6 +6,7 @@ forward (added minus removed) and start from zero on a branch's first snapshot.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -21,6 +22,7 @@ TOTALS = (
     ("total-position-deletes", "added-position-deletes", "removed-position-deletes"),
     ("total-equality-deletes", "added-equality-deletes", "removed-equality-deletes"),
 )
+_COUNT = re.compile(r"[+-]?[0-9]+")  # what Java's Long.parseLong reads (ASCII digits)
 ENGINE_KEYS = {"engine-name": "icectl", "engine-version": __version__}
 
 
@@ -81,9 +83,9 @@ def carried_totals(parent_summary: dict[str, str] | None, metrics: dict[str, int
             base: int | None = 0
         else:
             raw = parent_summary.get(total)
-            base = int(raw) if raw is not None and raw.lstrip("-").isdigit() else None
-        if base is None:
-            continue  # Java drops a total it cannot carry
+            base = int(raw) if raw is not None and _COUNT.fullmatch(raw) else None
+        if base is None or base < 0:
+            continue  # Java drops a total it cannot carry (not a number, or negative)
         value = base + metrics.get(added, 0) - metrics.get(removed, 0)
         if value >= 0:
             out[total] = str(value)
