@@ -1,0 +1,65 @@
+"""The gate before any write: metadata Java would refuse (exit 4) and a table away from its home (exit 6)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from support.forge import forge_commit
+
+from icectl.errors import CorruptInputError, ExitCode, RefusedError
+from icectl.spec.snapshots import SnapshotRef
+from icectl.table import load_table
+from icectl.table.write_guard import check_metadata_sound, check_table_home, check_writable
+from unit.table.test_commit import fs_table
+
+
+def test_unsound_metadata_is_refused_naming_the_first_problem_and_the_table(tmp_path: Path) -> None:
+    table = load_table(str(fs_table(tmp_path)))
+    md = table.metadata
+    check_metadata_sound(md, table.metadata_location)  # a fresh table is sound
+    dangling = md.replace(refs={"audit": SnapshotRef(405, "tag"), "dev": SnapshotRef(406)})
+    location = "/wh/t/metadata/v3.metadata.json"
+    with pytest.raises(CorruptInputError) as e:
+        check_metadata_sound(dangling, location)
+    err = e.value
+    assert err.exit_code == ExitCode.CORRUPT and err.path == location
+    assert err.message.startswith(f"refusing to write: table metadata {location}: ")
+    assert "'audit' names snapshot 405" in err.message and err.message.endswith("(and 1 more problem(s))")
+    assert err.hint is not None and "'icectl validate /wh/t'" in err.hint  # the table folder, not the file
+    with pytest.raises(CorruptInputError) as e:
+        check_metadata_sound(md.replace(refs={"dev": SnapshotRef(406)}), "/x/loose.metadata.json")
+    assert "more problem" not in e.value.message and "'icectl validate /x/loose.metadata.json'" in (e.value.hint or "")
+
+
+def test_a_copied_table_is_refused_where_the_original_is_not(tmp_path: Path) -> None:
+    home = fs_table(tmp_path)
+    copy = tmp_path / "copy"
+    shutil.copytree(home, copy)
+    check_table_home(load_table(str(home)))
+    check_table_home(load_table(str(home / "metadata" / "v1.metadata.json")))  # its own vN file: same home
+    link = tmp_path / "link"
+    link.symlink_to(home)
+    check_table_home(load_table(str(link)))  # one folder under two names
+    for address in (copy, copy / "metadata" / "v1.metadata.json"):
+        with pytest.raises(RefusedError, match=f"table folder {copy} is not the location its metadata names") as e:
+            check_table_home(load_table(str(address)))
+        assert e.value.exit_code == ExitCode.REFUSED and "rewrite_table_path" in (e.value.hint or "")
+
+
+def test_check_writable_makes_both_checks_soundness_first(tmp_path: Path) -> None:
+    home = fs_table(tmp_path)
+    check_writable(load_table(str(home)))
+    copy = tmp_path / "copy"
+    shutil.copytree(home, copy)
+    with pytest.raises(RefusedError):
+        check_writable(load_table(str(copy)))
+    table = load_table(str(home))
+    forge_commit(table, lambda md: md.replace(refs={"main": SnapshotRef(404)}))
+    shutil.rmtree(copy)
+    shutil.copytree(home, copy)
+    with pytest.raises(CorruptInputError):  # unsound and away from home: the metadata is named first
+        check_writable(load_table(str(copy)))
+    with pytest.raises(CorruptInputError):
+        check_writable(load_table(str(home)))
