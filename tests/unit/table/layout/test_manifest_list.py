@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import fastavro
 import pytest
 
 from icectl.codec.manifest_reader import read_manifest_list
@@ -15,8 +16,10 @@ from icectl.spec.partitioning import PartitionSpec
 from icectl.spec.schema import LONG, NestedField, Schema
 from icectl.spec.snapshots import Snapshot
 from icectl.storage import FileIO
+from icectl.table import load_table
 from icectl.table.layout import Attempt
-from icectl.table.layout.manifest_list import ManifestListLayout
+from icectl.table.layout.manifest_list import ManifestListLayout, manifest_list_path, manifest_path
+from unit.ops.test_upgrade import icectl, parquet
 
 COMMIT = "abcdef00-0000-4000-8000-000000000000"
 
@@ -72,3 +75,30 @@ def test_a_head_check_that_raises_stops_before_anything_is_written(tmp_path: Pat
     with pytest.raises(CommitConflictError):
         layout.write(FileIO(), _attempt(tmp_path, _md(2), HEAD))
     assert list(tmp_path.iterdir()) == []
+
+
+def test_java_names_for_lists_and_manifests() -> None:
+    assert manifest_list_path("/t/metadata", 42, 3, COMMIT) == f"/t/metadata/snap-42-3-{COMMIT}.avro"
+    assert manifest_path("s3://b/t/metadata/", COMMIT, 0) == f"s3://b/t/metadata/{COMMIT}-m0.avro"
+
+
+def test_without_a_head_check_the_head_list_is_read_and_carried(tmp_path: Path) -> None:
+    d = tmp_path / "t"
+    icectl("create", str(d), "--schema", "id long, ts timestamptz", "--format-version", "2")
+    for day in (1, 2):
+        icectl("add-files", str(d), parquet(tmp_path / f"f{day}.parquet", range(day * 10, day * 10 + 3), day))
+    table = load_table(str(d))
+    md, head = table.metadata, table.metadata.current_snapshot()
+    assert head is not None and head.manifest_list is not None
+    with open(head.manifest_list, "rb") as f:
+        before = [(r["manifest_path"], r["sequence_number"]) for r in fastavro.reader(f)]
+    attempt = Attempt(str(d), md, head, 77, md.last_sequence_number + 1, None, 1, str(tmp_path / "out"))
+    index = ManifestListLayout(COMMIT, [_manifest("new", UNASSIGNED_SEQ, 77)]).write(table.io, attempt)
+    with open(index.path, "rb") as f:
+        reader = fastavro.reader(f)
+        rows = [(r["manifest_path"], r["sequence_number"]) for r in reader]
+        meta = {k: v for k, v in reader.metadata.items() if not k.startswith("avro.")}
+    assert rows == [("/m/new", 3), *before] and [s for _, s in before] == [2, 1]
+    assert (meta["snapshot-id"], meta["parent-snapshot-id"], meta["sequence-number"], meta["format-version"]) == (
+        "77", str(head.snapshot_id), "3", "2")
+    assert index.kept_manifests == 2
