@@ -1,4 +1,4 @@
-"""new_table_metadata as Java's TableMetadata.newTableMetadata and fresh ids (schemas from files: test_schema_file.py)."""
+"""new_table_metadata as Java's TableMetadata.newTableMetadata and fresh ids (schema files: test_schema_file.py)."""
 
 from __future__ import annotations
 
