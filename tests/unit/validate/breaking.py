@@ -8,9 +8,12 @@ Findings the pristine copy already has (Java-written warnings) are subtracted fi
 
 from __future__ import annotations
 
+import inspect
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from support.corrupt import (
@@ -150,3 +153,8 @@ def check_rule_is_reported(case: Case, spark_tables: Any, tmp_path: Path) -> Non
     assert not others, f"breaking {case.rule} also reported {others}: {new}"
     if CATALOGUE[case.rule].severity == Severity.ERROR:
         assert result.errors > 0 and result.exit_code == 7
+
+
+def declared_rules(module: ModuleType) -> set[str]:
+    """The ids of the rules a validate module declares itself (``rule("<id>", ...)``; not those it imports)."""
+    return set(re.findall(r'\brule\(\s*"([^"]+)"', inspect.getsource(module)))
