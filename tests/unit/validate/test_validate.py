@@ -1,6 +1,6 @@
 """`icectl validate` on real Spark-written tables: clean at error severity, CLI behaviour, the rule docs.
 
-Per-rule breaking tests are in tests/unit/validate/test_rules.py.
+Per-rule breaking tests are in tests/unit/validate/test_<module>.py, one per rule module.
 """
 
 from __future__ import annotations

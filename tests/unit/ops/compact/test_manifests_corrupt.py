@@ -21,7 +21,7 @@ from typer.testing import CliRunner
 
 from icectl.cli.app import app
 from icectl.spec.manifest import ManifestContent, ManifestFile
-from unit.validate.test_rules import destroy_magic
+from unit.validate.breaking import destroy_magic
 
 runner = CliRunner()
 

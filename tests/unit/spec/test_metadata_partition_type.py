@@ -1,4 +1,4 @@
-"""Partition types on the metadata object: one spec's (by id or spec) and every spec's together."""
+"""TableMetadata.partition_type (icectl/spec/metadata.py): one spec's type (by id or spec) and every spec's together."""
 
 from __future__ import annotations
 
