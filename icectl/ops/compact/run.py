@@ -168,13 +168,13 @@ def commit_plan(table: Table, steps: Steps[P, W], plan: P, written: list[W],
     """One ``replace`` snapshot on the branch head at commit time."""
     paths = [w.path for w in written]
     reapplied: list[int] = []
-    layout, head = steps.layout(table, plan, written, reapplied)
 
     def extra(index: WrittenIndex) -> dict[str, str]:
         return rewrite_summary(plan, len(written), index.kept_manifests)
 
-    change = SnapshotChange("replace", layout, extra=extra, written=paths)
     with discard_on_failure(table.io, paths):  # never referenced by a committed snapshot
+        layout, head = steps.layout(table, plan, written, reapplied)
+        change = SnapshotChange("replace", layout, extra=extra, written=paths)
         if on_planned is not None:
             on_planned(plan)
         done = write_snapshot(table, plan.branch, change, snapshot_id=plan.snapshot_id, head=head)

@@ -19,11 +19,12 @@ from typing import Any
 import pytest
 from cli.test_errors import assert_one_line_error, run_cli
 from support.corrupt import copy_table, edit_metadata, metadata_path
-from support.forge import forge_commit
+from support.forge import property_change
 
 from icectl.errors import CorruptInputError, ExitCode
 from icectl.spec.metadata import TableMetadata
 from icectl.spec.soundness import metadata_problems
+from icectl.table.commit import commit
 from icectl.table.write_guard import check_metadata_sound
 
 Edit = Callable[[dict[str, Any]], None]
@@ -214,7 +215,7 @@ def test_commit_refuses_a_base_damaged_since_the_table_was_loaded(v2_copy: Path)
     edit_metadata(v2_copy, _dangling_main)
     before = listing(v2_copy)
     with pytest.raises(CorruptInputError, match="4242"):
-        forge_commit(table, lambda md: md.replace(properties={**md.properties, "k": "v"}))
+        commit(table, lambda md: property_change({"k": "v"}))
     assert listing(v2_copy) == before
 
 
