@@ -51,7 +51,8 @@ from bench_expire import (  # noqa: E402
 )
 
 from icectl.ops.compact.manifests import compact  # noqa: E402
-from icectl.ops.compact.plan import DEFAULT_TARGET_SIZE, CompactOptions  # noqa: E402
+from icectl.ops.compact.plan import CompactOptions  # noqa: E402
+from icectl.spec.properties import MANIFEST_TARGET_SIZE_BYTES  # noqa: E402
 from icectl.table import load_table  # noqa: E402
 from icectl.table import scan as icectl_scan  # noqa: E402
 
@@ -166,7 +167,7 @@ def time_rounds(layout: CompactLayout, n: int, contenders: list[Contender], runs
     total = sum(m.manifest_length for m in icectl_scan.manifests_of(t.metadata, t.metadata.current_snapshot(), t.io))
     # Spark's action aims at ceil(sum of manifest lengths / target) manifests: the tiny manifests'
     # headers count, so it may write more than one; icectl measures entries and writes one.
-    created_by = {"icectl": 1, "Spark": math.ceil(total / DEFAULT_TARGET_SIZE)}
+    created_by = {"icectl": 1, "Spark": math.ceil(total / MANIFEST_TARGET_SIZE_BYTES.default)}
     for c in contenders:
         if c.in_process:  # one untimed run: imports, class loading, JIT
             restore(layout, n)

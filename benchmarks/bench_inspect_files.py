@@ -507,7 +507,7 @@ def breakdown(table_dir: Path, sample: int) -> None:
     assert snap is not None
     manifests = icectl_scan.manifests_of(md, snap, table.io)[:sample]
     blobs = [table.io.read(m.manifest_path) for m in manifests]
-    ptypes = {m.partition_spec_id: icectl_scan.partition_type(md, m.partition_spec_id) for m in manifests}
+    ptypes = {m.partition_spec_id: md.partition_type(m.partition_spec_id) for m in manifests}
     n = sum(1 for b in blobs for _ in fastavro.reader(io.BytesIO(b)))
 
     def wanted(metrics: bool) -> set[str]:
