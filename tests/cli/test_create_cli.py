@@ -74,6 +74,10 @@ def test_bad_ddl_names_the_token(tmp_path: Path) -> None:
     assert code == ExitCode.USAGE and "nope" in err
     code, _, err = run("create", "db.t", "--schema", "id long", "--format-version", "9", wh=tmp_path)
     assert code == ExitCode.USAGE and "9" in err
+    # A format version given as a table property: a usage error naming it, never a traceback.
+    code, _, err = run("create", "db.t", "--schema", "id long", "--property", "format-version=x", wh=tmp_path)
+    assert code == ExitCode.USAGE and "format-version='x'" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "db" / "t").exists()
 
 
 def test_create_like_parquet_and_list(tmp_path: Path) -> None:

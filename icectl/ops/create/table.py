@@ -16,6 +16,7 @@ from icectl.ops.create.ddl import parse_partition_spec, parse_schema, parse_sort
 from icectl.ops.create.metadata import new_table_metadata
 from icectl.ops.create.schema_file import schema_from_json_file, schema_from_parquet
 from icectl.ops.results import CreateResult
+from icectl.spec.properties import FORMAT_VERSION_PROPERTY
 from icectl.spec.schema import Schema
 from icectl.storage import FileIO, local_path, scheme_of
 from icectl.table.commit import create_table
@@ -53,12 +54,24 @@ def parse_properties(pairs: list[str]) -> dict[str, str]:
     return out
 
 
+def _declared_version(props: dict[str, str]) -> int:
+    """The format version a ``--property format-version=N`` asks for (default 2, as Java's)."""
+    raw = props.get(FORMAT_VERSION_PROPERTY)
+    if raw is None:
+        return DEFAULT_FORMAT_VERSION
+    try:
+        return int(raw.strip())
+    except ValueError:
+        raise UsageError(f"table property {FORMAT_VERSION_PROPERTY}={raw!r} is not a format version",
+                         hint="use --format-version 1, 2 or 3") from None
+
+
 def create(address: str, source: SchemaSource, *, config: Config, io: FileIO, partition_by: str = "",
            sort_by: str = "", properties: dict[str, str] | None = None, format_version: int | None = None,
            dry_run: bool = False) -> CreateResult:
     """Create an empty table at a directory or as ``[catalog.]namespace.table``."""
     props = dict(properties or {})
-    version = format_version or int(props.get("format-version", DEFAULT_FORMAT_VERSION))
+    version = format_version or _declared_version(props)
     schema = source.load(io, version)
     spec = parse_partition_spec(partition_by, schema)
     order = parse_sort_order(sort_by, schema)
