@@ -38,10 +38,10 @@ from icectl.ops.inspect import file_rows
 from icectl.ops.inspect_v4 import tree_rows
 from icectl.ops.remove_files import remove_files
 from icectl.ops.upgrade import upgrade
+from icectl.spec.properties import V4_ROOT_MAX_ADDED_FILES
 from icectl.spec.snapshots import SnapshotRef
 from icectl.storage import FileIO
 from icectl.table import load_table
-from icectl.table.layout.root import ROOT_MAX_ADDED_FILES
 from icectl.table.scan import iter_entries, manifests_of
 from icectl.validate import validate_table
 
@@ -93,7 +93,7 @@ def test_long_random_history_with_compaction(tmp_path_factory: pytest.TempPathFa
 def run_history(tmp_path_factory: pytest.TempPathFactory, steps: list[tuple[str, str, int, int]]) -> None:
     d = tmp_path_factory.mktemp("histc") / "t"
     create(str(d), SchemaSource("id long, ts timestamptz"), config=Config(catalogs={}), io=FileIO(),
-           partition_by="days(ts)", properties={ROOT_MAX_ADDED_FILES[0]: "3"}, format_version=2)
+           partition_by="days(ts)", properties={V4_ROOT_MAX_ADDED_FILES.name: "3"}, format_version=2)
     src = d / "data"  # inside the table: expire deletes only the table's own files
     src.mkdir(parents=True, exist_ok=True)
     first = [_parquet(src, 1, 3), _parquet(src, 2, 4)]

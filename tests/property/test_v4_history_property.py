@@ -32,10 +32,10 @@ from icectl.ops.expire import ExpirePolicy, expire_snapshots
 from icectl.ops.inspect import file_rows
 from icectl.ops.remove_files import remove_files
 from icectl.ops.upgrade import upgrade
+from icectl.spec.properties import V4_ROOT_MAX_ADDED_FILES
 from icectl.spec.snapshots import SnapshotRef
 from icectl.storage import FileIO
 from icectl.table import load_table
-from icectl.table.layout.root import ROOT_MAX_ADDED_FILES
 from icectl.table.scan import iter_entries, manifests_of
 
 _counter = itertools.count()
@@ -76,7 +76,7 @@ def test_random_single_file_commits(tmp_path_factory: pytest.TempPathFactory,
                                     steps: list[tuple[str, str, int, int]]) -> None:
     d = tmp_path_factory.mktemp("hist") / "t"
     create(str(d), SchemaSource("id long, ts timestamptz"), config=Config(catalogs={}), io=FileIO(),
-           partition_by="days(ts)", properties={ROOT_MAX_ADDED_FILES[0]: "3"}, format_version=2)
+           partition_by="days(ts)", properties={V4_ROOT_MAX_ADDED_FILES.name: "3"}, format_version=2)
     base = d / "data"  # inside the table: expire deletes only the table's own files
     base.mkdir(parents=True, exist_ok=True)
     t = load_table(str(d))

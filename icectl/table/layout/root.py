@@ -53,7 +53,6 @@ from icectl.storage import FileIO, join
 from icectl.table.layout import Attempt, SnapshotLayout, WrittenIndex
 from icectl.table.scan_v4 import dv_positions, partition_field_types, read_root
 
-ROOT_MAX_ADDED_FILES = (V4_ROOT_MAX_ADDED_FILES.name, V4_ROOT_MAX_ADDED_FILES.default)  # tests name the key
 EXISTING, ADDED, DELETED = ManifestEntryStatus.EXISTING, ManifestEntryStatus.ADDED, ManifestEntryStatus.DELETED
 
 

@@ -18,7 +18,7 @@ import fastavro
 import pyarrow.parquet as pq
 import pytest
 from support.fixtures import FixtureTable
-from support.forge import forge_commit
+from support.forge import forge_commit, property_change
 
 from icectl.codec.puffin import deletion_vector_blob, write_puffin
 from icectl.codec.root_manifest import (
@@ -32,11 +32,11 @@ from icectl.codec.root_manifest import (
 )
 from icectl.ops.expire import ExpirePolicy, expire_snapshots
 from icectl.spec.manifest import ManifestEntryStatus
+from icectl.spec.properties import V4_ROOT_MAX_ADDED_FILES
 from icectl.spec.snapshots import Snapshot, SnapshotRef
 from icectl.spec.updates import snapshot_change
 from icectl.table import load_table
 from icectl.table.commit import commit, new_snapshot_id
-from icectl.table.layout.root import ROOT_MAX_ADDED_FILES
 from unit.ops.test_upgrade import icectl, parquet
 
 EXISTING, ADDED, DELETED = ManifestEntryStatus.EXISTING, ManifestEntryStatus.ADDED, ManifestEntryStatus.DELETED
@@ -235,7 +235,7 @@ def test_expire_on_upgraded_spark_table(spark_clone: Any, kind: str) -> None:
     # Model of main: its leaves and live content files, from the pre-upgrade head and our steps.
     leaves = pre[heads["main"]][0] - {norm(md.snapshot_by_id(heads["main"]).manifest_list or "")}
     content = list(pre[heads["main"]][1])
-    forge_commit(load_table(str(d)), lambda m: m.replace(properties={**m.properties, ROOT_MAX_ADDED_FILES[0]: "2"}))
+    commit(load_table(str(d)), lambda m: property_change({V4_ROOT_MAX_ADDED_FILES.name: "2"}))
     # New files: one row of the widest data file Spark wrote (the table's schema, one partition).
     src = max((p for p, c, _r, _f in content if c == 0), key=lambda p: len(pq.read_schema(p).names))
     x = [norm(str(d / "data" / f"x{i}.parquet")) for i in range(4)]

@@ -16,9 +16,9 @@ from pyroaring import BitMap64
 
 from icectl.errors import CorruptInputError
 from icectl.spec.manifest import DataFileContent, ManifestContent, ManifestEntryStatus
+from icectl.spec.properties import V4_ROOT_MAX_ADDED_FILES
 from icectl.spec.snapshots import Snapshot
 from icectl.table import load_table
-from icectl.table.layout.root import ROOT_MAX_ADDED_FILES
 from icectl.table.scan import iter_entries, manifests_of
 from icectl.table.scan_v4 import read_leaf, read_root, read_tree_entries, tree_files, tree_manifests
 from unit.ops.test_upgrade import icectl, parquet
@@ -37,7 +37,7 @@ def history(tmp_path: Path) -> dict:
     (snapshot ``g_sid``), and one removal of ``g`` and of the leaf's second file (snapshot ``removal``)."""
     d = tmp_path / "t"
     icectl("create", str(d), "--schema", "id long, ts timestamptz", "--partition-by", "days(ts)",
-           "--format-version", "2", "--property", f"{ROOT_MAX_ADDED_FILES[0]}=2")
+           "--format-version", "2", "--property", f"{V4_ROOT_MAX_ADDED_FILES.name}=2")
     old = [parquet(tmp_path / f"f{day}.parquet", range(day * 10, day * 10 + 5), day) for day in (1, 2, 3)]
     for p in old:
         icectl("add-files", str(d), p)

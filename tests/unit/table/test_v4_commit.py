@@ -18,8 +18,8 @@ from typer.testing import CliRunner
 from icectl.cli.app import app
 from icectl.errors import ExitCode
 from icectl.spec.name_mapping import DEFAULT_NAME_MAPPING
+from icectl.spec.properties import V4_ROOT_MAX_ADDED_FILES
 from icectl.table import load_table
-from icectl.table.layout.root import ROOT_MAX_ADDED_FILES
 from unit.ops.test_upgrade import icectl, parquet
 
 
@@ -42,7 +42,7 @@ def v4(tmp_path: Path) -> tuple[Path, list[str]]:
     """A v4 table (upgraded from v2) with three leaves of one file each; leaf threshold 2 files."""
     d = tmp_path / "t"
     icectl("create", str(d), "--schema", "id long, ts timestamptz", "--partition-by", "days(ts)",
-           "--format-version", "2", "--property", f"{ROOT_MAX_ADDED_FILES[0]}=2")
+           "--format-version", "2", "--property", f"{V4_ROOT_MAX_ADDED_FILES.name}=2")
     paths = [parquet(tmp_path / f"f{day}.parquet", range(day * 10, day * 10 + 5), day) for day in (1, 2, 3)]
     for p in paths:
         icectl("add-files", str(d), p)
@@ -123,7 +123,7 @@ def test_commit_with_unknown_outcome_keeps_what_it_wrote(operation: str, tmp_pat
 
     d = tmp_path / "t"
     icectl("create", str(d), "--schema", "id long, ts timestamptz", "--partition-by", "days(ts)",
-           "--format-version", "2", "--property", f"{ROOT_MAX_ADDED_FILES[0]}=1")
+           "--format-version", "2", "--property", f"{V4_ROOT_MAX_ADDED_FILES.name}=1")
     first = parquet(tmp_path / "f1.parquet", range(5), 1)
     icectl("add-files", str(d), first)
     if operation != "add-files v2" and operation != "upgrade":

@@ -29,9 +29,9 @@ from icectl.ops.add_files import add_files
 from icectl.ops.inspect import file_rows
 from icectl.ops.remove_files import remove_files
 from icectl.ops.upgrade import upgrade
+from icectl.spec.properties import V4_ROOT_MAX_ADDED_FILES
 from icectl.storage import FileIO
 from icectl.table import load_table
-from icectl.table.layout.root import ROOT_MAX_ADDED_FILES
 from icectl.validate import CATALOGUE, Severity, ValidationResult, v4_rules, validate_address, validate_table
 from unit.validate.breaking import declared_rules
 from unit.validate.test_validate import JAVA_WARNINGS, CountingIO
@@ -78,7 +78,7 @@ def build_v4(src: Path, dst: Path) -> V4Table:
     add_files(load_table(str(d)), [first])
     add_files(load_table(str(d)), [second])
     t = load_table(str(d))
-    forge_commit(t, lambda md: md.replace(properties={**md.properties, ROOT_MAX_ADDED_FILES[0]: "1"}))
+    forge_commit(t, lambda md: md.replace(properties={**md.properties, V4_ROOT_MAX_ADDED_FILES.name: "1"}))
     leaf = [_copy_of(d, current[0]), _copy_of(d, current[0])]
     add_files(load_table(str(d)), leaf)
     remove_files(load_table(str(d)), [first, removed[0]])

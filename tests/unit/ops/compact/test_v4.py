@@ -45,11 +45,11 @@ from icectl.ops.compact.manifests import compact
 from icectl.ops.compact.plan import CompactOptions
 from icectl.ops.remove_files import remove_files
 from icectl.spec.manifest import ManifestEntryStatus
+from icectl.spec.properties import V4_ROOT_MAX_ADDED_FILES
 from icectl.spec.snapshots import Snapshot, SnapshotRef
 from icectl.spec.updates import snapshot_change
 from icectl.table import load_table
 from icectl.table.commit import commit
-from icectl.table.layout.root import ROOT_MAX_ADDED_FILES
 from unit.ops.test_upgrade import icectl, parquet
 
 LEAF_TYPES = {"DATA_MANIFEST", "DELETE_MANIFEST"}
@@ -101,7 +101,7 @@ def v4(tmp_path: Path) -> tuple[Path, list[str]]:
     """A v4 table (upgraded from v2): three leaves of one file each; leaf threshold 2 files."""
     d = tmp_path / "t"
     icectl("create", str(d), "--schema", "id long, ts timestamptz", "--partition-by", "days(ts)",
-           "--format-version", "2", "--property", f"{ROOT_MAX_ADDED_FILES[0]}=2")
+           "--format-version", "2", "--property", f"{V4_ROOT_MAX_ADDED_FILES.name}=2")
     paths = [parquet(tmp_path / f"f{day}.parquet", range(day * 10, day * 10 + 5), day) for day in (1, 2, 3)]
     for p in paths:
         icectl("add-files", str(d), p)
@@ -168,7 +168,7 @@ def test_flush_apply_dvs_drop_deleted_and_noop(v4: tuple[Path, list[str]], tmp_p
 def test_small_target_rolls_and_keeps_full_leaves(tmp_path: Path) -> None:
     d = tmp_path / "t"
     icectl("create", str(d), "--schema", "id long, ts timestamptz", "--partition-by", "days(ts)",
-           "--format-version", "3", "--property", f"{ROOT_MAX_ADDED_FILES[0]}=10")
+           "--format-version", "3", "--property", f"{V4_ROOT_MAX_ADDED_FILES.name}=10")
     icectl("add-files", str(d), *_files(tmp_path, 3, 0))
     icectl("upgrade", str(d), "--to", "4", "--yes")
     for start in range(3, 603, 20):  # 30 leaves of 20 files, each under half the target
@@ -371,7 +371,7 @@ def test_compact_on_s3(s3_env: str, tmp_path: Path) -> None:  # noqa: F811
         return json.loads(r.stdout)
 
     run("create", "lake.db.ev", "--schema", "id long, region string", "--partition-by", "region",
-        "--format-version", "2", "--property", f"{ROOT_MAX_ADDED_FILES[0]}=2")
+        "--format-version", "2", "--property", f"{V4_ROOT_MAX_ADDED_FILES.name}=2")
     run("add-files", "lake.db.ev", paths[0])
     run("upgrade", "lake.db.ev", "--to", "4", "--yes")
     run("add-files", "lake.db.ev", paths[1])  # root-level
@@ -419,7 +419,7 @@ def test_compact_upgraded_spark_fixture(spark: Any, spark_clone: Callable[..., F
     assert {(r["file_path"], r["content"]) for r in metadata_table(spark, t.name, "files")} == \
         {(p, c) for p, c, _ in model["main"]}
     icectl("upgrade", d, "--to", "4", "--yes")
-    set_property(d, ROOT_MAX_ADDED_FILES[0], "2")
+    set_property(d, V4_ROOT_MAX_ADDED_FILES.name, "2")
     copies = _copy_current_spec_files(t, tmp_path / "copies", 7)
 
     def dvs_of(files: set[tuple[str, int, str | None]], data_file: str) -> set[tuple[str, int, str | None]]:
