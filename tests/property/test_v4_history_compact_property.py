@@ -26,7 +26,7 @@ import pyarrow.parquet as pq
 import pytest
 from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
-from support.forge import forge_commit
+from support.forge import ref_change
 
 from icectl.config import Config
 from icectl.ops.add_files import add_files
@@ -42,6 +42,7 @@ from icectl.spec.properties import V4_ROOT_MAX_ADDED_FILES
 from icectl.spec.snapshots import SnapshotRef
 from icectl.storage import FileIO
 from icectl.table import load_table
+from icectl.table.commit import commit
 from icectl.table.scan import iter_entries, manifests_of
 from icectl.validate import validate_table
 
@@ -101,7 +102,7 @@ def run_history(tmp_path_factory: pytest.TempPathFactory, steps: list[tuple[str,
     t = load_table(str(d))
     head = t.metadata.current_snapshot_id
     assert head is not None
-    forge_commit(t, lambda md: md.replace(refs={**md.refs, "dev": SnapshotRef(head, "branch")}))
+    commit(t, lambda md: ref_change("dev", SnapshotRef(head, "branch")))
     upgrade(load_table(str(d)), 4)
     day_of = dict(zip(first, (1, 2), strict=True))
     model = {"main": set(first), "dev": set(first)}

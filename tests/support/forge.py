@@ -13,7 +13,15 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 
 from icectl.spec.metadata import TableMetadata
-from icectl.spec.updates import RemoveProperties, SetProperties, TableChange, TableUpdate, prepare_commit
+from icectl.spec.snapshots import SnapshotRef
+from icectl.spec.updates import (
+    RemoveProperties,
+    SetProperties,
+    SetSnapshotRef,
+    TableChange,
+    TableUpdate,
+    prepare_commit,
+)
 from icectl.table import Table
 from icectl.table.commit import operations_for
 
@@ -24,6 +32,11 @@ def property_change(updates: Mapping[str, str] | None = None, removals: Iterable
     if removals:
         ups.append(RemoveProperties(tuple(removals)))
     return TableChange((), tuple(ups))
+
+
+def ref_change(name: str, ref: SnapshotRef) -> TableChange:
+    """set-snapshot-ref: create or move a branch or tag."""
+    return TableChange((), (SetSnapshotRef(name, ref),))
 
 
 def forge_commit(table: Table, build: Callable[[TableMetadata], TableMetadata]) -> str:

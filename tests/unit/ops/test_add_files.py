@@ -9,7 +9,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from support.forge import forge_commit
+from support.forge import property_change
 from typer.testing import CliRunner
 
 import icectl.ops.add_files
@@ -18,6 +18,7 @@ from icectl.cli.app import app
 from icectl.ops.add_files import add_files
 from icectl.spec.name_mapping import DEFAULT_NAME_MAPPING
 from icectl.table import load_table
+from icectl.table.commit import commit
 from icectl.table.snapshot_writer import branch_head
 
 
@@ -39,7 +40,7 @@ def test_retry_keeps_a_concurrent_property_and_sets_the_mapping(tmp_path: Path,
         nonlocal calls
         calls += 1
         if calls == 2:  # inside the first build: another writer commits before ours is published
-            forge_commit(load_table(d), lambda md: md.replace(properties={**md.properties, "owner": "ops"}))
+            commit(load_table(d), lambda md: property_change({"owner": "ops"}))
         return branch_head(*args, **kw)
 
     monkeypatch.setattr(icectl.ops.add_files, "branch_head", racing_branch_head)
@@ -55,7 +56,7 @@ def test_retry_extends_a_mapping_set_meanwhile(tmp_path: Path) -> None:
     d, f = _table(tmp_path)
     stale = load_table(d)
     theirs = json.dumps([{"field-id": 1, "names": ["id", "pk"]}])
-    forge_commit(load_table(d), lambda md: md.replace(properties={**md.properties, DEFAULT_NAME_MAPPING: theirs}))
+    commit(load_table(d), lambda md: property_change({DEFAULT_NAME_MAPPING: theirs}))
     out = add_files(stale, [f])
     assert out.data["name_mapping"] == "extended"
     mapping = json.loads(load_table(d).metadata.properties[DEFAULT_NAME_MAPPING])
@@ -67,7 +68,7 @@ def test_dry_run_and_a_bad_mapping(tmp_path: Path) -> None:
     out = add_files(load_table(d), [f], dry_run=True)
     assert out.data["name_mapping"] == "would be created"
     assert DEFAULT_NAME_MAPPING not in load_table(d).metadata.properties
-    forge_commit(load_table(d), lambda md: md.replace(properties={**md.properties, DEFAULT_NAME_MAPPING: "{oops"}))
+    commit(load_table(d), lambda md: property_change({DEFAULT_NAME_MAPPING: "{oops"}))
     version = (Path(d) / "metadata" / "version-hint.text").read_text()
     r = CliRunner().invoke(app, ["add-files", d, f])
     assert r.exit_code == 4 and DEFAULT_NAME_MAPPING in r.stderr and len(r.stderr.strip().splitlines()) == 1

@@ -18,7 +18,7 @@ import fastavro
 import pyarrow.parquet as pq
 import pytest
 from support.fixtures import FixtureTable
-from support.forge import forge_commit, property_change
+from support.forge import property_change, ref_change
 
 from icectl.codec.puffin import deletion_vector_blob, write_puffin
 from icectl.codec.root_manifest import (
@@ -184,7 +184,7 @@ def test_a_retained_snapshot_without_the_dv_keeps_the_rows(puffin_history: dict[
     h = puffin_history
     d, (s1, s2, s3, s4), roots = h["d"], h["s"], h["roots"]
     t = load_table(str(d))
-    forge_commit(t, lambda md: md.replace(refs={**md.refs, "keep": SnapshotRef(h["up"], "tag")}))
+    commit(t, lambda md: ref_change("keep", SnapshotRef(h["up"], "tag")))
     before = table_files(d)
     # Through the command line, with --clean-expired-metadata (v4 snapshots' specs are found too).
     out = icectl("expire-snapshots", str(d), "--older-than", str(h["ts"][s4]), "--clean-expired-metadata")

@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 
 import pytest
-from support.forge import forge_commit
+from support.forge import property_change
 from typer.testing import CliRunner
 
 from icectl.cli.app import app
@@ -20,6 +20,7 @@ from icectl.errors import ExitCode
 from icectl.spec.name_mapping import DEFAULT_NAME_MAPPING
 from icectl.spec.properties import V4_ROOT_MAX_ADDED_FILES
 from icectl.table import load_table
+from icectl.table.commit import commit
 from unit.ops.test_upgrade import icectl, parquet
 
 
@@ -85,8 +86,7 @@ def test_add_files_branch_must_exist_unless_created(v4: tuple[Path, list[str]], 
     assert avro_files(d) == before and (d / "metadata" / "version-hint.text").read_text() == version
     t = load_table(str(d))
     main_head = t.metadata.current_snapshot_id
-    forge_commit(t, lambda md: md.replace(properties={k: v for k, v in md.properties.items()
-                                                     if k != DEFAULT_NAME_MAPPING}))
+    commit(t, lambda md: property_change(removals=[DEFAULT_NAME_MAPPING]))
     out = icectl("add-files", str(d), new, "--branch", "dev", "--create-branch")
     assert out["created_branch"] == {"name": "dev", "from": "main", "from_snapshot_id": main_head}
     md = load_table(str(d)).metadata

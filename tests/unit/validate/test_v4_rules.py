@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 from support.corrupt import copy_table, edit_avro, edit_metadata, read_avro, read_metadata
-from support.forge import forge_commit
+from support.forge import property_change
 
 from icectl.codec.puffin import decode_deletion_vector, deletion_vector_blob, write_puffin
 from icectl.config import Config
@@ -32,6 +32,7 @@ from icectl.ops.upgrade import upgrade
 from icectl.spec.properties import V4_ROOT_MAX_ADDED_FILES
 from icectl.storage import FileIO
 from icectl.table import load_table
+from icectl.table.commit import commit
 from icectl.validate import CATALOGUE, Severity, ValidationResult, v4_rules, validate_address, validate_table
 from unit.validate.breaking import declared_rules
 from unit.validate.test_validate import JAVA_WARNINGS, CountingIO
@@ -78,7 +79,7 @@ def build_v4(src: Path, dst: Path) -> V4Table:
     add_files(load_table(str(d)), [first])
     add_files(load_table(str(d)), [second])
     t = load_table(str(d))
-    forge_commit(t, lambda md: md.replace(properties={**md.properties, V4_ROOT_MAX_ADDED_FILES.name: "1"}))
+    commit(t, lambda md: property_change({V4_ROOT_MAX_ADDED_FILES.name: "1"}))
     leaf = [_copy_of(d, current[0]), _copy_of(d, current[0])]
     add_files(load_table(str(d)), leaf)
     remove_files(load_table(str(d)), [first, removed[0]])

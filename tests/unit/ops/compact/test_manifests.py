@@ -11,7 +11,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from support.forge import forge_commit
+from support.forge import ref_change
 from typer.testing import CliRunner
 
 from icectl.catalog.operations import CommitStateUnknownError
@@ -27,6 +27,7 @@ from icectl.spec.manifest import ManifestContent
 from icectl.spec.snapshots import SnapshotRef
 from icectl.storage import FileIO
 from icectl.table import load_table, snapshot_writer
+from icectl.table.commit import commit
 from icectl.table.scan import iter_entries, manifests_of
 
 runner = CliRunner()
@@ -194,7 +195,7 @@ def test_empty_table_and_refusals(tmp_path: Path) -> None:
     d = make_table(tmp_path, 2)
     t = load_table(d)
     sid = t.metadata.current_snapshot().snapshot_id
-    forge_commit(t, lambda md: md.replace(refs={**md.refs, "v1": SnapshotRef(sid, "tag")}))
+    commit(t, lambda md: ref_change("v1", SnapshotRef(sid, "tag")))
     res = runner.invoke(app, ["compact", d, "--branch", "v1"])
     assert res.exit_code == 2 and "is a tag" in res.stderr
     res = runner.invoke(app, ["compact", d, "--branch", "nope"])

@@ -23,7 +23,7 @@ import pyarrow.parquet as pq
 import pytest
 from interop.test_v4_upgrade_vs_spark import branches, live_entries
 from support.fixtures import FixtureTable
-from support.forge import forge_commit
+from support.forge import property_change, ref_change
 from support.s3 import create_bucket, s3_env, s3_filesystem, s3_server  # noqa: F401
 from support.spark import latest_metadata_json, metadata_table
 from typer.testing import CliRunner
@@ -80,7 +80,7 @@ def metadata_dir(d: Path | str) -> set[str]:
 
 
 def set_property(d: Path | str, key: str, value: str) -> None:
-    forge_commit(load_table(str(d)), lambda md: md.replace(properties={**md.properties, key: value}))
+    commit(load_table(str(d)), lambda md: property_change({key: value}))
 
 
 def live_entries_of(d: Path | str, ref: str = "main") -> Counter[tuple[Any, ...]]:
@@ -253,7 +253,7 @@ def test_options_filters_and_refusals(v4: tuple[Path, list[str]], tmp_path: Path
     icectl("compact", str(d), "--branch", "nope", expect=ExitCode.NOT_FOUND)
     t = load_table(str(d))
     head = t.metadata.current_snapshot_id
-    forge_commit(t, lambda md: md.replace(refs={**md.refs, "v1": SnapshotRef(head, "tag")}))  # type: ignore[arg-type]
+    commit(t, lambda md: ref_change("v1", SnapshotRef(head, "tag")))  # type: ignore[arg-type]
     icectl("compact", str(d), "--branch", "v1", expect=ExitCode.USAGE)
     out = icectl("compact", str(d), "--spec-id", "0", "--content", "data")
     assert out["manifests_created"] == 1 and out["root_files_flushed"] == 1
@@ -264,7 +264,7 @@ def test_branches_are_compacted_apart(v4: tuple[Path, list[str]], tmp_path: Path
     d, paths = v4
     t = load_table(str(d))
     head = t.metadata.current_snapshot_id
-    forge_commit(t, lambda md: md.replace(refs={**md.refs, "dev": SnapshotRef(head, "branch")}))  # type: ignore[arg-type]
+    commit(t, lambda md: ref_change("dev", SnapshotRef(head, "branch")))  # type: ignore[arg-type]
     (dev_file,) = _files(tmp_path, 1, 40)
     icectl("add-files", str(d), dev_file, "--branch", "dev")
     icectl("remove-files", str(d), paths[1], "--branch", "dev")
