@@ -19,16 +19,17 @@ from icectl.storage import S3Settings
 
 DEFAULT_CATALOG = "local"
 DEFAULT_WAREHOUSE = "./warehouse"
-CATALOG_TYPES = ("hadoop", "sql")
+CATALOG_TYPES = ("hadoop", "sql", "rest", "glue")
+_NEEDS_URI = {"sql": "the SQLite file or postgresql:// URL", "rest": "the REST server's base URL"}
 
 
 @dataclass
 class CatalogConfig:
     name: str
     type: str = "hadoop"
-    warehouse: str = DEFAULT_WAREHOUSE
-    uri: str | None = None  # sql: the SQLite file
-    properties: dict[str, Any] = field(default_factory=dict)
+    warehouse: str = DEFAULT_WAREHOUSE  # rest: sent to the server ("" when not given)
+    uri: str | None = None  # sql: the SQLite file or postgresql:// URL; rest: the server
+    properties: dict[str, Any] = field(default_factory=dict)  # every other key, as the catalog reads it
 
 
 @dataclass
@@ -85,10 +86,12 @@ def parse_config(raw: dict[str, Any], source: str | None = None) -> Config:
         if ctype not in CATALOG_TYPES:
             raise CorruptInputError(f"catalog '{name}' has unknown type '{ctype}'", path=source,
                                     hint=f"use one of: {', '.join(CATALOG_TYPES)}")
-        if ctype == "sql" and not body.get("uri"):
-            raise CorruptInputError(f"sql catalog '{name}' needs uri (the SQLite file)", path=source)
+        if ctype in _NEEDS_URI and not body.get("uri"):
+            raise CorruptInputError(f"{ctype} catalog '{name}' needs uri ({_NEEDS_URI[ctype]})", path=source)
+        # A REST server or Glue has its own idea of the warehouse: no local default for them.
+        default_wh = DEFAULT_WAREHOUSE if ctype in ("hadoop", "sql") else ""
         catalogs[name] = CatalogConfig(
-            name=name, type=ctype, warehouse=str(body.get("warehouse", DEFAULT_WAREHOUSE)),
+            name=name, type=ctype, warehouse=str(body.get("warehouse", default_wh)),
             uri=body.get("uri"),
             properties={k: v for k, v in body.items() if k not in {"type", "warehouse", "uri"}})
     default = str(raw.get("default-catalog", DEFAULT_CATALOG))

@@ -7,7 +7,7 @@
 | 2    | usage error (bad option, bad argument)                       |
 | 3    | not found (table, file, snapshot, ref, catalog)              |
 | 4    | corrupt or unsupported input (metadata, Avro, Puffin, version)|
-| 5    | commit conflict after retries                                |
+| 5    | commit conflict after retries, or commit state unknown       |
 | 6    | refused for safety                                           |
 | 7    | validation findings at error severity                        |
 | 8    | storage unreachable (I/O, network, credentials)              |
@@ -36,7 +36,8 @@ EXIT_CODE_TABLE: list[tuple[int, str, str]] = [
     (ExitCode.NOT_FOUND, "not found", "table, metadata file, manifest, snapshot, ref or catalog is missing"),
     (ExitCode.CORRUPT, "corrupt or unsupported input",
      "metadata JSON, Avro, Puffin or format version icectl cannot read"),
-    (ExitCode.CONFLICT, "commit conflict", "another writer committed first and retries ran out"),
+    (ExitCode.CONFLICT, "commit conflict",
+     "another writer committed first and retries ran out, or the commit's outcome is unknown"),
     (ExitCode.REFUSED, "refused for safety",
      "for example gc.enabled=false, or a file outside the table location"),
     (ExitCode.FINDINGS, "validation findings", "validate found problems at error severity"),

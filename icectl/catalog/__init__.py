@@ -13,23 +13,41 @@ import os
 from dataclasses import dataclass
 from typing import Protocol
 
-from icectl.catalog.hadoop import HadoopCatalog, current_version
+from icectl.catalog.hadoop import FileSystemOperations, HadoopCatalog, current_version
+from icectl.catalog.operations import Current, TableOperations
 from icectl.catalog.sql import SqlCatalog
 from icectl.config import Config
-from icectl.errors import IcectlError, NotFoundError, UsageError
+from icectl.errors import IcectlError, NotFoundError, UnsupportedError, UsageError
 from icectl.storage import FileIO, local_path, scheme_of
 
 
 class Catalog(Protocol):
-    name: str
-    warehouse: str
+    """What every catalog does: list and create namespaces, find a table's operations (Iceberg
+    Java's ``Catalog`` + ``newTableOps``). Loading and committing go through the operations."""
 
-    def load_metadata_location(self, namespace: tuple[str, ...], table: str) -> str: ...
-    def list_namespaces(self, parent: tuple[str, ...] = ()) -> list[tuple[str, ...]]: ...
-    def list_tables(self, namespace: tuple[str, ...]) -> list[tuple[str, ...]]: ...
-    def table_dir(self, namespace: tuple[str, ...], table: str) -> str: ...
+    name: str
+    io: FileIO  # the catalog-wide FileIO; a table's own (vended credentials) is its operations' io
+
+    def list_namespaces(self, parent: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+        """The namespaces directly below ``parent`` (top level for ``()``)."""
+        ...
+
+    def list_tables(self, namespace: tuple[str, ...]) -> list[tuple[str, ...]]:
+        """The tables of ``namespace`` as full identifiers ``(*namespace, table)``."""
+        ...
+
     def create_namespace(self, namespace: tuple[str, ...], properties: dict[str, str] | None = None, *,
-                         exist_ok: bool = False) -> bool: ...
+                         exist_ok: bool = False) -> bool:
+        """Create it; False when it existed (RefusedError unless ``exist_ok``)."""
+        ...
+
+    def default_table_location(self, namespace: tuple[str, ...], table: str) -> str | None:
+        """Where a new table goes when none is given; None when the catalog's server decides."""
+        ...
+
+    def table_operations(self, namespace: tuple[str, ...], table: str) -> TableOperations:
+        """How to load, commit to and create the table ``namespace.table``."""
+        ...
 
 
 def open_catalog(config: Config, io: FileIO, name: str | None = None) -> Catalog:
@@ -37,7 +55,10 @@ def open_catalog(config: Config, io: FileIO, name: str | None = None) -> Catalog
     if cc.type == "sql":
         assert cc.uri is not None  # checked when the config was parsed
         return SqlCatalog(cc.name, cc.uri, cc.warehouse, io)
-    return HadoopCatalog(cc.name, cc.warehouse, io)
+    if cc.type == "hadoop":
+        return HadoopCatalog(cc.name, cc.warehouse, io)
+    raise UnsupportedError(f"catalog '{cc.name}' has type '{cc.type}', which this icectl cannot open",
+                           path=config.source)
 
 
 @dataclass(frozen=True)
@@ -72,8 +93,39 @@ def split_identifier(text: str, config: Config) -> tuple[str | None, tuple[str, 
     return None, tuple(parts[:-1]), parts[-1]
 
 
+@dataclass(frozen=True)
+class FoundTable:
+    """A table found by its address; ``current`` is set when its catalog loaded it already."""
+
+    address: TableAddress
+    io: FileIO  # the FileIO for the table's files (a REST catalog may vend credentials for it)
+    catalog: Catalog | None = None
+    current: Current | None = None
+
+
+def find_table(address: str, config: Config, io: FileIO) -> FoundTable:
+    """Find the table at any accepted address. A catalog table is loaded through its catalog's
+    operations (one request to a REST server); a path names its current metadata file."""
+    where = resolve_path(address, config, io)
+    if where is not None:
+        return FoundTable(where, io)
+    catalog_name, namespace, table = split_identifier(address.strip(), config)
+    catalog = open_catalog(config, io, catalog_name)
+    ops = catalog.table_operations(namespace, table)
+    current = ops.refresh()
+    where = TableAddress(metadata_location=current.location, identifier=".".join((*namespace, table)),
+                         catalog=catalog.name, namespace=namespace, name=table,
+                         table_dir=ops.table_dir if isinstance(ops, FileSystemOperations) else None)
+    return FoundTable(where, ops.io, catalog, current)
+
+
 def resolve(address: str, config: Config, io: FileIO) -> TableAddress:
     """Turn any accepted address into the table's current metadata location."""
+    return find_table(address, config, io).address
+
+
+def resolve_path(address: str, config: Config, io: FileIO) -> TableAddress | None:
+    """The table a path address names, or None when the address is ``[catalog.]namespace.table``."""
     address = address.strip()
     if not address:
         raise UsageError("empty table address")
@@ -96,14 +148,7 @@ def resolve(address: str, config: Config, io: FileIO) -> TableAddress:
                 raise _file_not_table(io, address, path) from None
             raise
         return TableAddress(metadata_location=location, identifier=address, table_dir=path.rstrip("/"))
-    catalog_name, namespace, table = split_identifier(address, config)
-    catalog = open_catalog(config, io, catalog_name)
-    location = catalog.load_metadata_location(namespace, table)
-    ident = ".".join((*namespace, table))
-    return TableAddress(metadata_location=location, identifier=ident, catalog=catalog.name,
-                        namespace=namespace, name=table,
-                        table_dir=catalog.table_dir(namespace, table)
-                        if isinstance(catalog, HadoopCatalog) else None)
+    return None
 
 
 def _file_not_table(io: FileIO, address: str, path: str) -> NotFoundError:

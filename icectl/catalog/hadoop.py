@@ -1,91 +1,49 @@
-"""File-system tables as Spark's Hadoop catalog lays them out.
+"""File-system tables: Spark's Hadoop catalog (a warehouse directory) and its commits.
 
-A table directory holds ``metadata/vN.metadata.json`` (or ``vN.gz.metadata.json``, or the
-legacy ``vN.metadata.json.gz``) and ``metadata/version-hint.text`` naming the newest N.
-Finding the current version follows HadoopTableOperations: trust the hint, fall back to
-listing, then probe ``v(N+1)`` upward because the hint is updated after the commit.
+:class:`HadoopCatalog` finds tables as ``<warehouse>/<ns1>/<ns2>/<table>`` directories;
+:class:`FileSystemOperations` (``HadoopTableOperations``) commits to any table directory, local or
+on object storage. The layout itself (version files, the hint) is :mod:`icectl.catalog.hadoop_layout`.
 """
 
 from __future__ import annotations
 
-import re
+import os
+import time
+import uuid
 from dataclasses import dataclass
 
-from icectl.errors import CorruptInputError, NotFoundError, RefusedError, UsageError
-from icectl.storage import FileIO, join
+from icectl.catalog.hadoop_layout import (
+    VERSION_HINT,
+    check_table_dir_name,
+    current_version,
+    is_version_file,
+    metadata_dir,
+    version_file,
+    version_of,
+)
+from icectl.catalog.operations import (
+    REFRESH_ATTEMPTS,
+    UNSAFE_OBJECT_STORE_ENV,
+    CommitFailedError,
+    CommitStateUnknownError,
+    Current,
+    LocalCommits,
+    encode_metadata,
+    metadata_codec,
+    metadata_extension,
+    quiet_delete,
+    read_metadata,
+    unsafe_object_store_allowed,
+)
+from icectl.errors import IcectlError, NotFoundError, RefusedError, UsageError
+from icectl.spec.metadata import TableMetadata
+from icectl.spec.properties import WRITE_METADATA_PATH
+from icectl.storage import FileIO, basename, checksum_sidecar, join, local_path, scheme_of
 
-VERSION_HINT = "version-hint.text"
-_VERSION_FILE = re.compile(r"^v(\d+)(\.gz\.metadata\.json|\.metadata\.json|\.metadata\.json\.gz)$")
-# Files a metastore catalog writes: 00001-<uuid>.metadata.json
-_METASTORE_FILE = re.compile(r"^(\d+)-[0-9a-fA-F-]+(\.gz)?\.metadata\.json$")
-_SUFFIXES = (".metadata.json", ".gz.metadata.json", ".metadata.json.gz")
-
-
-def metadata_dir(table_dir: str) -> str:
-    return join(table_dir, "metadata")
-
-
-def version_file(io: FileIO, table_dir: str, version: int) -> str | None:
-    """The path of ``v<version>`` in whichever naming it was written, or None."""
-    for suffix in _SUFFIXES:
-        p = join(metadata_dir(table_dir), f"v{version}{suffix}")
-        if io.exists(p):
-            return p
-    return None
-
-
-def read_version_hint(io: FileIO, table_dir: str) -> int | None:
-    hint = join(metadata_dir(table_dir), VERSION_HINT)
-    try:
-        text = io.read(hint).decode("utf-8", "replace").strip()
-    except NotFoundError:
-        return None
-    try:
-        return int(text)
-    except ValueError:
-        return None  # Java also falls back to listing on a bad hint
-
-
-def current_version(io: FileIO, table_dir: str) -> tuple[int, str]:
-    """The newest committed version of a file-system table and its metadata file."""
-    names = io.list_names(metadata_dir(table_dir))
-    listed: dict[int, str] = {}
-    for n in names:
-        if m := _VERSION_FILE.match(n):
-            listed.setdefault(int(m.group(1)), join(metadata_dir(table_dir), n))
-    version = read_version_hint(io, table_dir)
-    if version is None or version not in listed:
-        if not listed:
-            return _metastore_current(names, table_dir)
-        version = max(listed)
-    # The hint is written after the commit's atomic create, so a newer version may exist.
-    while version + 1 in listed:
-        version += 1
-    return version, listed[version]
-
-
-def _metastore_current(names: list[str], table_dir: str) -> tuple[int, str]:
-    versions = [(int(m.group(1)), n) for n in names if (m := _METASTORE_FILE.match(n))]
-    if not versions:
-        raise NotFoundError(
-            f"no Iceberg table at {table_dir}: no metadata/{VERSION_HINT} or metadata/vN.metadata.json",
-            path=table_dir, hint="pass a table directory, a *.metadata.json file or namespace.table")
-    v, name = max(versions)
-    return v, join(metadata_dir(table_dir), name)
-
-
-def is_version_file(name: str) -> bool:
-    """``v<N>.metadata.json`` (any codec spelling): a file-system table's version file."""
-    return _VERSION_FILE.match(name) is not None
-
-
-def version_of(metadata_location: str) -> int | None:
-    name = metadata_location.rstrip("/").rsplit("/", 1)[-1]
-    if m := _VERSION_FILE.match(name):
-        return int(m.group(1))
-    if m := _METASTORE_FILE.match(name):
-        return int(m.group(1))
-    return None
+__all__ = [
+    "VERSION_HINT", "FileSystemOperations", "HadoopCatalog", "check_table_dir_name", "current_version",
+    "is_version_file", "metadata_dir", "version_file", "version_of",
+]
 
 
 @dataclass
@@ -99,18 +57,16 @@ class HadoopCatalog:
     def table_dir(self, namespace: tuple[str, ...], table: str) -> str:
         return join(self.warehouse, *namespace, table)
 
-    def load_metadata_location(self, namespace: tuple[str, ...], table: str) -> str:
-        d = self.table_dir(namespace, table)
-        try:
-            return current_version(self.io, d)[1]
-        except NotFoundError:
-            raise NotFoundError(
-                f"table {'.'.join((*namespace, table))} not found in catalog '{self.name}' "
-                f"(looked in {d})", path=d, hint="check the name with 'icectl list'") from None
+    def default_table_location(self, namespace: tuple[str, ...], table: str) -> str:
+        return self.table_dir(namespace, table)
+
+    def table_operations(self, namespace: tuple[str, ...], table: str) -> FileSystemOperations:
+        return FileSystemOperations(self.table_dir(namespace, table), self.io, ".".join((*namespace, table)),
+                                    catalog_name=self.name)
 
     def is_table(self, directory: str) -> bool:
         names = self.io.list_names(metadata_dir(directory))
-        return any(_VERSION_FILE.match(n) for n in names)
+        return any(is_version_file(n) for n in names)
 
     def create_namespace(self, namespace: tuple[str, ...], properties: dict[str, str] | None = None, *,
                          exist_ok: bool = False) -> bool:
@@ -157,6 +113,187 @@ class HadoopCatalog:
                 if self.is_table(join(base, n))]
 
 
-def check_table_dir_name(name: str) -> None:
-    if not name or "/" in name or name in {".", ".."}:
-        raise CorruptInputError(f"invalid table or namespace name {name!r}")
+@dataclass
+class FileSystemOperations(LocalCommits):
+    """HadoopTableOperations for a table directory (local or object storage)."""
+
+    table_dir: str
+    io: FileIO
+    identifier: str
+    allow_unsafe_object_store: bool = False
+    catalog_name: str | None = None  # addressed as namespace.table of this catalog: named when not found
+
+    def __post_init__(self) -> None:
+        # Metadata-log entries and results name files absolutely, as Java does.
+        if scheme_of(self.table_dir) == "file":
+            self.table_dir = os.path.abspath(local_path(self.table_dir))
+
+    @property
+    def metadata_dir(self) -> str:
+        return metadata_dir(self.table_dir)
+
+    def refresh(self) -> Current:
+        for attempt in range(REFRESH_ATTEMPTS):
+            self.io.invalidate(self.metadata_dir)  # other processes add files: no stale listings
+            try:
+                version, location = current_version(self.io, self.table_dir)
+            except NotFoundError:
+                if self.catalog_name is None:
+                    raise
+                raise NotFoundError(f"table {self.identifier} not found in catalog '{self.catalog_name}' "
+                                    f"(looked in {self.table_dir})", path=self.table_dir,
+                                    hint="check the name with 'icectl list'") from None
+            if not is_version_file(basename(location)):
+                raise RefusedError(
+                    f"{self.table_dir} holds catalog-named metadata ({basename(location)}) but no "
+                    "v<N>.metadata.json: it is not a file-system table", path=location,
+                    hint="address it by its catalog name (catalog.namespace.table)")
+            try:
+                return Current(location, read_metadata(self.io, location), version)
+            except NotFoundError:
+                if attempt == REFRESH_ATTEMPTS - 1:
+                    raise
+                time.sleep(0.02 * (attempt + 1))  # deleted by a concurrent commit's cleanup: look again
+        raise AssertionError("unreachable")
+
+    def _check_commit_allowed(self, base: TableMetadata | None, metadata: TableMetadata) -> None:
+        # The same preconditions as HadoopTableOperations.commit.
+        if WRITE_METADATA_PATH in metadata.properties:
+            raise RefusedError(f"{WRITE_METADATA_PATH} is set on {self.identifier}: file-system tables cannot "
+                               "relocate metadata", hint="remove the property or use a catalog table")
+        if base is not None and base.location != metadata.location:
+            raise RefusedError(f"file-system table {self.identifier} cannot be relocated "
+                               f"({base.location} -> {metadata.location})")
+        if scheme_of(self.table_dir) != "file" and not unsafe_object_store_allowed(self.allow_unsafe_object_store):
+            if not self.io.supports_conditional_create(self.metadata_dir):
+                raise RefusedError(
+                    f"cannot commit safely to {self.identifier}: the object store does not support "
+                    "conditional writes (If-None-Match), so a concurrent commit could be silently lost",
+                    path=self.table_dir,
+                    hint=f"register the table in a SQLite catalog (type = \"sql\"), or accept the race "
+                         f"with {UNSAFE_OBJECT_STORE_ENV}=1")
+
+    def commit(self, base: Current, metadata: TableMetadata) -> str:
+        self._check_commit_allowed(base.metadata, metadata)
+        self.io.invalidate(self.metadata_dir)  # the checks below must not answer from a cached listing
+        codec = metadata_codec(metadata.properties)
+        data = encode_metadata(metadata, codec)
+        version = base.version + 1
+        final = join(self.metadata_dir, f"v{version}{metadata_extension(codec)}")
+        # Any spelling of v<N+1> (another codec) means another writer got there first.
+        if version_file(self.io, self.table_dir, version) is not None:
+            raise CommitFailedError(f"version {version} of {self.identifier} already exists", path=final)
+        if not self._publish(final, data, codec):
+            raise CommitFailedError(f"version {version} of {self.identifier} was committed by another writer",
+                                    path=final)
+        self._write_version_hint(version)
+        if scheme_of(final) == "file" and self._replaced(final, data):
+            # A writer that checks, then renames (Java's HadoopTableOperations on a local disk) replaced
+            # our file just after we created it: our change is not in the table, so apply it again.
+            raise CommitFailedError(f"version {version} of {self.identifier} was replaced by another writer",
+                                    path=final)
+        return final
+
+    def _replaced(self, final: str, data: bytes) -> bool:
+        """Only positive evidence counts: a missing file was cleaned up by later commits, not lost."""
+        try:
+            return self.io.read(final) != data
+        except IcectlError:
+            return False
+
+    def create(self, metadata: TableMetadata) -> tuple[str, TableMetadata]:
+        self._check_commit_allowed(None, metadata)
+        if self._exists():
+            where = "" if self.identifier.rstrip("/") in (self.table_dir, "") else f" at {self.table_dir}"
+            raise RefusedError(f"table {self.identifier} already exists{where}", path=self.table_dir,
+                               hint="choose another location")
+        codec = metadata_codec(metadata.properties)
+        final = join(self.metadata_dir, f"v1{metadata_extension(codec)}")
+        if not self._publish(final, encode_metadata(metadata, codec), codec):
+            raise RefusedError(f"table {self.identifier} was created by another writer at {self.table_dir}",
+                               path=final)
+        self._write_version_hint(1)
+        return final, metadata
+
+    def _exists(self) -> bool:
+        try:
+            current_version(self.io, self.table_dir)
+        except NotFoundError:
+            return False
+        return True
+
+    def _publish(self, final: str, data: bytes, codec: str) -> bool:
+        """The atomic step: ``final`` appears holding ``data`` unless it exists (False then).
+
+        Never replaces an existing file. Errors are resolved by looking at ``final`` afterwards.
+        """
+        if scheme_of(final) != "file":
+            if unsafe_object_store_allowed(self.allow_unsafe_object_store) and \
+                    not self.io.supports_conditional_create(self.metadata_dir):
+                if self.io.exists(final):  # the accepted race (module docstring): check, then PUT
+                    return False
+                self.io.write(final, data)
+                return True
+            try:
+                created = self.io.write_if_absent(final, data)  # PUT with If-None-Match: *
+            except IcectlError as e:
+                return self._resolve(e, final, data)
+            # A PUT retried by the SDK is refused by its own first try: ours if the bytes are.
+            return created or bool(self._outcome(final, data))
+        # As Java: write <uuid>.metadata.json, then give it the final name (without replacing).
+        tmp = join(self.metadata_dir, f"{uuid.uuid4()}{metadata_extension(codec)}")
+        try:
+            self.io.write(tmp, data)
+            try:
+                return self.io.rename_no_replace(tmp, final)
+            except IcectlError as e:
+                return self._resolve(e, final, data)
+        finally:
+            quiet_delete(self.io, tmp)  # the temp file of a failed attempt (already gone on success)
+
+    def _resolve(self, error: IcectlError, final: str, data: bytes) -> bool:
+        """After a failed atomic step: did our file land (True), did another writer's (False)?"""
+        outcome = self._outcome(final, data)
+        if outcome is None:
+            raise CommitStateUnknownError(
+                f"commit to {self.identifier} may or may not have happened: {error.message}",
+                location=final) from error
+        if not outcome and not self.io.exists(final):
+            raise error  # nothing was committed: a storage failure, not a conflict
+        return outcome
+
+    def _outcome(self, final: str, data: bytes) -> bool | None:
+        """True: ``final`` holds our bytes; False: missing or someone else's; None: cannot tell."""
+        try:
+            return self.io.read(final) == data
+        except NotFoundError:
+            return False
+        except IcectlError:
+            return None
+
+    def _write_version_hint(self, version: int) -> None:
+        """Best effort, as Java: the hint only speeds up finding the newest version.
+
+        Java writes ``<uuid>-version-hint.temp``, deletes the hint and renames; replacing it in one
+        step means readers never find it missing. Skipped when a newer version exists already, so
+        a slow writer cannot point readers at a file that a later cleanup deletes.
+
+        Spark's Hadoop file system keeps ``.version-hint.text.crc`` beside the hint and checks every
+        read against it: a stale one makes Hadoop's reads fail (ChecksumException). It goes, as
+        Hadoop's delete takes it, before and after the replace (a Hadoop writer may rename its own
+        in between); with no sidecar Hadoop reads without checking, and writes a fresh one itself.
+        """
+        hint = join(self.metadata_dir, VERSION_HINT)
+        sidecar = checksum_sidecar(hint)
+        try:
+            if version_file(self.io, self.table_dir, version + 1) is not None:
+                return
+            if sidecar is not None:
+                quiet_delete(self.io, sidecar)
+            self.io.write_atomic(hint, str(version).encode(), temp_name=f"{uuid.uuid4()}-version-hint.temp")
+            if sidecar is not None:
+                quiet_delete(self.io, sidecar)
+        except IcectlError:
+            pass
+
+

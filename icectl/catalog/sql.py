@@ -19,7 +19,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+from icectl.catalog.operations import MetastoreOperations
 from icectl.errors import CorruptInputError, NotFoundError, RefusedError, StorageError
+from icectl.spec.metadata import TableMetadata
 from icectl.storage import FileIO, join, local_path
 
 # JdbcUtil.V0_CREATE_CATALOG_SQL and CREATE_NAMESPACE_PROPERTIES_TABLE_SQL, verbatim (PyIceberg's
@@ -66,8 +68,12 @@ class SqlCatalog:
         finally:
             conn.close()
 
-    def table_dir(self, namespace: tuple[str, ...], table: str) -> str:
+    def default_table_location(self, namespace: tuple[str, ...], table: str) -> str:
+        """``<warehouse>/<ns1>/<ns2>/<table>``, as JdbcCatalog.defaultWarehouseLocation."""
         return join(self.warehouse, *namespace, table)
+
+    def table_operations(self, namespace: tuple[str, ...], table: str) -> SqlOperations:
+        return SqlOperations(self, namespace, table, self.io)
 
     def require_db(self) -> None:
         """Reading a catalog whose database file is missing is an error, not an empty catalog
@@ -231,3 +237,26 @@ class SqlCatalog:
                 raise RefusedError(f"namespace {name} already exists in catalog '{self.name}'",
                                    path=self.db_path) from None
         return True
+
+
+@dataclass
+class SqlOperations(MetastoreOperations):
+    """JdbcTableOperations for one table of a :class:`SqlCatalog`."""
+
+    catalog: SqlCatalog
+    namespace: tuple[str, ...]
+    name: str
+    io: FileIO
+
+    @property
+    def pointer_store(self) -> str:
+        return self.catalog.db_path
+
+    def current_pointer(self) -> str:
+        return self.catalog.load_metadata_location(self.namespace, self.name)
+
+    def swap_pointer(self, base_location: str, new_location: str, metadata: TableMetadata) -> bool:
+        return self.catalog.swap_metadata_location(self.namespace, self.name, base_location, new_location)
+
+    def insert_pointer(self, location: str, metadata: TableMetadata) -> None:
+        self.catalog.create_table_entry(self.namespace, self.name, location)

@@ -30,7 +30,7 @@ from typing import Any
 from pyroaring import BitMap64
 
 from icectl import progress
-from icectl.catalog.operations import FileSystemOperations
+from icectl.catalog.hadoop import FileSystemOperations
 from icectl.codec.manifest_reader import read_manifest_list, scan_manifest_list_paths
 from icectl.errors import ExitCode, IcectlError, RefusedError, StorageError
 from icectl.ops.expire_leftovers import Leftovers, leftover_snapshots

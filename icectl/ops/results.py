@@ -288,7 +288,7 @@ class CreateResult(CommandResult):
 
     table: str  # the address as given
     dry_run: bool
-    location: str
+    location: str | None  # None until a catalog server that chooses it has created the table
     format_version: int
     schema: list[str]  # "<id>: <name> <type>[ not null]"
     partition_spec: list[str]  # "<name>=<transform>(<column>)"

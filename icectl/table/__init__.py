@@ -6,7 +6,7 @@ import gzip
 import zlib
 from dataclasses import dataclass
 
-from icectl.catalog import Catalog, TableAddress, open_catalog, resolve
+from icectl.catalog import Catalog, TableAddress, find_table
 from icectl.config import Config, load_config
 from icectl.errors import CorruptInputError, IcectlError, NotFoundError, UsageError
 from icectl.spec.metadata import TableMetadata, parse_table_metadata
@@ -84,7 +84,7 @@ def load_table(address: str, config: Config | None = None, io: FileIO | None = N
     """
     config = config or load_config()
     io = io or FileIO(s3=config.s3)
-    where = resolve(address, config, io)
-    catalog = open_catalog(config, io, where.catalog) if where.catalog else None
-    return Table(address=where, metadata=read_table_metadata(io, where.metadata_location), io=io,
-                 catalog=catalog)
+    found = find_table(address, config, io)
+    metadata = (found.current.metadata if found.current is not None
+                else read_table_metadata(found.io, found.address.metadata_location))
+    return Table(address=found.address, metadata=metadata, io=found.io, catalog=found.catalog)

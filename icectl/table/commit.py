@@ -25,15 +25,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from icectl.catalog import Catalog, looks_like_path, open_catalog, split_identifier
-from icectl.catalog.hadoop import check_table_dir_name, is_version_file
-from icectl.catalog.operations import (
-    CommitFailedError,
-    CommitStateUnknownError,
-    FileSystemOperations,
-    SqlOperations,
-    TableOperations,
-)
-from icectl.catalog.sql import SqlCatalog
+from icectl.catalog.hadoop import FileSystemOperations, HadoopCatalog, check_table_dir_name, is_version_file
+from icectl.catalog.operations import CommitFailedError, CommitStateUnknownError, TableOperations
 from icectl.config import Config, load_config
 from icectl.errors import CommitConflictError, IcectlError, RefusedError, UsageError
 from icectl.spec.metadata import TableMetadata
@@ -155,14 +148,14 @@ def operations_for(table: Table, *, allow_unsafe_object_store: bool = False) -> 
     ``metadata/`` directory of a file-system table: anywhere else nothing tells which pointer to swap.
     """
     address = table.address
-    if address.table_dir is not None:
-        return FileSystemOperations(address.table_dir, table.io, table.identifier, allow_unsafe_object_store)
     if address.catalog is not None and address.name is not None:
         catalog = table.catalog or open_catalog(load_config(), table.io, address.catalog)
-        if isinstance(catalog, SqlCatalog):
-            return SqlOperations(catalog, address.namespace, address.name, table.io)
-        return FileSystemOperations(catalog.table_dir(address.namespace, address.name), table.io,
-                                    table.identifier, allow_unsafe_object_store)
+        ops = catalog.table_operations(address.namespace, address.name)
+        if isinstance(ops, FileSystemOperations):
+            ops.allow_unsafe_object_store = allow_unsafe_object_store
+        return ops
+    if address.table_dir is not None:
+        return FileSystemOperations(address.table_dir, table.io, table.identifier, allow_unsafe_object_store)
     location = address.metadata_location
     directory = parent(location)
     if is_version_file(basename(location)) and basename(directory) == "metadata":
@@ -278,18 +271,15 @@ def create_table(where: str | Catalog, identifier: str | Sequence[str] | None, m
         catalog, namespace, name = _catalog_target(where, identifier, config, io)
         for part in (*namespace, name):
             check_table_dir_name(part)
-        table_dir = catalog.table_dir(namespace, name)
-        if scheme_of(table_dir) == "file":
-            table_dir = os.path.abspath(local_path(table_dir))  # a relative warehouse names the same place
-        ident = ".".join((*namespace, name))
-        if isinstance(catalog, SqlCatalog):
-            metadata = _with_location(metadata, table_dir, strict=False)
-            ops = SqlOperations(catalog, namespace, name, catalog.io)
-        else:
-            metadata = _with_location(metadata, table_dir, strict=True)
-            ops = FileSystemOperations(table_dir, catalog.io, ident)
-    location = ops.create(metadata)
-    return CommitResult(location, metadata, 1)
+        default = catalog.default_table_location(namespace, name)
+        if default is not None:
+            if scheme_of(default) == "file":
+                default = os.path.abspath(local_path(default))  # a relative warehouse names the same place
+            # A file-system table lives where its directory is; other catalogs only point at it.
+            metadata = _with_location(metadata, default, strict=isinstance(catalog, HadoopCatalog))
+        ops = catalog.table_operations(namespace, name)
+    location, created = ops.create(metadata)
+    return CommitResult(location, created, 1)
 
 
 def _catalog_target(where: str | Catalog, identifier: str | Sequence[str] | None, config: Config | None,

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from icectl import progress
-from icectl.catalog import resolve
+from icectl.catalog import find_table
 from icectl.config import Config
 from icectl.errors import CorruptInputError, ExitCode, IcectlError, NotFoundError
 from icectl.results import UNSET, Part, RowsResult, Unset
@@ -132,7 +132,8 @@ def validate_address(address: str, config: Config, io: FileIO, *, all_snapshots:
                      rules: Iterable[str] | None = None, skip: Iterable[str] | None = None) -> ValidationResult:
     """Validate the table at any accepted address; metadata too broken to load is reported, not raised."""
     enabled = select_rules(rules, skip)
-    where = resolve(address, config, io)
+    found = find_table(address, config, io)
+    where, io = found.address, found.io
     location = where.metadata_location
     raw = _raw_json(io, location)
     reporter = Reporter(enabled)
@@ -145,7 +146,7 @@ def validate_address(address: str, config: Config, io: FileIO, *, all_snapshots:
             return ValidationResult(where.identifier, reporter.findings)
         e.path = e.path or location
         raise
-    table = Table(address=where, metadata=metadata, io=io)
+    table = Table(address=where, metadata=metadata, io=io, catalog=found.catalog)
     return _run(table, reporter, raw, all_snapshots=all_snapshots, deep=deep, raw_checked=True)
 
 

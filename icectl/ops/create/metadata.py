@@ -449,7 +449,7 @@ def _check_properties(properties: Mapping[str, str], schema: Schema) -> None:
 # --------------------------------------------------------------------------- new table metadata
 
 
-def new_table_metadata(*, schema: Schema, location: str, partition_spec: PartitionSpec | None,
+def new_table_metadata(*, schema: Schema, location: str | None, partition_spec: PartitionSpec | None,
                        sort_order: SortOrder | None, properties: dict[str, str], format_version: int,
                        table_uuid: str | None = None, now_ms: int | None = None,
                        fresh_ids: bool = True) -> TableMetadata:
@@ -467,7 +467,7 @@ def new_table_metadata(*, schema: Schema, location: str, partition_spec: Partiti
     if declared is not None and declared.strip() != str(format_version):
         raise UsageError(f"table property format-version={declared!r} contradicts format version "
                          f"{format_version}")
-    if not location:
+    if location == "":  # None: the catalog's server chooses it (REST)
         raise UsageError("a table location is required")
     check_schema(schema, format_version)  # on the caller's ids, so messages name what was given
     if fresh_ids:

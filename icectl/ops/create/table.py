@@ -81,8 +81,8 @@ def create(address: str, source: SchemaSource, *, config: Config, io: FileIO, pa
     else:
         catalog_name, namespace, name = split_identifier(address, config)
         catalog = open_catalog(config, io, catalog_name)
-        location = catalog.table_dir(namespace, name)
-        if scheme_of(location) == "file":
+        location = catalog.default_table_location(namespace, name)  # None: the server chooses
+        if location is not None and scheme_of(location) == "file":
             location = os.path.abspath(local_path(location))
         where, ident = catalog, ".".join((*namespace, name))
     metadata = new_table_metadata(schema=schema, location=location, partition_spec=spec, sort_order=order,
@@ -102,5 +102,6 @@ def create(address: str, source: SchemaSource, *, config: Config, io: FileIO, pa
     if dry_run:
         result.would_write = [f"{location}/metadata (first table metadata file)"]
         return result
-    result.metadata_location = create_table(where, ident, metadata, config=config, io=io).metadata_location
+    created = create_table(where, ident, metadata, config=config, io=io)
+    result.metadata_location, result.location = created.metadata_location, created.metadata.location
     return result

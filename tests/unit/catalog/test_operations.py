@@ -17,16 +17,14 @@ from typing import Any
 import pytest
 from support.forge import property_change
 
-from icectl.catalog import operations
-from icectl.catalog.hadoop import VERSION_HINT
+from icectl.catalog import hadoop
+from icectl.catalog.hadoop import VERSION_HINT, FileSystemOperations
 from icectl.catalog.operations import (
     CommitFailedError,
-    FileSystemOperations,
-    SqlOperations,
     metadata_codec,
     metastore_version,
 )
-from icectl.catalog.sql import SqlCatalog
+from icectl.catalog.sql import SqlCatalog, SqlOperations
 from icectl.errors import CommitConflictError, CorruptInputError, ExitCode, RefusedError
 from icectl.spec.metadata import parse_table_metadata
 from icectl.spec.updates import TableChange, set_properties
@@ -140,7 +138,7 @@ def _listing(table_dir: Path) -> dict[str, bytes]:
 def test_create_then_commit_the_next_version_with_a_bare_number_hint(tmp_path: Path) -> None:
     table_dir = tmp_path / "t"
     ops = _ops(table_dir)
-    first = ops.create(new_md(table_dir))
+    first, _ = ops.create(new_md(table_dir))
     assert first == str(table_dir / "metadata" / "v1.metadata.json")
     assert (table_dir / "metadata" / VERSION_HINT).read_text() == "1"
     base = ops.refresh()
@@ -176,7 +174,7 @@ def test_an_existing_version_is_never_replaced(tmp_path: Path, monkeypatch: pyte
     (table_dir / "metadata" / "v2.gz.metadata.json").unlink()
     (table_dir / "metadata" / "v2.metadata.json").write_bytes(b"theirs")
     before = _listing(table_dir)
-    monkeypatch.setattr(operations, "version_file", lambda io, d, v: None)
+    monkeypatch.setattr(hadoop, "version_file", lambda io, d, v: None)
     with pytest.raises(CommitFailedError, match="committed by another writer"):
         ops.commit(base, mine)
     assert _listing(table_dir) == before  # theirs untouched, our temp file gone, the hint still says 1
@@ -227,7 +225,7 @@ def test_sql_commits_name_files_like_java_and_swap_only_from_the_base(tmp_path: 
     catalog = SqlCatalog("c", str(tmp_path / "cat.db"), str(tmp_path / "wh"), FileIO())
     ops = SqlOperations(catalog, ("db",), "t", FileIO())
     md = new_md(tmp_path / "wh" / "db" / "t")
-    created = ops.create(md)
+    created, _ = ops.create(md)
     uuid_re = "[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
     assert re.fullmatch(re.escape(str(tmp_path / "wh" / "db" / "t" / "metadata")) + f"/00000-{uuid_re}"
                         r"\.metadata\.json", created)

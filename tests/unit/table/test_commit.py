@@ -22,7 +22,7 @@ from support import s3
 from support.forge import property_change
 from support.s3 import s3_env, s3_server  # noqa: F401
 
-from icectl.catalog import operations
+from icectl.catalog import hadoop
 from icectl.catalog.hadoop import VERSION_HINT, is_version_file
 from icectl.catalog.operations import (
     CommitStateUnknownError,
@@ -381,7 +381,7 @@ def test_unknown_outcome_is_resolved_by_looking(tmp_path: Path, monkeypatch: pyt
     monkeypatch.setattr(ops, "refresh", lambda: current)
     with pytest.raises(CommitStateUnknownError, match="may or may not have happened") as e:
         commit(table, lambda b: property_change({"a": "3"}), ops=ops)
-    assert e.value.exit_code == ExitCode.STORAGE and "do not rerun blindly" in e.value.one_line()
+    assert e.value.exit_code == ExitCode.CONFLICT and "do not rerun blindly" in e.value.one_line()
 
 
 def test_metadata_file_outside_table_layout_is_refused(tmp_path: Path) -> None:
@@ -416,8 +416,8 @@ def test_s3_conditional_put_commits(s3_env: str,  # noqa: F811
     fs = s3.s3_filesystem(endpoint)
     v3 = "icectl-test-commit/wh/db/t/metadata/v3.metadata.json"
     state = {"hide_v3": False}
-    real_version_file = operations.version_file
-    monkeypatch.setattr(operations, "version_file", lambda io, d, v: None if v == 3 and state["hide_v3"]
+    real_version_file = hadoop.version_file
+    monkeypatch.setattr(hadoop, "version_file", lambda io, d, v: None if v == 3 and state["hide_v3"]
                         else real_version_file(io, d, v))
     theirs: list[bytes] = []
 
@@ -433,7 +433,7 @@ def test_s3_conditional_put_commits(s3_env: str,  # noqa: F811
     assert result.attempts == 2 and result.metadata_location == f"{location}/metadata/v4.metadata.json"
     assert fs.cat_file(v3) == theirs[0]  # theirs was not replaced
     assert {"a": "1", "other": "1", "b": "2"}.items() <= result.metadata.properties.items()
-    monkeypatch.setattr(operations, "version_file", real_version_file)
+    monkeypatch.setattr(hadoop, "version_file", real_version_file)
     # A server that ignores conditional writes: refused, unless the race is accepted explicitly.
     monkeypatch.setattr(FileIO, "supports_conditional_create", lambda self, d: False)
     with pytest.raises(RefusedError, match="conditional writes") as e:

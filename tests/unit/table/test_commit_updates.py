@@ -7,8 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from icectl.catalog.operations import SqlOperations
-from icectl.catalog.sql import SqlCatalog
+from icectl.catalog.sql import SqlCatalog, SqlOperations
 from icectl.errors import CommitConflictError, RefusedError
 from icectl.ops.create.metadata import new_table_metadata
 from icectl.spec.metadata import TableMetadata
@@ -125,6 +124,6 @@ def test_sql_catalog_commits_a_change(tmp_path: Path) -> None:
     table = load_table(created.metadata_location)
     ops = SqlOperations(catalog, ("db",), "t", io)
     result = commit(table, lambda b: append(b, 7), ops=ops)
-    assert catalog.load_metadata_location(("db",), "t") == result.metadata_location
+    assert SqlOperations(catalog, ("db",), "t", catalog.io).current_pointer() == result.metadata_location
     assert result.metadata.current_snapshot_id == 7
     assert [e.metadata_file for e in result.metadata.metadata_log] == [created.metadata_location]

@@ -140,7 +140,7 @@ def test_commit_with_unknown_outcome_keeps_what_it_wrote(operation: str, tmp_pat
     args = {"add-files v2": ["add-files", str(d), new[0]], "add-files v4 leaf": ["add-files", str(d), *new],
             "remove-files": ["remove-files", str(d), first], "upgrade": ["upgrade", str(d), "--to", "4", "--yes"]}
     r = CliRunner().invoke(app, args[operation])
-    assert r.exit_code == ExitCode.STORAGE and len(r.stderr.splitlines()) == 1, r.stderr
+    assert r.exit_code == ExitCode.CONFLICT and len(r.stderr.splitlines()) == 1, r.stderr
     monkeypatch.undo()
     # The table as committed reads whole: every manifest, root and leaf it names exists.
     check = CliRunner().invoke(app, ["validate", str(d), "--all-snapshots", "--json"])
