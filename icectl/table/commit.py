@@ -166,7 +166,8 @@ def operations_for(table: Table, *, allow_unsafe_object_store: bool = False) -> 
     raise RefusedError(f"cannot commit to {address.identifier}: a metadata file outside a table's "
                        "metadata/ directory does not say which table pointer to update, so a concurrent "
                        "commit could be lost", path=location,
-                       hint="address the table by its directory or as [catalog.]namespace.table")
+                       hint="address the table through its catalog ([catalog.]namespace.table; REST, Glue "
+                            "and SQL catalogs are configured in icectl.toml), or by its table directory")
 
 
 def commit(table: Table, build: Callable[[TableMetadata], TableChange], *,
