@@ -390,7 +390,7 @@ def test_metadata_file_outside_table_layout_is_refused(tmp_path: Path) -> None:
     loose.write_bytes((table_dir / "metadata" / "v1.metadata.json").read_bytes())
     with pytest.raises(RefusedError, match="metadata file outside a table's metadata/ directory") as e:
         commit(load_table(str(loose)), lambda b: property_change({"a": "1"}))
-    assert e.value.exit_code == ExitCode.REFUSED and "address the table by its directory" in e.value.one_line()
+    assert e.value.exit_code == ExitCode.REFUSED and "address the table through its catalog" in e.value.one_line()
     # Inside a Hadoop-layout directory a vN file is fine: the commit goes to the table's newest version.
     commit(load_table(str(table_dir)), lambda b: property_change({"a": "1"}))
     by_file = load_table(str(table_dir / "metadata" / "v1.metadata.json"))
