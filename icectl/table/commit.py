@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from icectl.catalog import Catalog, looks_like_path, open_catalog, split_identifier
 from icectl.catalog.hadoop import FileSystemOperations, HadoopCatalog, check_table_dir_name, is_version_file
-from icectl.catalog.operations import CommitFailedError, CommitStateUnknownError, TableOperations
+from icectl.catalog.operations import CommitFailedError, CommitStateUnknownError, LocalCommits, TableOperations
 from icectl.config import Config, load_config
 from icectl.errors import CommitConflictError, IcectlError, RefusedError, UsageError
 from icectl.spec.metadata import TableMetadata
@@ -216,8 +216,11 @@ def commit(table: Table, build: Callable[[TableMetadata], TableChange], *,
             _check_same_table(table, same_table, current.metadata)
             check_metadata_sound(current.metadata, current.location)
             continue
-        deleted = delete_removed_metadata_files(ops.io, base, new, base_location=current.location,
-                                                new_location=location, table=table)
+        # Catalogs that write metadata themselves (REST) also clean up their old files, as Java's
+        # RESTTableOperations leaves CatalogUtil.deleteRemovedMetadataFiles to the server.
+        deleted = (delete_removed_metadata_files(ops.io, base, new, base_location=current.location,
+                                                 new_location=location, table=table)
+                   if isinstance(ops, LocalCommits) else [])
         table.metadata = new
         table.address = dataclasses.replace(table.address, metadata_location=location)
         return CommitResult(location, new, attempt, deleted_metadata_files=tuple(deleted),
