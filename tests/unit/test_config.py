@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
+import tomllib
 
-from icectl.config import DEFAULT_WAREHOUSE, load_config, parse_config
+from icectl.config import CATALOG_TYPES, DEFAULT_WAREHOUSE, load_config, parse_config
 from icectl.errors import CorruptInputError, ExitCode, NotFoundError
 
 
@@ -84,3 +86,13 @@ def test_invalid_toml_names_the_file(tmp_path: Path) -> None:
     with pytest.raises(CorruptInputError, match="invalid config file") as e:
         load_config(bad)
     assert e.value.path == str(bad) and e.value.exit_code == ExitCode.CORRUPT
+
+
+def test_the_readme_configuration_example_is_a_valid_config_naming_every_catalog_type() -> None:
+    """The README's example is what users copy: it must parse, and show each supported catalog."""
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    blocks = re.findall(r"```toml\n(.*?)```", readme, flags=re.S)
+    assert blocks, "no toml example in the README"
+    config = parse_config(tomllib.loads(blocks[0]), source="README.md")
+    assert {c.type for c in config.catalogs.values()} == set(CATALOG_TYPES)
+    assert config.catalog("pg").uri.startswith("postgresql://")
