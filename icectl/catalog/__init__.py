@@ -26,6 +26,7 @@ class Catalog(Protocol):
     Java's ``Catalog`` + ``newTableOps``). Loading and committing go through the operations."""
 
     name: str
+    warehouse: str  # where the catalog puts tables, as configured ("" when its server decides)
     io: FileIO  # the catalog-wide FileIO; a table's own (vended credentials) is its operations' io
 
     def list_namespaces(self, parent: tuple[str, ...] = ()) -> list[tuple[str, ...]]:

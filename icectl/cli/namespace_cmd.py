@@ -23,12 +23,13 @@ def create_namespace(
     namespace: Annotated[str, typer.Argument(help="Dotted namespace, e.g. sales or sales.eu.", show_default=False)],
     catalog: CatalogOpt = None,
     prop: Annotated[list[str] | None, typer.Option(
-        "--property", help="Namespace property key=value (SQLite catalogs; repeatable).", show_default=False)] = None,
+        "--property", help="Namespace property key=value (SQL, REST and Glue catalogs; repeatable).", show_default=False)] = None,
     exist_ok: Annotated[bool, typer.Option(
         "--exist-ok", help="Succeed when the namespace exists already (it is left as it is).")] = False,
     json_output: JsonOpt = False,
 ) -> NamespaceCreateResult:
-    """Create a namespace (a directory in a file-system warehouse, a row in a SQLite catalog).
+    """Create a namespace (a directory in a file-system warehouse, a row in a SQL catalog, a namespace
+    of a REST catalog, a Glue database).
 
     Creates the warehouse (or the SQLite catalog) too when it does not exist yet. An existing
     namespace is refused (exit 6), unless --exist-ok: then nothing changes and the command succeeds.
