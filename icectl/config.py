@@ -30,6 +30,7 @@ class CatalogConfig:
     warehouse: str = DEFAULT_WAREHOUSE  # rest: sent to the server ("" when not given)
     uri: str | None = None  # sql: the SQLite file or postgresql:// URL; rest: the server
     properties: dict[str, Any] = field(default_factory=dict)  # every other key, as the catalog reads it
+    source: str | None = None  # the config file it came from, for messages
 
 
 @dataclass
@@ -77,6 +78,24 @@ def load_config(path: str | Path | None = None) -> Config:
     return parse_config(raw, source=str(p) if p else None)
 
 
+def _flat_properties(body: dict[str, Any]) -> dict[str, Any]:
+    """Every key but type/warehouse/uri, with sub-tables flattened: ``header = {X-Tenant = "a"}``
+    is ``header.X-Tenant = "a"``, PyIceberg's spelling (TOML reads a bare dotted key as a sub-table)."""
+    out: dict[str, Any] = {}
+
+    def put(prefix: str, value: Any) -> None:
+        if isinstance(value, dict):
+            for k, v in value.items():
+                put(f"{prefix}.{k}", v)
+        else:
+            out[prefix] = value
+
+    for key, value in body.items():
+        if key not in {"type", "warehouse", "uri"}:
+            put(key, value)
+    return out
+
+
 def parse_config(raw: dict[str, Any], source: str | None = None) -> Config:
     catalogs: dict[str, CatalogConfig] = {}
     for name, body in (raw.get("catalog") or {}).items():
@@ -92,8 +111,7 @@ def parse_config(raw: dict[str, Any], source: str | None = None) -> Config:
         default_wh = DEFAULT_WAREHOUSE if ctype in ("hadoop", "sql") else ""
         catalogs[name] = CatalogConfig(
             name=name, type=ctype, warehouse=str(body.get("warehouse", default_wh)),
-            uri=body.get("uri"),
-            properties={k: v for k, v in body.items() if k not in {"type", "warehouse", "uri"}})
+            uri=body.get("uri"), properties=_flat_properties(body), source=source)
     default = str(raw.get("default-catalog", DEFAULT_CATALOG))
     if default not in catalogs:
         if catalogs and "default-catalog" in raw:

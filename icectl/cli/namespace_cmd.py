@@ -23,7 +23,8 @@ def create_namespace(
     namespace: Annotated[str, typer.Argument(help="Dotted namespace, e.g. sales or sales.eu.", show_default=False)],
     catalog: CatalogOpt = None,
     prop: Annotated[list[str] | None, typer.Option(
-        "--property", help="Namespace property key=value (SQL, REST and Glue catalogs; repeatable).", show_default=False)] = None,
+        "--property", help="Namespace property key=value (SQL, REST and Glue catalogs; repeatable).",
+        show_default=False)] = None,
     exist_ok: Annotated[bool, typer.Option(
         "--exist-ok", help="Succeed when the namespace exists already (it is left as it is).")] = False,
     json_output: JsonOpt = False,

@@ -96,3 +96,12 @@ def test_the_readme_configuration_example_is_a_valid_config_naming_every_catalog
     config = parse_config(tomllib.loads(blocks[0]), source="README.md")
     assert {c.type for c in config.catalogs.values()} == set(CATALOG_TYPES)
     assert config.catalog("pg").uri.startswith("postgresql://")
+
+
+def test_catalog_keys_pass_through_and_sub_tables_flatten_to_dotted_keys() -> None:
+    raw = tomllib.loads('[catalog.r]\ntype = "rest"\nuri = "http://x"\ncredential = "a:b"\n'
+                        'header.X-Tenant = "acme"\n"jdbc.user" = "u"\n[catalog.r.s3]\nendpoint = "http://s3"\n')
+    cc = parse_config(raw, source="cfg.toml").catalog("r")
+    assert cc.properties == {"credential": "a:b", "header.X-Tenant": "acme", "jdbc.user": "u",
+                             "s3.endpoint": "http://s3"}
+    assert cc.warehouse == "" and cc.source == "cfg.toml"  # no local default for a server's catalog
