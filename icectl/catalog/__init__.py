@@ -111,7 +111,12 @@ def find_table(address: str, config: Config, io: FileIO) -> FoundTable:
     if where is not None:
         return FoundTable(where, io)
     catalog_name, namespace, table = split_identifier(address.strip(), config)
-    catalog = open_catalog(config, io, catalog_name)
+    return find_in_catalog(open_catalog(config, io, catalog_name), namespace, table)
+
+
+def find_in_catalog(catalog: Catalog, namespace: tuple[str, ...], table: str) -> FoundTable:
+    """Load ``namespace.table`` through an open catalog (``--all`` runs reuse one catalog: one
+    REST session and token for every table)."""
     ops = catalog.table_operations(namespace, table)
     current = ops.refresh()
     where = TableAddress(metadata_location=current.location, identifier=".".join((*namespace, table)),

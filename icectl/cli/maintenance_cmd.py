@@ -21,7 +21,7 @@ from icectl.ops.compact.plan import CompactOptions, parse_size
 from icectl.ops.expire import ExpirePolicy, expire_snapshots, parse_older_than
 from icectl.results import MultiResult, Result, TableFailure
 from icectl.storage import FileIO
-from icectl.table import Table, load_table
+from icectl.table import Table, load_catalog_table, load_table
 
 
 def _each_table(config: Config, io: FileIO, catalog: str | None, namespace: str | None, view: str,
@@ -32,7 +32,7 @@ def _each_table(config: Config, io: FileIO, catalog: str | None, namespace: str 
     for ident in walk_tables(cat, ns):
         name = ".".join(ident)
         try:
-            table = load_table(f"{cat.name}.{name}" if len(ident) >= 2 else name, config, io)
+            table = load_catalog_table(cat, ident)
             yield run(table)
         except IcectlError as e:  # one broken table must not stop the nightly run
             yield TableFailure(view=view, title=f"{name}: failed", table=name, error=e.one_line(),

@@ -6,7 +6,7 @@ import gzip
 import zlib
 from dataclasses import dataclass
 
-from icectl.catalog import Catalog, TableAddress, find_table
+from icectl.catalog import Catalog, FoundTable, TableAddress, find_in_catalog, find_table
 from icectl.config import Config, load_config
 from icectl.errors import CorruptInputError, IcectlError, NotFoundError, UsageError
 from icectl.spec.metadata import TableMetadata, parse_table_metadata
@@ -84,7 +84,15 @@ def load_table(address: str, config: Config | None = None, io: FileIO | None = N
     """
     config = config or load_config()
     io = io or FileIO(s3=config.s3)
-    found = find_table(address, config, io)
+    return _table(find_table(address, config, io))
+
+
+def load_catalog_table(catalog: Catalog, identifier: tuple[str, ...]) -> Table:
+    """The table ``(*namespace, name)`` of an open catalog (what ``--all`` walks)."""
+    return _table(find_in_catalog(catalog, identifier[:-1], identifier[-1]))
+
+
+def _table(found: FoundTable) -> Table:
     metadata = (found.current.metadata if found.current is not None
                 else read_table_metadata(found.io, found.address.metadata_location))
     return Table(address=found.address, metadata=metadata, io=found.io, catalog=found.catalog)
