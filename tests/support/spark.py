@@ -35,6 +35,9 @@ ICEBERG_RUNTIME_JAR = "iceberg-spark-runtime-3.5_2.12-1.10.2.jar"
 JACKSON_VERSION = "2.15.2"
 JACKSON_ARTIFACTS = ("jackson-core", "jackson-databind", "jackson-annotations", "jackson-datatype-jsr310")
 JAVA17_HOME = "/usr/lib/jvm/java-17-openjdk-amd64"
+# Debian's libpostgresql-jdbc-java: on the classpath whenever installed, so tests can add an Iceberg
+# JdbcCatalog on PostgreSQL to the running session (JDBC drivers must be there at JVM start).
+OPTIONAL_JARS = ("/usr/share/java/postgresql.jar",)
 CATALOG = "local"
 
 # Bump when the relocation logic changes so stale cached jars are not reused.
@@ -241,8 +244,8 @@ def shaded_jackson_jar() -> Path:
 
 
 def spark_jars() -> list[Path]:
-    """Jars for ``spark.jars``: the Iceberg runtime plus the relocated Jackson."""
-    return [iceberg_runtime_jar(), shaded_jackson_jar()]
+    """Jars for ``spark.jars``: the Iceberg runtime plus the relocated Jackson (+ installed OPTIONAL_JARS)."""
+    return [iceberg_runtime_jar(), shaded_jackson_jar(), *(Path(j) for j in OPTIONAL_JARS if os.path.isfile(j))]
 
 
 # --------------------------------------------------------------------------- the session
