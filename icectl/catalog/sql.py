@@ -1,4 +1,5 @@
-"""A SQLite catalog in the layout of Iceberg's JDBC catalog and PyIceberg's SqlCatalog.
+"""The SQL catalog in the layout of Iceberg's JDBC catalog and PyIceberg's SqlCatalog, on SQLite or
+PostgreSQL (:mod:`icectl.catalog.sql_dialect` holds what differs between the two).
 
 Tables live in ``iceberg_tables(catalog_name, table_namespace, table_name,
 metadata_location, previous_metadata_location)``; namespaces in
@@ -13,16 +14,14 @@ existing V0 catalog is left as it is and written in V0 form.
 
 from __future__ import annotations
 
-import os
-import sqlite3
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from icectl.catalog.operations import MetastoreOperations
-from icectl.errors import CorruptInputError, NotFoundError, RefusedError, StorageError
+from icectl.catalog.sql_dialect import DuplicateKey, NoCatalogTables, SqlConnection, SqlDatabase, open_database
+from icectl.config import CatalogConfig
+from icectl.errors import CorruptInputError, IcectlError, NotFoundError, RefusedError
 from icectl.spec.metadata import TableMetadata
-from icectl.storage import FileIO, join, local_path
+from icectl.storage import FileIO, join
 
 # JdbcUtil.V0_CREATE_CATALOG_SQL and CREATE_NAMESPACE_PROPERTIES_TABLE_SQL, verbatim (PyIceberg's
 # SQLAlchemy models produce the same columns), so Java and PyIceberg can both open our file.
@@ -43,30 +42,31 @@ NAMESPACE_EXISTS_PROPERTY = "exists"  # what Java and PyIceberg store for a name
 @dataclass
 class SqlCatalog:
     name: str
-    uri: str  # path of the SQLite file (``sqlite:///x.db`` accepted)
+    uri: str  # a SQLite file (``sqlite:///x.db`` accepted) or ``postgresql://USER:PASS@HOST:PORT/DB``
     warehouse: str
     io: FileIO
+    properties: dict[str, str] = field(default_factory=dict)  # jdbc.user / jdbc.password
+    db: SqlDatabase = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.db = open_database(self.uri, self.properties)
+
+    @classmethod
+    def from_config(cls, cc: CatalogConfig, io: FileIO, source: str | None = None) -> SqlCatalog:
+        """From ``[catalog.NAME]``: ``uri`` (SQLite file or PostgreSQL URL), ``warehouse``, and the
+        JDBC-style ``jdbc.user`` / ``jdbc.password`` when the URL carries no credentials."""
+        if not cc.uri or not cc.warehouse:
+            raise CorruptInputError(f"sql catalog '{cc.name}' needs uri and warehouse", path=source)
+        props = {str(k): str(v) for k, v in cc.properties.items()}
+        try:
+            return cls(cc.name, str(cc.uri), str(cc.warehouse), io, props)
+        except IcectlError as e:
+            raise CorruptInputError(f"catalog '{cc.name}': {e.message}", path=source, hint=e.hint) from None
 
     @property
     def db_path(self) -> str:
-        # SQLAlchemy style: sqlite:///rel.db is relative, sqlite:////abs.db absolute.
-        for prefix in ("sqlite:///", "jdbc:sqlite:"):
-            if self.uri.startswith(prefix):
-                return self.uri[len(prefix):]
-        return local_path(self.uri)
-
-    @contextmanager
-    def connect(self) -> Iterator[sqlite3.Connection]:
-        try:
-            conn = sqlite3.connect(self.db_path, timeout=30, isolation_level=None)
-        except sqlite3.Error as e:
-            raise StorageError(f"cannot open SQLite catalog {self.db_path}: {e}", path=self.db_path) from e
-        try:
-            yield conn
-        except sqlite3.DatabaseError as e:
-            raise CorruptInputError(f"SQLite catalog {self.db_path} failed: {e}", path=self.db_path) from e
-        finally:
-            conn.close()
+        """Where the catalog lives, for messages (a SQLite path, or a PostgreSQL URL without password)."""
+        return self.db.where
 
     def default_table_location(self, namespace: tuple[str, ...], table: str) -> str:
         """``<warehouse>/<ns1>/<ns2>/<table>``, as JdbcCatalog.defaultWarehouseLocation."""
@@ -76,41 +76,26 @@ class SqlCatalog:
         return SqlOperations(self, namespace, table, self.io)
 
     def require_db(self) -> None:
-        """Reading a catalog whose database file is missing is an error, not an empty catalog
-        (sqlite3 would create the file, and a cron job on a wrong path would report 0 tables)."""
-        if not os.path.exists(self.db_path):
-            raise NotFoundError(f"SQLite catalog '{self.name}' does not exist: no database {self.db_path}",
-                                path=self.db_path,
-                                hint="check the catalog's uri in the config; 'icectl namespace create NAME' "
-                                     "starts a new one")
+        self.db.require(self.name)
 
     def load_metadata_location(self, namespace: tuple[str, ...], table: str) -> str:
         self.require_db()
-        with self.connect() as c:
+        with self.db.connect() as c:
             try:
-                row = c.execute(
-                    "SELECT metadata_location FROM iceberg_tables WHERE catalog_name = ? "
-                    "AND table_namespace = ? AND table_name = ?",
-                    (self.name, ".".join(namespace), table)).fetchone()
-            except sqlite3.OperationalError:
-                row = None  # no iceberg_tables yet: an empty catalog
-        if row is None or not row[0]:
+                rows = c.rows("SELECT metadata_location FROM iceberg_tables WHERE catalog_name = ? "
+                              "AND table_namespace = ? AND table_name = ?",
+                              (self.name, ".".join(namespace), table))
+            except NoCatalogTables:
+                rows = []  # an empty catalog
+        if not rows or not rows[0][0]:
             raise NotFoundError(f"table {'.'.join((*namespace, table))} not found in catalog '{self.name}'",
                                 path=self.db_path, hint="check the name with 'icectl list'")
-        return str(row[0])
+        return str(rows[0][0])
 
     def list_namespaces(self, parent: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
         self.require_db()
-        names: set[str] = set()
-        with self.connect() as c:
-            for sql in ("SELECT DISTINCT table_namespace FROM iceberg_tables WHERE catalog_name = ?",
-                        "SELECT DISTINCT namespace FROM iceberg_namespace_properties WHERE catalog_name = ?"):
-                try:
-                    names.update(r[0] for r in c.execute(sql, (self.name,)))
-                except sqlite3.OperationalError:
-                    pass
         out = set()
-        for n in names:
+        for n in self._all_namespaces():
             parts = tuple(n.split("."))
             if parts[: len(parent)] == parent and len(parts) > len(parent):
                 out.add(parts[: len(parent) + 1])
@@ -118,12 +103,12 @@ class SqlCatalog:
 
     def list_tables(self, namespace: tuple[str, ...]) -> list[tuple[str, ...]]:
         self.require_db()
-        with self.connect() as c:
+        with self.db.connect() as c:
             try:
-                rows = c.execute("SELECT table_name FROM iceberg_tables WHERE catalog_name = ? "
-                                 "AND table_namespace = ? ORDER BY table_name",
-                                 (self.name, ".".join(namespace))).fetchall()
-            except sqlite3.OperationalError:
+                rows = c.rows("SELECT table_name FROM iceberg_tables WHERE catalog_name = ? "
+                              f"AND table_namespace = ?{self._tables_only(c)} ORDER BY table_name",
+                              (self.name, ".".join(namespace)))
+            except NoCatalogTables:
                 rows = []
         return [(*namespace, r[0]) for r in rows]
 
@@ -131,34 +116,34 @@ class SqlCatalog:
 
     def ensure_tables(self) -> None:
         """Create the catalog tables when missing (as JdbcCatalog.initializeCatalogTables does)."""
-        with self.connect() as c:
-            existing = {r[0] for r in c.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        with self.db.connect() as c:
             for table, ddl in (("iceberg_tables", CREATE_CATALOG_SQL),
                                ("iceberg_namespace_properties", CREATE_NAMESPACE_PROPERTIES_SQL)):
-                if table not in existing:
-                    try:
-                        c.execute("BEGIN IMMEDIATE")  # the table and its V1 column together
+                if c.has_table(table):
+                    continue
+                try:
+                    with c.transaction():  # the table and its V1 column together
                         c.execute(ddl)
                         if table == "iceberg_tables":
                             c.execute(V1_UPDATE_CATALOG_SQL)
-                        c.execute("COMMIT")
-                    except sqlite3.OperationalError:
-                        if c.in_transaction:
-                            c.execute("ROLLBACK")
-                        # Created by another process meanwhile (Java re-checks the same way).
-                        if not c.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",
-                                         (table,)).fetchone():
-                            raise
+                except Exception:
+                    # Created by another process meanwhile (Java re-checks the same way).
+                    if not c.has_table(table):
+                        raise
 
     @staticmethod
-    def _is_v1(c: sqlite3.Connection) -> bool:
-        return any(r[1].lower() == RECORD_TYPE for r in c.execute("PRAGMA table_info(iceberg_tables)"))
+    def _is_v1(c: SqlConnection) -> bool:
+        return any(col.lower() == RECORD_TYPE for col in c.columns("iceberg_tables"))
+
+    def _tables_only(self, c: SqlConnection) -> str:
+        # V1 catalogs also hold views (iceberg_type = 'VIEW'): never list or commit to those.
+        return f" AND {_TABLE_ROWS}" if self._is_v1(c) else ""
 
     def create_table_entry(self, namespace: tuple[str, ...], table: str, metadata_location: str) -> None:
         """INSERT the new table's pointer; RefusedError when the name is taken (primary key)."""
         self.ensure_tables()
         ident = ".".join((*namespace, table))
-        with self.connect() as c:
+        with self.db.connect() as c:
             try:
                 if self._is_v1(c):
                     c.execute("INSERT INTO iceberg_tables (catalog_name, table_namespace, table_name, "
@@ -169,29 +154,26 @@ class SqlCatalog:
                     c.execute("INSERT INTO iceberg_tables (catalog_name, table_namespace, table_name, "
                               "metadata_location, previous_metadata_location) VALUES (?,?,?,?,null)",
                               (self.name, ".".join(namespace), table, metadata_location))
-            except sqlite3.IntegrityError:
+            except DuplicateKey:
                 raise RefusedError(f"table {ident} already exists in catalog '{self.name}'", path=self.db_path,
                                    hint="choose another name") from None
-            except sqlite3.OperationalError as e:
-                raise StorageError(f"cannot create table {ident} in {self.db_path}: {e}",
-                                   path=self.db_path) from e
+
+    def current_pointer(self, namespace: tuple[str, ...], table: str) -> str:
+        """The table's metadata_location right now (NotFoundError if it has none)."""
+        return self.load_metadata_location(namespace, table)
 
     def swap_metadata_location(self, namespace: tuple[str, ...], table: str, expected: str, new: str) -> bool:
         """The commit's check-and-put: point the table at ``new`` only if it still points at ``expected``.
 
-        JdbcUtil's DO_COMMIT statement; False (no row updated) means another writer committed first.
+        JdbcUtil's DO_COMMIT statement, one atomic UPDATE; False (no row updated) means another
+        writer committed first. A StorageError (connection lost mid-statement) leaves the outcome
+        unknown: the caller re-reads the pointer to decide.
         """
         sql = ("UPDATE iceberg_tables SET metadata_location = ? , previous_metadata_location = ? "
                "WHERE catalog_name = ? AND table_namespace = ? AND table_name = ? AND metadata_location = ?")
-        with self.connect() as c:
-            try:
-                if self._is_v1(c):
-                    sql += f" AND {_TABLE_ROWS}"
-                cur = c.execute(sql, (new, expected, self.name, ".".join(namespace), table, expected))
-            except sqlite3.OperationalError as e:  # busy past the timeout, I/O error: nothing was changed
-                raise StorageError(f"commit to {'.'.join((*namespace, table))} in {self.db_path} failed: {e}",
-                                   path=self.db_path) from e
-            return cur.rowcount == 1
+        with self.db.connect() as c:
+            sql += self._tables_only(c)
+            return c.execute(sql, (new, expected, self.name, ".".join(namespace), table, expected)) == 1
 
     def namespace_exists(self, namespace: tuple[str, ...]) -> bool:
         """As JdbcUtil.namespaceExists: the namespace or a child of it holds a table or properties."""
@@ -200,12 +182,12 @@ class SqlCatalog:
 
     def _all_namespaces(self) -> set[str]:
         names: set[str] = set()
-        with self.connect() as c:
+        with self.db.connect() as c:
             for sql in ("SELECT DISTINCT table_namespace FROM iceberg_tables WHERE catalog_name = ?",
                         "SELECT DISTINCT namespace FROM iceberg_namespace_properties WHERE catalog_name = ?"):
                 try:
-                    names.update(r[0] for r in c.execute(sql, (self.name,)))
-                except sqlite3.OperationalError:
+                    names.update(r[0] for r in c.rows(sql, (self.name,)))
+                except NoCatalogTables:
                     pass  # table not created yet
         return names
 
@@ -223,15 +205,13 @@ class SqlCatalog:
             raise RefusedError(f"namespace {name} already exists in catalog '{self.name}'", path=self.db_path,
                                hint="pass --exist-ok to accept an existing namespace")
         rows = {**(properties or {}), NAMESPACE_EXISTS_PROPERTY: "true"}
-        with self.connect() as c:
+        with self.db.connect() as c:
             try:
-                c.execute("BEGIN IMMEDIATE")  # all properties or none
-                c.executemany("INSERT INTO iceberg_namespace_properties (catalog_name, namespace, property_key, "
-                              "property_value) VALUES (?,?,?,?)",
-                              [(self.name, name, k, v) for k, v in rows.items()])
-                c.execute("COMMIT")
-            except sqlite3.IntegrityError:  # created by another process meanwhile
-                c.execute("ROLLBACK")
+                with c.transaction():  # all properties or none
+                    c.execute_many("INSERT INTO iceberg_namespace_properties (catalog_name, namespace, "
+                                   "property_key, property_value) VALUES (?,?,?,?)",
+                                   [(self.name, name, k, v) for k, v in rows.items()])
+            except DuplicateKey:  # created by another process meanwhile
                 if exist_ok:
                     return False
                 raise RefusedError(f"namespace {name} already exists in catalog '{self.name}'",
