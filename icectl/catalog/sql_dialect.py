@@ -30,6 +30,9 @@ POSTGRES_SCHEMES = ("postgresql", "postgres", "postgresql+psycopg", "postgresql+
                     "postgresql+pg8000", "postgresql+asyncpg")
 SQLITE_PREFIXES = ("sqlite:///", "jdbc:sqlite:")
 CONNECT_TIMEOUT_S = 10  # a down or firewalled server fails the command instead of hanging it
+# A row held by a stuck transaction of another client fails the statement instead of hanging the
+# command; a commit's UPDATE that fails so is resolved by re-reading the pointer.
+SERVER_OPTIONS = "-c lock_timeout=30s -c statement_timeout=120s"
 # libpq parameters a JDBC URL's query may carry with the same meaning (others are JDBC-only).
 _LIBPQ_QUERY_KEYS = frozenset({"user", "password", "sslmode", "sslrootcert", "sslcert", "sslkey",
                                "application_name", "connect_timeout", "options", "target_session_attrs"})
@@ -270,6 +273,7 @@ class PostgresDatabase:
                                hint="pip install 'icectl[postgres]'") from None
         kwargs: dict[str, Any] = {"host": self.host, "port": self.port, "dbname": self.dbname,
                                   "connect_timeout": CONNECT_TIMEOUT_S, **self.options}
+        kwargs["options"] = f"{SERVER_OPTIONS} {kwargs.get('options', '')}".strip()  # the uri's settings win
         if self.user:
             kwargs["user"] = self.user
         if self.password is not None:
