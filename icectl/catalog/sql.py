@@ -158,10 +158,6 @@ class SqlCatalog:
                 raise RefusedError(f"table {ident} already exists in catalog '{self.name}'", path=self.db_path,
                                    hint="choose another name") from None
 
-    def current_pointer(self, namespace: tuple[str, ...], table: str) -> str:
-        """The table's metadata_location right now (NotFoundError if it has none)."""
-        return self.load_metadata_location(namespace, table)
-
     def swap_metadata_location(self, namespace: tuple[str, ...], table: str, expected: str, new: str) -> bool:
         """The commit's check-and-put: point the table at ``new`` only if it still points at ``expected``.
 
