@@ -15,9 +15,19 @@ from typing import Any
 
 import pytest
 from support.forge import property_change
-from support.postgres import PgServer, pg_database, pg_server  # noqa: F401
+from support.postgres import (  # noqa: F401
+    PgServer,
+    find_bindir,
+    pg_database,
+    pg_server,
+    start_again,
+    start_postgres,
+    stop_postgres,
+)
+from typer.testing import CliRunner
 from unit.table.test_commit import new_md
 
+from icectl.cli.app import app
 from icectl.config import load_config
 from icectl.errors import StorageError
 from icectl.table import load_table
@@ -106,3 +116,37 @@ def test_other_writer_swaps_while_we_wait_then_we_retry(tmp_path: Path, pg_datab
     assert len(r.conflicts) == 1 and r.attempts == 2, r
     assert _pointer(pg_database) == r.metadata_location
     assert load_table("db.t", config=config).metadata.properties["k"] == "v"
+
+
+def test_server_gone_during_update_is_unknown_and_keeps_the_file(tmp_path: Path) -> None:
+    """Server shut down while the UPDATE waits: the swap fails and the pointer cannot be re-read, so
+    the outcome is unknown: exit 5, and the new metadata file stays (it may be the table's now)."""
+    bindir = find_bindir()
+    if bindir is None:
+        pytest.skip("PostgreSQL server binaries not found (apt-get install postgresql)")
+    server = start_postgres(bindir)  # a cluster of its own: this test stops it
+    try:
+        _, cfg = _setup(tmp_path, server.uri())
+        before_pointer, before_files = _pointer(server.uri()), _metadata_files(tmp_path)
+        outcome: list[Any] = []
+        holder = psycopg.connect(server.uri())
+        holder.execute("SELECT * FROM iceberg_tables FOR UPDATE")
+
+        def run() -> None:
+            outcome.append(CliRunner().invoke(app, ["--config", str(cfg), "upgrade", "pg.db.t", "--to", "3"]))
+
+        worker = threading.Thread(target=run)
+        worker.start()
+        _waiting_pid(server.uri())
+        stop_postgres(server, remove=False)
+        worker.join(60)
+        holder.close()
+        r = outcome[0]
+        assert r.exit_code == 5, (r.exit_code, r.stderr)
+        assert len(r.stderr.strip().splitlines()) == 1 and "may or may not" in r.stderr
+        new = _metadata_files(tmp_path) - before_files
+        assert len(new) == 1, "the possibly committed metadata file must not be deleted"
+        start_again(server)
+        assert _pointer(server.uri()) == before_pointer  # this time the UPDATE had not happened
+    finally:
+        stop_postgres(server)

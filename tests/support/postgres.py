@@ -128,18 +128,14 @@ def start_postgres(bindir: str) -> PgServer:
         check=True, capture_output=True, text=True, timeout=120)
     server: PgServer | None = None
     for _attempt in range(3):  # the free port may be taken between probing and binding
-        port = free_port()
-        opts = (f"-c listen_addresses={HOST} -c port={port} -c unix_socket_directories={root} "
-                "-c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=50")
-        proc = subprocess.run(
-            _as_user([os.path.join(bindir, "pg_ctl"), "-D", data, "-l", os.path.join(root, "log"),
-                      "-o", opts, "-w", "-t", "60", "start"], run_as),
-            capture_output=True, text=True, timeout=90)
+        candidate = PgServer(root=root, port=free_port(), bindir=bindir, run_as=run_as)
+        proc = _pg_ctl_start(candidate)
         if proc.returncode == 0:
-            server = PgServer(root=root, port=port, bindir=bindir, run_as=run_as)
+            server = candidate
             break
     if server is None:
-        log = open(os.path.join(root, "log")).read()[-2000:] if os.path.exists(os.path.join(root, "log")) else ""
+        log_file = os.path.join(root, "log")
+        log = open(log_file).read()[-2000:] if os.path.exists(log_file) else ""
         shutil.rmtree(root, ignore_errors=True)
         raise RuntimeError(f"PostgreSQL did not start: {proc.stderr.strip()} {log}")
     server.admin_sql(f"CREATE ROLE {USER} LOGIN PASSWORD '{PASSWORD}'")
@@ -147,11 +143,29 @@ def start_postgres(bindir: str) -> PgServer:
     return server
 
 
-def stop_postgres(server: PgServer) -> None:
+def _pg_ctl_start(server: PgServer) -> subprocess.CompletedProcess[str]:
+    opts = (f"-c listen_addresses={HOST} -c port={server.port} -c unix_socket_directories={server.root} "
+            "-c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=50")
+    return subprocess.run(
+        _as_user([os.path.join(server.bindir, "pg_ctl"), "-D", os.path.join(server.root, "data"),
+                  "-l", os.path.join(server.root, "log"), "-o", opts, "-w", "-t", "60", "start"], server.run_as),
+        capture_output=True, text=True, timeout=90)
+
+
+def start_again(server: PgServer) -> None:
+    """Restart a cluster stopped with ``stop_postgres(server, remove=False)`` on the same port."""
+    proc = _pg_ctl_start(server)
+    if proc.returncode != 0:
+        raise RuntimeError(f"PostgreSQL did not restart: {proc.stderr.strip()}")
+
+
+def stop_postgres(server: PgServer, *, remove: bool = True) -> None:
+    """Stop the cluster (fast: open connections are terminated); ``remove`` deletes its files."""
     data = os.path.join(server.root, "data")
-    subprocess.run(_as_user([os.path.join(server.bindir, "pg_ctl"), "-D", data, "-m", "immediate",
+    subprocess.run(_as_user([os.path.join(server.bindir, "pg_ctl"), "-D", data, "-m", "fast",
                              "-w", "stop"], server.run_as), capture_output=True, timeout=60)
-    shutil.rmtree(server.root, ignore_errors=True)
+    if remove:
+        shutil.rmtree(server.root, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
