@@ -28,6 +28,8 @@ import subprocess
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -216,3 +218,9 @@ def add_spark_jdbc_catalog(spark: object, name: str, jdbc_uri: str, warehouse: s
     }
     for key, value in conf.items():
         spark.conf.set(key, value)  # type: ignore[attr-defined]
+
+
+@pytest.fixture
+def postgres_catalog_config(pg_database: str, tmp_path: Path) -> dict[str, Any]:
+    """A ``[catalog.c]`` of type sql on a fresh PostgreSQL database (tests/unit/catalog/test_catalog_contract)."""
+    return {"catalog": {"c": {"type": "sql", "uri": pg_database, "warehouse": str(tmp_path / "pg-wh")}}}

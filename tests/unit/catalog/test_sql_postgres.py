@@ -4,6 +4,7 @@ connection can fail."""
 
 from __future__ import annotations
 
+import sys
 import threading
 from pathlib import Path
 
@@ -12,8 +13,8 @@ from support.forge import property_change
 from support.postgres import PASSWORD, USER, PgServer, pg_database, pg_server  # noqa: F401
 
 from icectl.catalog.sql import SqlCatalog
-from icectl.config import load_config
-from icectl.errors import ExitCode, IcectlError, NotFoundError, RefusedError, StorageError
+from icectl.config import load_config, parse_config
+from icectl.errors import CorruptInputError, ExitCode, IcectlError, NotFoundError, RefusedError, StorageError
 from icectl.storage import FileIO
 from icectl.table import load_table
 from icectl.table.commit import commit, create_table
@@ -178,3 +179,27 @@ def _closed_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def test_from_config_jdbc_properties_and_bad_uris(tmp_path: Path, pg_server: PgServer,  # noqa: F811
+                                                  pg_database: str) -> None:  # noqa: F811
+    db = pg_database.rsplit("/", 1)[1]
+    cfg = parse_config({"catalog": {"pg": {"type": "sql", "uri": pg_server.jdbc_uri(db), "warehouse": str(tmp_path),
+                                           "jdbc.user": USER, "jdbc.password": PASSWORD}}}, source="/etc/icectl.toml")
+    catalog = SqlCatalog.from_config(cfg.catalog("pg"), FileIO())
+    assert catalog.create_namespace(("ns",)) and catalog.list_namespaces() == [("ns",)]
+    for uri in ("mysql://u:p@127.0.0.1/db", "postgresql://127.0.0.1", "postgresql://h/db?ssl=true"):
+        bad = parse_config({"catalog": {"pg": {"type": "sql", "uri": uri, "warehouse": str(tmp_path)}}},
+                           source="/etc/icectl.toml")
+        with pytest.raises(CorruptInputError) as info:
+            SqlCatalog.from_config(bad.catalog("pg"), FileIO(), "/etc/icectl.toml")
+        assert info.value.exit_code == ExitCode.CORRUPT and "/etc/icectl.toml" in info.value.one_line()
+
+
+def test_missing_driver_is_one_line(tmp_path: Path, pg_database: str,  # noqa: F811
+                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "psycopg", None)  # import psycopg now raises ImportError
+    catalog = SqlCatalog("c", pg_database, str(tmp_path / "wh"), FileIO())
+    with pytest.raises(StorageError) as info:
+        catalog.list_namespaces()
+    assert "pip install 'icectl[postgres]'" in _one_line(info.value)
