@@ -88,7 +88,8 @@ class SqlCatalog:
             except NoCatalogTables:
                 rows = []  # an empty catalog
         if not rows or not rows[0][0]:
-            raise NotFoundError(f"table {'.'.join((*namespace, table))} not found in catalog '{self.name}'",
+            raise NotFoundError(f"table {'.'.join((*namespace, table))} not found in catalog '{self.name}' "
+                                f"({self.db_path})",
                                 path=self.db_path, hint="check the name with 'icectl list'")
         return str(rows[0][0])
 

@@ -292,7 +292,7 @@ class PostgresDatabase:
         text = _first_line(e)
         low = text.lower()
         if f'database "{self.dbname.lower()}" does not exist' in low:
-            return NotFoundError(f"PostgreSQL database '{self.dbname}' does not exist on {self.host}:{self.port}",
+            return NotFoundError(f"PostgreSQL database does not exist: {self.where}",
                                  path=self.where, hint="check the database name in the catalog's uri")
         if any(s in low for s in ("password authentication failed", "no password supplied",
                                   "role \"", "no pg_hba.conf entry", "authentication failed")):
