@@ -58,7 +58,7 @@ def made(tmp_path: Path, pg_database: str) -> tuple[Path, Path]:  # noqa: F811
 
 def test_commands_through_the_catalog(made: tuple[Path, Path], pg_database: str) -> None:  # noqa: F811
     config, _ = made
-    assert [t["table"] if isinstance(t, dict) else t for t in run(config, "list", "--all", "--json")["rows"]]
+    assert [t["identifier"] for t in run(config, "list", "--all", "--json")["rows"]] == ["db.t"]
     snaps = run(config, "inspect", "snapshots", "pg.db.t", "--json")["rows"]
     assert len(snaps) == 2
     run(config, "validate", "pg.db.t")

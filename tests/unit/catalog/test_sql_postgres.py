@@ -203,3 +203,24 @@ def test_missing_driver_is_one_line(tmp_path: Path, pg_database: str,  # noqa: F
     with pytest.raises(StorageError) as info:
         catalog.list_namespaces()
     assert "pip install 'icectl[postgres]'" in _one_line(info.value)
+
+
+def test_catalog_names_share_a_database_and_current_schema(tmp_path: Path, pg_server: PgServer,  # noqa: F811
+                                                          pg_database: str) -> None:  # noqa: F811
+    a = SqlCatalog("a", pg_database, str(tmp_path / "wa"), FileIO())
+    b = SqlCatalog("b", pg_database, str(tmp_path / "wb"), FileIO())
+    a.create_table_entry(("db",), "t", "file:/a0")
+    assert b.list_namespaces() == [] and b.list_tables(("db",)) == []  # catalog_name separates them
+    with pytest.raises(NotFoundError):
+        b.load_metadata_location(("db",), "t")
+    assert not b.swap_metadata_location(("db",), "t", "file:/a0", "file:/b1")
+    assert a.load_metadata_location(("db",), "t") == "file:/a0"
+    # JDBC's currentSchema: the catalog tables live in that schema, not in public.
+    with psycopg.connect(pg_database) as conn:
+        conn.execute("CREATE SCHEMA ice")
+    db = pg_database.rsplit("/", 1)[1]
+    c = SqlCatalog("c", f"{pg_server.jdbc_uri(db)}?currentSchema=ice", str(tmp_path / "wc"), FileIO(),
+                   {"jdbc.user": USER, "jdbc.password": PASSWORD})
+    c.create_table_entry(("db",), "t", "file:/c0")
+    assert rows(pg_database, "SELECT catalog_name FROM ice.iceberg_tables") == [("c",)]
+    assert rows(pg_database, "SELECT catalog_name FROM public.iceberg_tables") == [("a",)]
