@@ -303,3 +303,20 @@ def test_spark_commits_inside_icectls_commit_window(pgcat: PgCatalog, monkeypatc
     assert table_rows_digest(pgcat.spark, full)[0] == 7
     missing = {p for p in reachable(pgcat, full) if not os.path.exists(p)}
     assert not missing, f"live files deleted: {sorted(missing)[:3]}"
+
+
+def test_expire_keeps_an_unreachable_file_outside_the_table(pgcat: PgCatalog, tmp_path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    full = pgcat.new_table("external", 1)
+    outside = tmp_path / "elsewhere" / "ext.parquet"  # not under the table's location
+    outside.parent.mkdir()
+    pq.write_table(pa.table({"id": pa.array([5000], pa.int64()), "part": ["ext"]}), outside)
+    pgcat.icectl("add-files", f"{CATALOG}.db.external", str(outside))
+    pgcat.sql(f"DELETE FROM {full} WHERE part = 'ext'")  # the whole file drops out of the table
+    out = pgcat.icectl("expire-snapshots", f"{CATALOG}.db.external", "--older-than", "0s", "--retain-last", "1",
+                       "--json")
+    assert outside.exists(), "expire deleted a file outside the table's location"
+    assert out["expired_snapshot_count"] == 2 and out["kept_external_files"] == [str(outside)]
+    assert pgcat.sql(f"SELECT count(*) FROM {full}")[0][0] == 2
