@@ -54,8 +54,7 @@ class Catalog(Protocol):
 def open_catalog(config: Config, io: FileIO, name: str | None = None) -> Catalog:
     cc = config.catalog(name)
     if cc.type == "sql":
-        assert cc.uri is not None  # checked when the config was parsed
-        return SqlCatalog(cc.name, cc.uri, cc.warehouse, io)
+        return SqlCatalog.from_config(cc, io)
     if cc.type == "hadoop":
         return HadoopCatalog(cc.name, cc.warehouse, io)
     raise UnsupportedError(f"catalog '{cc.name}' has type '{cc.type}', which this icectl cannot open",

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.postgres import pg_database, pg_server, postgres_catalog_config  # noqa: F401
 
 from icectl.catalog import open_catalog
 from icectl.catalog.operations import CommitFailedError, LocalCommits
@@ -35,7 +36,8 @@ SCHEMA = Schema((NestedField(1, "id", parse_primitive("long"), True),
 FAST = {"commit.retry.num-retries": "4", "commit.retry.min-wait-ms": "0", "commit.retry.max-wait-ms": "0"}
 
 # catalog kind -> the fixture giving its config; servers' fixtures live in tests/support.
-KINDS = {"hadoop": "hadoop_catalog_config", "sqlite": "sqlite_catalog_config"}
+KINDS = {"hadoop": "hadoop_catalog_config", "sqlite": "sqlite_catalog_config",
+         "postgres": "postgres_catalog_config"}
 
 
 @pytest.fixture
