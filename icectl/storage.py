@@ -10,9 +10,9 @@ import errno
 import os
 import posixpath
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import IO, Any
 from urllib.parse import urlparse
 
@@ -88,6 +88,26 @@ class S3Settings:
     access_key_id: str | None = None
     secret_access_key: str | None = None
     session_token: str | None = None
+    path_style: bool | None = None  # None: the SDK's default addressing
+
+    def with_properties(self, props: Mapping[str, Any]) -> S3Settings:
+        """These settings overridden by Iceberg FileIO properties (a REST catalog's vended table config:
+        ``s3.access-key-id``, ``s3.secret-access-key``, ``s3.session-token``, ``s3.endpoint``,
+        ``s3.region``, ``s3.path-style-access``, as PyIceberg and Java name them). Vended keys
+        replace the configured ones together, so a vended key never pairs with a configured secret."""
+        changes: dict[str, Any] = {}
+        for key, attr in (("s3.endpoint", "endpoint"), ("s3.region", "region"), ("client.region", "region")):
+            if props.get(key) and attr not in changes:
+                changes[attr] = str(props[key])
+        if props.get("s3.access-key-id") and props.get("s3.secret-access-key"):
+            changes.update(access_key_id=str(props["s3.access-key-id"]),
+                           secret_access_key=str(props["s3.secret-access-key"]),
+                           session_token=str(props["s3.session-token"]) if props.get("s3.session-token")
+                           else None)
+        style = props.get("s3.path-style-access")
+        if style is not None:
+            changes["path_style"] = str(style).strip().lower() == "true"
+        return replace(self, **changes) if changes else self
 
     def fsspec_options(self) -> dict[str, Any]:
         endpoint = self.endpoint or os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
@@ -108,6 +128,8 @@ class S3Settings:
         # Fail fast on an unreachable endpoint instead of retrying for minutes.
         opts["config_kwargs"] = {"connect_timeout": 5, "read_timeout": 30,
                                  "retries": {"max_attempts": 2, "mode": "standard"}}
+        if self.path_style is not None:
+            opts["config_kwargs"]["s3"] = {"addressing_style": "path" if self.path_style else "virtual"}
         # fsspec shares one instance per option set process-wide and s3fs caches listings in it:
         # a later load in the same process would list metadata/ from that cache and miss a
         # vN.metadata.json another writer committed since. (The instance itself stays shared:
