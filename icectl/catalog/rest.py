@@ -236,6 +236,10 @@ class RestOperations:
             raise self._unknown(e.message) from e
         return location, md
 
+    def _exists(self) -> RefusedError:
+        return RefusedError(f"table {self.identifier} already exists in catalog {self.catalog.name}",
+                            hint="choose another name")
+
     def _unknown(self, why: str) -> CommitStateUnknownError:
         err = CommitStateUnknownError(f"commit to {self.identifier} may or may not have happened: {why}",
                                       location=self.url)
@@ -258,6 +262,14 @@ class RestOperations:
         }
         if metadata.location:
             body["location"] = metadata.location
+        # SeaweedFS answers a create of an existing table with that table (not the spec's 409):
+        # look first, so a command never takes someone's table for the one it just made.
+        try:
+            self.refresh()
+        except NotFoundError:
+            pass
+        else:
+            raise self._exists()
         try:
             answer = self.catalog.client.send("POST", self.catalog.namespace_url(self.namespace, "tables"),
                                               json=body,
@@ -267,11 +279,12 @@ class RestOperations:
                                 f"{self.catalog.name}: {e.message}") from e
         except ResponseError as e:
             if e.status == 409:
-                raise RefusedError(f"table {self.identifier} already exists in catalog {self.catalog.name}",
-                                   hint="choose another name") from e
+                raise self._exists() from e
             raise RefusedError(f"REST catalog {self.catalog.name} rejected creating {self.identifier}: "
                                f"{e.detail}") from e
         location, md, answer = self._result(answer, "create")
+        if md.snapshots or md.metadata_log:  # created meanwhile by another client, answered as above
+            raise self._exists()
         self.io = table_file_io(self.catalog.io, md.location, answer)
         return location, md
 

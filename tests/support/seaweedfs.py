@@ -46,6 +46,7 @@ POST /v1/oauth/tokens client_credentials K:S -> bearer JWT, expires_in 3600; bad
 no Authorization -> 403 ForbiddenException; bad/expired bearer -> 401 NotAuthorizedException
 load: 404 NoSuchTableException; config carries s3.endpoint, s3.region, s3.path-style-access (no keys:
   vending needs -s3.iceberg.credentialRole); metadata files are s3://warehouse/<ns>/<t>/metadata/vN.metadata.json
+create of an existing table -> 200 with the existing table (not 409)
 list tables of a missing namespace -> 200 with no identifiers; namespaces paginate (pageSize, next-page-token)
 commit: failed requirement -> 409 CommitFailedException; unknown action or format-version 4 -> 400
   BadRequestException; missing table -> 404; accepts set/remove-properties, set-snapshot-ref,
