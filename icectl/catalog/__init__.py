@@ -15,6 +15,7 @@ from typing import Protocol
 
 from icectl.catalog.hadoop import FileSystemOperations, HadoopCatalog, current_version
 from icectl.catalog.operations import Current, TableOperations
+from icectl.catalog.rest import RestCatalog
 from icectl.catalog.sql import SqlCatalog
 from icectl.config import Config
 from icectl.errors import IcectlError, NotFoundError, UnsupportedError, UsageError
@@ -57,6 +58,8 @@ def open_catalog(config: Config, io: FileIO, name: str | None = None) -> Catalog
         return SqlCatalog.from_config(cc, io)
     if cc.type == "hadoop":
         return HadoopCatalog(cc.name, cc.warehouse, io)
+    if cc.type == "rest":
+        return RestCatalog.from_config(cc, io)
     raise UnsupportedError(f"catalog '{cc.name}' has type '{cc.type}', which this icectl cannot open",
                            path=config.source)
 
