@@ -220,3 +220,14 @@ def seaweedfs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SeaweedFS]:
         yield server
     finally:
         stop_seaweedfs(server)
+
+
+@pytest.fixture
+def rest_catalog_config(seaweedfs: SeaweedFS) -> dict[str, Any]:
+    """The raw config (``[catalog.c]`` of type rest, and ``[s3]``) for the catalog contract tests."""
+    return {
+        "catalog": {"c": {"type": "rest", "uri": seaweedfs.rest_uri, "warehouse": seaweedfs.warehouse,
+                          "credential": seaweedfs.credential}},
+        "s3": {"endpoint": seaweedfs.s3_endpoint, "region": REGION, "access-key-id": ACCESS_KEY,
+               "secret-access-key": SECRET_KEY},
+    }
