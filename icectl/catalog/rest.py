@@ -1,10 +1,10 @@
 """Iceberg REST catalog (``type = "rest"``): tables whose commits the server applies.
 
 Config keys are PyIceberg's: ``uri``, ``warehouse``, ``prefix``, ``credential``, ``token``,
-``scope``, ``oauth2-server-uri``, ``header.<Name>``, ``timeout`` (seconds), ``rest-page-size`` (HTTP
-details in :mod:`.rest_http`). At open the
-client asks ``GET /v1/config?warehouse=...``: the server's ``defaults`` apply under the config file's
-keys and its ``overrides`` over them (SeaweedFS, Polaris and S3 Tables give ``prefix`` this way).
+``scope``, ``oauth2-server-uri``, ``header.<Name>``; also ``timeout`` (seconds) and Java's
+``rest-page-size`` (HTTP details in :mod:`.rest_http`). At open the client asks
+``GET /v1/config?warehouse=...``: the server's ``defaults`` apply under the config file's keys and
+its ``overrides`` over them (SeaweedFS, Polaris and S3 Tables give ``prefix`` this way).
 
 Unlike file-system and metastore catalogs, a commit is not a file written by icectl: the change is
 sent as requirements and updates (``POST .../tables/{t}``), the server checks the requirements

@@ -63,6 +63,8 @@ def error_detail(body: Any, text: str) -> tuple[str, str]:
             return str(err.get("type") or ""), str(err.get("message") or "")
         if isinstance(err, str):  # OAuth2 token endpoint: {"error": "invalid_client", "error_description": ...}
             return err, str(body.get("error_description") or "")
+    if body is None and text.lstrip().startswith("<"):
+        return "", "an HTML/XML answer, not a REST catalog's JSON (is uri the catalog's base URL?)"
     return "", " ".join(text.split())[:200]
 
 

@@ -265,7 +265,8 @@ def test_hostile_catalogs(seaweedfs: SeaweedFS, icectl: Icectl, tmp_path: Path) 
     line = down.fails("expire-snapshots", f"{ns}.t", "--older-than", "0ms", "--retain-last", "1", expect=8)
     assert "cannot reach REST catalog" in line
     wrong = Icectl(seaweedfs.icectl_config(tmp_path / "wrong.toml", uri=seaweedfs.s3_endpoint))
-    wrong.fails("inspect", "snapshots", f"{ns}.t", expect=8)  # an S3 endpoint is no REST catalog
+    line = wrong.fails("inspect", "snapshots", f"{ns}.t", expect=8)  # an S3 endpoint is no REST catalog
+    assert "not a REST catalog" in line
     line = icectl.fails("expire-snapshots", f"{ns}.nope", "--older-than", "0ms", expect=3)
     assert f"{ns}.nope" in line
     assert seaweedfs.list_keys(f"{ns}/") == before
