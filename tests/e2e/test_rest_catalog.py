@@ -15,7 +15,14 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from support.seaweedfs import SeaweedFS, closed_uri, fresh_namespace, seaweedfs  # noqa: F401
+from support.seaweedfs import (  # noqa: F401
+    CatalogProxy,
+    SeaweedFS,
+    catalog_proxy,
+    closed_uri,
+    fresh_namespace,
+    seaweedfs,
+)
 from typer.testing import CliRunner
 
 from icectl.catalog.operations import CommitFailedError
@@ -271,3 +278,29 @@ def test_hostile_catalogs(seaweedfs: SeaweedFS, icectl: Icectl, tmp_path: Path) 
     assert f"{ns}.nope" in line
     assert seaweedfs.list_keys(f"{ns}/") == before
     assert seaweedfs.pyiceberg_catalog().load_table(f"{ns}.t").metadata_location == table.metadata_location
+
+
+def test_a_commit_answered_with_5xx_is_unknown_and_nothing_is_cleaned(
+        seaweedfs: SeaweedFS, catalog_proxy: CatalogProxy, tmp_path: Path,  # noqa: F811
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The server applies the commit, the answer is lost (a 502 from a gateway): icectl must say the
+    state is unknown (exit 5) and must not delete the manifests it wrote: the table now uses them."""
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_ENDPOINT_URL", "ICECTL_CONFIG"):
+        monkeypatch.delenv(name, raising=False)
+    ns = fresh_namespace("unknown")
+    py = seaweedfs.pyiceberg_catalog()
+    py.create_namespace(ns)
+    table = py.create_table(f"{ns}.t", schema=SCHEMA)
+    for i in range(4):
+        table.append(rows(i * 10, 10))
+    before = py.load_table(f"{ns}.t").metadata_location
+    catalog_proxy.commit_status = 502
+    via_proxy = Icectl(seaweedfs.icectl_config(tmp_path / "proxy.toml", uri=catalog_proxy.uri))
+    line = via_proxy.fails("compact", f"{ns}.t", expect=5)
+    assert "may or may not have happened" in line and "nothing was cleaned up" in line
+    assert catalog_proxy.commits_forwarded == 1  # no blind retry of a commit that may have happened
+    table = py.load_table(f"{ns}.t")
+    assert table.metadata_location != before  # it did happen
+    assert len(table.current_snapshot().manifests(table.io)) == 1
+    assert reachable(table, table.current_snapshot()) <= seaweedfs.list_keys(f"{ns}/")
+    assert sorted(table.scan().to_arrow()["id"].to_pylist()) == list(range(40))

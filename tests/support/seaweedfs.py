@@ -18,10 +18,12 @@ Use the fixture by importing it into a test module::
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import socket
 import subprocess
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -231,3 +233,70 @@ def rest_catalog_config(seaweedfs: SeaweedFS) -> dict[str, Any]:
         "s3": {"endpoint": seaweedfs.s3_endpoint, "region": REGION, "access-key-id": ACCESS_KEY,
                "secret-access-key": SECRET_KEY},
     }
+
+
+class CatalogProxy:
+    """SeaweedFS's REST catalog behind a loopback proxy that can change its answers, for what the real
+    server cannot be made to do: vend credentials in a table load (``vend``), or apply a commit and then
+    answer it with an error (``commit_status``), the case where a client cannot know the outcome."""
+
+    def __init__(self, upstream: str) -> None:
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        self.upstream = upstream
+        self.vend: dict[str, str] = {}
+        self.commit_status: int | None = None  # forward the commit, then answer with this status
+        self.commits_forwarded = 0
+        proxy = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def _forward(self) -> None:
+                proxy.handle(self)
+
+            do_GET = do_POST = do_DELETE = do_HEAD = _forward
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer((HOST, 0), Handler)
+        self.server.daemon_threads = True
+        self.uri = f"http://{HOST}:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.02},
+                                       daemon=True)
+        self.thread.start()
+
+    def handle(self, h: Any) -> None:
+        import requests
+
+        length = int(h.headers.get("Content-Length") or 0)
+        body = h.rfile.read(length) if length else None
+        headers = {k: v for k, v in h.headers.items() if k.lower() not in {"host", "content-length"}}
+        resp = requests.request(h.command, self.upstream + h.path, data=body, headers=headers, timeout=30)
+        status, data = resp.status_code, resp.content
+        is_table = "/tables/" in h.path.split("?", 1)[0]
+        if h.command == "GET" and is_table and status == 200 and self.vend:
+            load = resp.json()
+            load["config"] = {**(load.get("config") or {}), **self.vend}
+            data = json.dumps(load).encode()
+        if h.command == "POST" and is_table:
+            self.commits_forwarded += 1
+            if self.commit_status is not None:
+                status, data = self.commit_status, b"<html>bad gateway</html>"
+        h.send_response(status)
+        h.send_header("Content-Type", resp.headers.get("Content-Type", "application/json"))
+        h.send_header("Content-Length", str(len(data)))
+        h.end_headers()
+        h.wfile.write(data)
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def catalog_proxy(seaweedfs: SeaweedFS) -> Iterator[CatalogProxy]:
+    proxy = CatalogProxy(seaweedfs.rest_uri)
+    try:
+        yield proxy
+    finally:
+        proxy.close()

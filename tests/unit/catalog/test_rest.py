@@ -5,15 +5,19 @@ What SeaweedFS cannot produce on demand (5xx, hangs, expiring tokens) is in test
 
 from __future__ import annotations
 
-import json
-import threading
-from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pyarrow as pa
 import pytest
-from support.seaweedfs import REGION, SeaweedFS, closed_uri, fresh_namespace, seaweedfs  # noqa: F401
+from support.seaweedfs import (  # noqa: F401
+    REGION,
+    CatalogProxy,
+    SeaweedFS,
+    catalog_proxy,
+    closed_uri,
+    fresh_namespace,
+    seaweedfs,
+)
 
 from icectl.catalog.operations import CommitFailedError
 from icectl.catalog.rest import RestCatalog
@@ -144,49 +148,12 @@ def test_hostile_endpoints(seaweedfs: SeaweedFS, written: tuple[Any, str]) -> No
     assert (bad.value.exit_code, down.value.exit_code, missing.value.exit_code) == (8, 8, 3)
 
 
-@pytest.fixture
-def vending_proxy(seaweedfs: SeaweedFS) -> Iterator[str]:  # noqa: F811
-    """SeaweedFS's catalog behind a proxy that vends its S3 keys in every table load's ``config``
-    (SeaweedFS vends only with an IAM role and STS set up: -s3.iceberg.credentialRole)."""
-    import requests
-
-    class Handler(BaseHTTPRequestHandler):
-        def _forward(self) -> None:
-            length = int(self.headers.get("Content-Length") or 0)
-            body = self.rfile.read(length) if length else None
-            headers = {k: v for k, v in self.headers.items() if k.lower() not in {"host", "content-length"}}
-            resp = requests.request(self.command, seaweedfs.rest_uri + self.path, data=body, headers=headers,
-                                    timeout=10)
-            data = resp.content
-            if self.command == "GET" and "/tables/" in self.path and resp.status_code == 200:
-                load = resp.json()
-                load["config"] = {**load.get("config", {}), "s3.access-key-id": "K", "s3.secret-access-key": "S"}
-                data = json.dumps(load).encode()
-            self.send_response(resp.status_code)
-            self.send_header("Content-Type", resp.headers.get("Content-Type", "application/json"))
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        do_GET = do_POST = _forward
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-
-
 def test_vended_credentials_are_used_for_the_tables_files(seaweedfs: SeaweedFS,  # noqa: F811
-                                                          written: tuple[Any, str], vending_proxy: str) -> None:
+                                                          written: tuple[Any, str],
+                                                          catalog_proxy: CatalogProxy) -> None:  # noqa: F811
     _, ns = written
-    cc = CatalogConfig(name="rest", type="rest", warehouse=seaweedfs.warehouse, uri=vending_proxy,
+    catalog_proxy.vend = {"s3.access-key-id": "K", "s3.secret-access-key": "S"}
+    cc = CatalogConfig(name="rest", type="rest", warehouse=seaweedfs.warehouse, uri=catalog_proxy.uri,
                        properties={"credential": seaweedfs.credential})
     # The catalog-wide keys are wrong: only the vended ones can read the table's files.
     io = FileIO(s3=S3Settings(endpoint=seaweedfs.s3_endpoint, region=REGION, access_key_id="K",
