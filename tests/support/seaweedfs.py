@@ -203,9 +203,10 @@ def start_seaweedfs(base: Path) -> SeaweedFS:
 def stop_seaweedfs(server: SeaweedFS) -> None:
     proc = server.process
     if proc.poll() is None:
+        # Its graceful shutdown takes ~6 s; nothing in the temp dir has to survive, so do not wait long.
         proc.terminate()
         try:
-            proc.wait(timeout=15)
+            proc.wait(timeout=1)
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(timeout=5)
