@@ -93,6 +93,9 @@ class RestClient:
         for key, value in self.properties.items():
             if key.startswith("header."):
                 self.session.headers[key[len("header."):]] = str(value)
+        nested = self.properties.get("header")  # TOML: [catalog.NAME.header] or header = {X-Name = "v"}
+        if isinstance(nested, dict):
+            self.session.headers.update({str(k): str(v) for k, v in nested.items()})
         timeout = self.properties.get("timeout")
         self.timeout = (CONNECT_TIMEOUT_S, float(timeout) if timeout else READ_TIMEOUT_S)
         self._token: _Token | None = None

@@ -116,7 +116,7 @@ def loaded(cat: RestCatalog) -> tuple[Any, Current]:
 
 def test_config_prefix_headers_and_vended_credentials(stub: tuple[Stub, str]) -> None:
     state, uri = stub
-    cat = open_stub(uri, **{"header.X-Tenant": "acme"})
+    cat = open_stub(uri, **{"header.X-Tenant": "acme", "header": {"X-Team": "data"}})
     assert cat.prefix == "p" and cat.properties["x"] == "d"
     ops, cur = loaded(cat)
     assert cur.metadata.table_uuid == METADATA["table-uuid"] and cur.version == 1
@@ -127,7 +127,8 @@ def test_config_prefix_headers_and_vended_credentials(stub: tuple[Stub, str]) ->
     assert method == "POST" and b"client_id=id" in body and b"client_secret=secret" in body \
         and b"scope=catalog" in body
     _, _, headers, _ = state.requests[-1]
-    assert headers["X-Tenant"] == "acme" and headers["Authorization"] == "Bearer tok-1"
+    assert headers["X-Tenant"] == "acme" and headers["X-Team"] == "data"
+    assert headers["Authorization"] == "Bearer tok-1"
     assert headers["X-Iceberg-Access-Delegation"] == "vended-credentials"
 
 
