@@ -45,7 +45,7 @@ MAX_REST_FORMAT_VERSION = 3  # v4's root manifests have no REST representation y
 class RestCatalog:
     name: str
     uri: str
-    warehouse: str | None
+    warehouse: str  # as the server has it after /v1/config ("" when neither side names one)
     io: FileIO
     client: RestClient
     prefix: str = ""
@@ -53,7 +53,7 @@ class RestCatalog:
 
     @classmethod
     def from_config(cls, cc: CatalogConfig, io: FileIO) -> RestCatalog:
-        where = f"[catalog.{cc.name}]" + (f" of {cc.source}" if getattr(cc, "source", None) else "")
+        where = f"[catalog.{cc.name}]" + (f" of {cc.source}" if cc.source else "")
         if not cc.uri:
             raise CorruptInputError(f"REST catalog '{cc.name}' has no uri", hint=f"set uri in {where}")
         props: dict[str, Any] = {k: v for k, v in cc.properties.items() if v is not None}
@@ -71,7 +71,7 @@ class RestCatalog:
         if merged.get("uri") and str(merged["uri"]).rstrip("/") != client.uri:
             client.uri = str(merged["uri"]).rstrip("/")  # the server may point clients elsewhere
         client.properties.update(merged)
-        return cls(name=cc.name, uri=client.uri, warehouse=merged.get("warehouse"), io=io, client=client,
+        return cls(name=cc.name, uri=client.uri, warehouse=str(merged.get("warehouse") or ""), io=io, client=client,
                    prefix=str(merged.get("prefix") or "").strip("/"), properties=merged)
 
     # ------------------------------------------------------------------------------- URLs
