@@ -40,14 +40,31 @@ REGION = "us-east-1"
 BUCKET = "warehouse"
 WAREHOUSE = f"s3://{BUCKET}/"
 START_TIMEOUT_S = 30.0
+VEND_ROLE = "arn:aws:iam::role/IcebergVend"
+IAM_CONFIG: dict[str, Any] = {
+    "sts": {"tokenDuration": "1h", "maxSessionLength": "12h", "issuer": "seaweedfs-sts",
+            "signingKey": "aWNlY3RsLXRlc3Qtc2lnbmluZy1rZXktMzItYnl0ZXM="},  # any 32 bytes, base64
+    "providers": [],
+    "policy": {"defaultEffect": "Deny"},
+    "roles": [{"roleName": "IcebergVend", "roleArn": VEND_ROLE, "attachedPolicies": ["S3All"],
+               "trustPolicy": {"Version": "2012-10-17", "Statement": [{
+                   "Effect": "Allow", "Principal": {"Federated": "iceberg-catalog"},
+                   "Action": ["sts:AssumeRoleWithCredentials"]}]}}],
+    # The catalog narrows each session to one table's prefix with a session policy.
+    "policies": [{"name": "S3All", "document": {"Version": "2012-10-17", "Statement": [
+        {"Effect": "Allow", "Action": ["s3:*"], "Resource": ["*"]},
+        {"Effect": "Allow", "Action": ["sts:ValidateSession"], "Resource": ["*"]}]}}],
+}
 
 # What SeaweedFS 4.48's REST catalog answers (checked by tests/e2e/test_rest_catalog_server.py).
 SERVER_FACTS = """\
 GET /v1/config?warehouse=s3://warehouse/ (no auth needed): defaults {warehouse}, overrides {prefix: warehouse}
 POST /v1/oauth/tokens client_credentials K:S -> bearer JWT, expires_in 3600; bad secret -> 401 invalid_client
 no Authorization -> 403 ForbiddenException; bad/expired bearer -> 401 NotAuthorizedException
-load: 404 NoSuchTableException; config carries s3.endpoint, s3.region, s3.path-style-access (no keys:
-  vending needs -s3.iceberg.credentialRole); metadata files are s3://warehouse/<ns>/<t>/metadata/vN.metadata.json
+load: 404 NoSuchTableException; config carries s3.endpoint, s3.region, s3.path-style-access, and with
+  -s3.iceberg.credentialRole + an STS/IAM config (IAM_CONFIG) vended s3.access-key-id/secret/session-token
+  (+ s3.session-token-expires-at-ms, 1 h) scoped to the table prefix, also as storage-credentials;
+  metadata files are s3://warehouse/<ns>/<t>/metadata/vN.metadata.json
 create of an existing table -> 200 with the existing table (not 409)
 list tables of a missing namespace -> 200 with no identifiers; namespaces paginate (pageSize, next-page-token)
 commit: failed requirement -> 409 CommitFailedException; unknown action or format-version 4 -> 400
@@ -117,7 +134,7 @@ class SeaweedFS:
         return keys
 
     def icectl_config(self, path: Path, *, name: str = "rest", extra: str = "", uri: str | None = None,
-                      credential: str | None = None, default: bool = True) -> Path:
+                      credential: str | None = None, default: bool = True, s3_secret: str = SECRET_KEY) -> Path:
         """Write an icectl config with ``[catalog.<name>] type = "rest"`` on this server; returns it."""
         lines = []
         if default:
@@ -131,7 +148,7 @@ class SeaweedFS:
         if extra:
             lines.append(extra)
         lines += ["", "[s3]", f'endpoint = "{self.s3_endpoint}"', f'region = "{REGION}"',
-                  f'access-key-id = "{ACCESS_KEY}"', f'secret-access-key = "{SECRET_KEY}"']
+                  f'access-key-id = "{ACCESS_KEY}"', f'secret-access-key = "{s3_secret}"']
         path.write_text("\n".join(lines) + "\n")
         return path
 
@@ -183,6 +200,11 @@ def start_seaweedfs(base: Path) -> SeaweedFS:
             "-s3.port.lance=0", "-webdav=false", "-admin.ui=false",
             f"-admin.port={admin}", f"-admin.port.grpc={admin_grpc}",
             "-master.telemetry=false", f"-tableBucket={BUCKET}"]
+    # Vended credentials: the catalog assumes VEND_ROLE (STS on, a role trusting the catalog as the
+    # provider "iceberg-catalog") and answers every table load with keys scoped to that table.
+    iam = base / "iam.json"
+    iam.write_text(json.dumps(IAM_CONFIG))
+    args += [f"-s3.iam.config={iam}", f"-s3.iceberg.credentialRole={VEND_ROLE}"]
     env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
     env.update(AWS_ACCESS_KEY_ID=ACCESS_KEY, AWS_SECRET_ACCESS_KEY=SECRET_KEY)
     log_path = base / "weed.log"
@@ -238,14 +260,13 @@ def rest_catalog_config(seaweedfs: SeaweedFS) -> dict[str, Any]:
 
 class CatalogProxy:
     """SeaweedFS's REST catalog behind a loopback proxy that can change its answers, for what the real
-    server cannot be made to do: vend credentials in a table load (``vend``), or apply a commit and then
-    answer it with an error (``commit_status``), the case where a client cannot know the outcome."""
+    server cannot be made to do: apply a commit and then answer it with an error (``commit_status``),
+    the case where a client cannot know the outcome."""
 
     def __init__(self, upstream: str) -> None:
         from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
         self.upstream = upstream
-        self.vend: dict[str, str] = {}
         self.commit_status: int | None = None  # forward the commit, then answer with this status
         self.commits_forwarded = 0
         proxy = self
@@ -275,10 +296,6 @@ class CatalogProxy:
         resp = requests.request(h.command, self.upstream + h.path, data=body, headers=headers, timeout=30)
         status, data = resp.status_code, resp.content
         is_table = "/tables/" in h.path.split("?", 1)[0]
-        if h.command == "GET" and is_table and status == 200 and self.vend:
-            load = resp.json()
-            load["config"] = {**(load.get("config") or {}), **self.vend}
-            data = json.dumps(load).encode()
         if h.command == "POST" and is_table:
             self.commits_forwarded += 1
             if self.commit_status is not None:

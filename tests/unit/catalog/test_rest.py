@@ -11,9 +11,7 @@ import pyarrow as pa
 import pytest
 from support.seaweedfs import (  # noqa: F401
     REGION,
-    CatalogProxy,
     SeaweedFS,
-    catalog_proxy,
     closed_uri,
     fresh_namespace,
     seaweedfs,
@@ -149,19 +147,22 @@ def test_hostile_endpoints(seaweedfs: SeaweedFS, written: tuple[Any, str]) -> No
 
 
 def test_vended_credentials_are_used_for_the_tables_files(seaweedfs: SeaweedFS,  # noqa: F811
-                                                          written: tuple[Any, str],
-                                                          catalog_proxy: CatalogProxy) -> None:  # noqa: F811
-    _, ns = written
-    catalog_proxy.vend = {"s3.access-key-id": "K", "s3.secret-access-key": "S"}
-    cc = CatalogConfig(name="rest", type="rest", warehouse=seaweedfs.warehouse, uri=catalog_proxy.uri,
-                       properties={"credential": seaweedfs.credential})
+                                                          written: tuple[Any, str]) -> None:
+    py, ns = written
+    other = py.create_table(f"{ns}.other", schema=pa.schema([("id", pa.int64())]))
+    other.append(pa.table({"id": [7]}))
     # The catalog-wide keys are wrong: only the vended ones can read the table's files.
     io = FileIO(s3=S3Settings(endpoint=seaweedfs.s3_endpoint, region=REGION, access_key_id="K",
                               secret_access_key="wrong"))
-    ops = RestCatalog.from_config(cc, io).table_operations((ns,), "t")
+    ops = rest_catalog(seaweedfs).table_operations((ns,), "t")
+    ops.catalog.io = io
     current = ops.refresh()
     manifest_list = current.metadata.current_snapshot().manifest_list
-    assert ops.io is not io and ops.io.s3.secret_access_key == "S"
+    vended = ops.io.s3
+    assert vended.access_key_id != "K" and vended.session_token and vended.path_style is True
     assert ops.io.read(manifest_list)[:4] == b"Obj\x01"  # Avro
     with pytest.raises(StorageError):
         io.read(manifest_list)
+    # Scoped to the table: the same keys cannot read the table next door.
+    with pytest.raises(StorageError):
+        ops.io.read(py.load_table(f"{ns}.other").current_snapshot().manifest_list)
