@@ -191,6 +191,9 @@ def test_all_over_the_catalog(seaweedfs: SeaweedFS, icectl: Icectl) -> None:  # 
     ns = fresh_namespace("all")
     for name in ("a", "b"):
         write_history(seaweedfs, ns, name)
+    # The whole catalog (every namespace of the session's server), as a dry run: it touches nothing.
+    everything = icectl.json_lines("expire-snapshots", "--all", "--dry-run", "--older-than", "0ms")
+    assert {f"{ns}.a", f"{ns}.b"} <= {r["table"] for r in everything}
     listed = icectl.json("list", ns)["rows"]
     assert sorted(r["table"] for r in listed) == ["a", "b"]
     expired = icectl.json_lines("expire-snapshots", "--all", ns, "--older-than", "0ms", "--retain-last", "1")
