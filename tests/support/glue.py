@@ -27,6 +27,7 @@ Use the fixtures by importing them into a test module::
 from __future__ import annotations
 
 import itertools
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -86,7 +87,7 @@ def config_text(server: GlueServer, *, endpoint: str | None = None, region: str 
                 warehouse: str | None = None, extra: str = "") -> str:
     """An icectl config: the ``glue`` catalog (default) on the server, and ``[s3]`` on the same port."""
     return (
-        '[catalog.glue]\ntype = "glue"\n'
+        'default-catalog = "glue"\n[catalog.glue]\ntype = "glue"\n'
         f'endpoint = "{endpoint or server.endpoint}"\n'
         f'region = "{region or server.region}"\n'
         f'warehouse = "{warehouse or server.warehouse}"\n{extra}\n'
@@ -131,6 +132,19 @@ def glue_env(glue_server: GlueServer, s3_env: str, tmp_path: Path, monkeypatch: 
     return env
 
 
+@pytest.fixture
+def glue_catalog_config(glue_server: GlueServer) -> dict[str, Any]:
+    """For the catalog contract (tests/unit/catalog/test_catalog_contract.py): catalog ``c`` on moto's
+    Glue with static keys in the config (no environment needed), a warehouse of its own, ``[s3]``."""
+    return {
+        "catalog": {"c": {"type": "glue", "endpoint": glue_server.endpoint, "region": glue_server.region,
+                          "access-key-id": ACCESS_KEY, "secret-access-key": SECRET_KEY,
+                          "warehouse": f"{glue_server.warehouse}/contract-{next(_databases)}"}},
+        "s3": {"endpoint": glue_server.endpoint, "region": glue_server.region,
+               "access-key-id": ACCESS_KEY, "secret-access-key": SECRET_KEY},
+    }
+
+
 def record_calls(client: Any, operation: str) -> list[dict[str, Any]]:
     """The parameters of every ``operation`` call ``client`` makes from now on, as sent.
 
@@ -140,17 +154,10 @@ def record_calls(client: Any, operation: str) -> list[dict[str, Any]]:
     calls: list[dict[str, Any]] = []
 
     def hook(params: dict[str, Any], **_: Any) -> None:
-        calls.append(dict(params["body"]) if isinstance(params.get("body"), dict) else _decode(params))
+        calls.append(json.loads(params.get("body") or b"{}"))  # Glue speaks JSON: the body as sent
 
     client.meta.events.register(f"before-call.glue.{operation}", hook)
     return calls
-
-
-def _decode(params: dict[str, Any]) -> dict[str, Any]:
-    import json
-
-    body = params.get("body") or b"{}"
-    return json.loads(body.decode() if isinstance(body, bytes) else body)
 
 
 def glue_table(server: GlueServer, database: str, table: str) -> dict[str, Any]:
