@@ -68,7 +68,7 @@ class GlueCatalog:
 
     name: str
     io: FileIO
-    warehouse: str | None = None
+    warehouse: str = ""  # "" when not configured (a database's LocationUri may still place tables)
     region: str | None = None
     endpoint: str | None = None
     profile: str | None = None
@@ -79,7 +79,8 @@ class GlueCatalog:
     _client: Any = field(default=None, repr=False)
 
     @classmethod
-    def from_config(cls, cc: CatalogConfig, io: FileIO, source: str | None = None) -> GlueCatalog:
+    def from_config(cls, cc: CatalogConfig, io: FileIO) -> GlueCatalog:
+        source = cc.source
         props = {k.removeprefix("glue."): v for k, v in cc.properties.items()}
         unknown = sorted(set(props) - set(KEYS))
         where = f" in {source}" if source else ""
@@ -92,7 +93,7 @@ class GlueCatalog:
         skip = props.get("skip-archive", True)
         if isinstance(skip, str):
             skip = skip.strip().lower() in ("true", "1", "yes")
-        return cls(cc.name, io, warehouse=(cc.warehouse or "").rstrip("/") or None, region=props.get("region"),
+        return cls(cc.name, io, warehouse=(cc.warehouse or "").rstrip("/"), region=props.get("region"),
                    endpoint=props.get("endpoint"), profile=props.get("profile"), catalog_id=props.get("id"),
                    skip_archive=bool(skip), source=source,
                    credentials={_BOTO_KEYS[k]: v for k, v in props.items() if k in _BOTO_KEYS})
@@ -114,8 +115,8 @@ class GlueCatalog:
                                      hint="set region = \"...\" in its config section or AWS_REGION")
                 self._client = session.client(
                     "glue", endpoint_url=self.endpoint,
-                    config=BotoConfig(connect_timeout=5, read_timeout=30,
-                                      retries={"max_attempts": 3, "mode": "standard"}))
+                    # standard retries (3 attempts unless AWS_MAX_ATTEMPTS or the profile says otherwise)
+                    config=BotoConfig(connect_timeout=5, read_timeout=30, retries={"mode": "standard"}))
             except BotoCoreError as e:  # an unknown profile, a bad endpoint URL
                 raise CorruptInputError(f"cannot set up Glue catalog '{self.name}': {e}", path=self.source,
                                         hint="check region, endpoint and profile in the config") from e

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 import pytest
-from support.glue import GlueEnv, glue_env, glue_server, glue_table  # noqa: F401
+from support.glue import GlueEnv, glue_env, glue_server, glue_table, glue_version_check  # noqa: F401
 from support.s3 import s3_env, s3_server  # noqa: F401
 
 pytestmark = pytest.mark.e2e
@@ -53,3 +53,17 @@ def test_glue_state_is_per_region(glue_env: GlueEnv) -> None:  # noqa: F811
     other = glue_env.server.client(region="eu-west-1")
     names = {d["Name"] for d in other.get_databases()["DatabaseList"]}
     assert glue_env.database not in names
+
+
+def test_version_check_fixture_refuses_a_stale_version(glue_env: GlueEnv, glue_version_check: None) -> None:  # noqa: F811
+    """The opt-in fixture makes moto refuse a stale VersionId, as Glue does."""
+    from botocore.exceptions import ClientError
+
+    client = glue_env.server.client()
+    db = glue_env.database
+    client.create_table(DatabaseName=db, TableInput={"Name": "v", "Parameters": {"table_type": "ICEBERG"}})
+    client.update_table(DatabaseName=db, VersionId="1", TableInput={"Name": "v", "Parameters": {"k": "1"}})
+    with pytest.raises(ClientError) as e:
+        client.update_table(DatabaseName=db, VersionId="1", TableInput={"Name": "v", "Parameters": {"k": "2"}})
+    assert e.value.response["Error"]["Code"] == "ConcurrentModificationException"
+    assert client.get_table(DatabaseName=db, Name="v")["Table"]["Parameters"] == {"k": "1"}

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -143,6 +144,38 @@ def glue_catalog_config(glue_server: GlueServer) -> dict[str, Any]:
         "s3": {"endpoint": glue_server.endpoint, "region": glue_server.region,
                "access-key-id": ACCESS_KEY, "secret-access-key": SECRET_KEY},
     }
+
+
+_update_lock = threading.Lock()
+
+
+@pytest.fixture
+def glue_version_check(glue_server: GlueServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    """For one test, moto's UpdateTable does what Glue does with ``VersionId``: refuses it with
+    ``ConcurrentModificationException`` unless it names the table's current version.
+
+    Without it moto lets a writer with a stale version overwrite another's commit (the module
+    docstring), and a test with two writers could only show that moto loses updates. The check
+    and the update run under one lock: moto's threaded server answers requests concurrently.
+    """
+    from moto.glue.exceptions import GlueClientError
+    from moto.glue.responses import GlueResponse
+
+    original = GlueResponse.update_table
+
+    def update_table(self: Any) -> Any:
+        version = self.parameters.get("VersionId")
+        with _update_lock:
+            if version is not None:
+                table = self.glue_backend.get_table(self.parameters.get("DatabaseName"),
+                                                    (self.parameters.get("TableInput") or {}).get("Name"))
+                current = table.as_dict()["VersionId"]
+                if str(version) != current:
+                    raise GlueClientError("ConcurrentModificationException",
+                                          f"Table version {version} is not the current version {current}")
+            return original(self)
+
+    monkeypatch.setattr(GlueResponse, "update_table", update_table)
 
 
 def record_calls(client: Any, operation: str) -> list[dict[str, Any]]:

@@ -16,7 +16,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 from support.forge import property_change
-from support.glue import GlueEnv, glue_env, glue_server, glue_table, record_calls  # noqa: F401
+from support.glue import GlueEnv, glue_env, glue_server, glue_table, glue_version_check, record_calls  # noqa: F401
 from support.s3 import closed_endpoint, s3_env, s3_server  # noqa: F401
 
 from icectl.catalog.glue import GlueCatalog, GlueOperations, glue_columns, glue_type
@@ -58,8 +58,8 @@ def test_from_config_reads_icectl_and_pyiceberg_key_spellings(glue_env: GlueEnv)
 
 
 def test_from_config_refuses_unknown_keys() -> None:
-    cc = CatalogConfig("g", "glue", None, None, {"regoin": "eu-west-1"})
-    with pytest.raises(CorruptInputError, match=r"unknown key.*regoin") as e:
+    cc = CatalogConfig("g", "glue", "", None, {"regoin": "eu-west-1"}, source="/etc/icectl.toml")
+    with pytest.raises(CorruptInputError, match=r"unknown key.*regoin.* in /etc/icectl.toml") as e:
         GlueCatalog.from_config(cc, FileIO(S3Settings()))
     assert e.value.exit_code == 4
 
@@ -161,7 +161,8 @@ def test_refresh_missing_and_non_iceberg_tables(glue_env: GlueEnv) -> None:  # n
     assert e.value.exit_code == 3
 
 
-def test_endpoint_down_is_a_storage_error(glue_env: GlueEnv) -> None:  # noqa: F811
+def test_endpoint_down_is_a_storage_error(glue_env: GlueEnv, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
+    monkeypatch.setenv("AWS_MAX_ATTEMPTS", "2")  # one retry, not two with backoff
     c = catalog(glue_env, endpoint=closed_endpoint())
     with pytest.raises(StorageError, match=r"cannot reach Glue at http://127\.0\.0\.1") as e:
         c.table_operations((glue_env.database,), "t").refresh()
@@ -226,6 +227,28 @@ def test_stale_base_loses_and_leaves_no_file(glue_env: GlueEnv) -> None:  # noqa
     assert updates == []  # lost on the fresh GetTable, before any UpdateTable
     assert t_params(glue_env)["metadata_location"] == t.metadata_location
     assert glue_env.server.list_objects(glue_env.table_prefix("t") + "/metadata") == files_before
+
+
+def test_concurrent_modification_loses_and_keeps_the_other_commit(glue_env: GlueEnv,  # noqa: F811
+                                                                   glue_version_check: None) -> None:  # noqa: F811
+    """Another writer commits between the swap's fresh GetTable and its UpdateTable: Glue (moto with
+    ``glue_version_check``) refuses the stale VersionId, the attempt loses, our file is removed."""
+    t = pyiceberg_table(glue_env, "t", appends=1)
+    c = catalog(glue_env)
+    ops = c.table_operations((glue_env.database,), "t")
+    base = ops.refresh()
+
+    def other_writer_first(**_: Any) -> None:
+        if t_params(glue_env)["metadata_location"] == base.location:  # once: before our UpdateTable
+            t.append(rows(1, 100))
+
+    c.client.meta.events.register("before-call.glue.UpdateTable", other_writer_first)
+    files_before = glue_env.server.list_objects(glue_env.table_prefix("t") + "/metadata")
+    with pytest.raises(CommitFailedError):
+        ops.commit_change(base, property_change({"x": "1"}))
+    assert t_params(glue_env)["metadata_location"] == t.metadata_location  # the other writer's commit
+    after = glue_env.server.list_objects(glue_env.table_prefix("t") + "/metadata")
+    assert {p for p in after - files_before if p.endswith(".metadata.json")} == {t.metadata_location}  # ours is gone
 
 
 def test_create_registers_and_refuses_a_taken_name(glue_env: GlueEnv) -> None:  # noqa: F811
