@@ -139,7 +139,12 @@ class GlueCatalog:
             code = _error_code(e)
             if code in ("EntityNotFoundException", "AlreadyExistsException", "ConcurrentModificationException"):
                 raise
-            message = e.response.get("Error", {}).get("Message", "") or str(e)
+            status = e.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+            if not code or code.isdigit():  # no Glue error document: something else answered
+                raise StorageError(f"{where} answered {operation} with HTTP {status}, not as Glue does",
+                                   hint=f"check endpoint and region of catalog '{self.name}'") from e
+            # one line, however the server phrased it
+            message = " ".join(str(e.response.get("Error", {}).get("Message", "") or e).split())[:300]
             if code in _ACCESS_ERRORS:
                 raise StorageError(f"Glue ({where}) refused {operation}: {code}: {message}",
                                    hint="check the AWS credentials, profile and region of catalog "

@@ -21,7 +21,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from support.glue import GlueEnv, glue_env, glue_server, glue_table, glue_version_check  # noqa: F401
+from support.glue import GlueEnv, glue_env, glue_refuses_credentials, glue_server, glue_table, glue_version_check  # noqa: F401
 from support.s3 import closed_endpoint, s3_env, s3_filesystem, s3_server  # noqa: F401
 from typer.testing import CliRunner
 
@@ -311,6 +311,24 @@ def test_endpoint_down_is_one_line_exit_8_and_writes_nothing(glue_env: GlueEnv, 
         line = one_line_error(*icectl(*args, f"glue.{glue_env.database}.t"), ExitCode.STORAGE)
         assert "cannot reach Glue" in line
     assert glue_env.server.list_objects(glue_env.table_prefix("t")) == before
+
+
+def test_unknown_credentials_are_one_line_exit_8_and_write_nothing(
+        glue_env: GlueEnv, request: pytest.FixtureRequest) -> None:  # noqa: F811
+    t = history_table(glue_env)
+    before = glue_env.server.list_objects(glue_env.table_prefix("t"))
+    refused = request.getfixturevalue("glue_refuses_credentials")  # after PyIceberg wrote the table
+    for args in (("inspect", "refs"), ("compact",), ("expire-snapshots", "--older-than", "0s")):
+        line = one_line_error(*icectl(*args, f"glue.{glue_env.database}.t"), ExitCode.STORAGE)
+        assert "UnrecognizedClientException" in line
+    assert refused  # the server said no, icectl did not guess
+    assert glue_env.server.list_objects(glue_env.table_prefix("t")) == before
+    # The pointer is untouched (read in moto's backend: its API refuses us until the test ends).
+    from moto.core import DEFAULT_ACCOUNT_ID
+    from moto.glue.models import glue_backends
+
+    table = glue_backends[DEFAULT_ACCOUNT_ID][glue_env.server.region].get_table(glue_env.database, "t")
+    assert table.as_dict()["Parameters"]["metadata_location"] == t.metadata_location
 
 
 def test_wrong_region_missing_and_non_iceberg_tables_are_not_found(glue_env: GlueEnv) -> None:  # noqa: F811

@@ -29,6 +29,7 @@ from __future__ import annotations
 import itertools
 import json
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -176,6 +177,29 @@ def glue_version_check(glue_server: GlueServer, monkeypatch: pytest.MonkeyPatch)
             return original(self)
 
     monkeypatch.setattr(GlueResponse, "update_table", update_table)
+
+
+@pytest.fixture
+def glue_refuses_credentials(glue_server: GlueServer, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """For one test, moto's Glue answers every table and database call as AWS does for a key it does
+    not know (``UnrecognizedClientException``, HTTP 400); moto itself accepts any key. Returns the
+    operations refused, so a test can tell the refusal came from the server."""
+    from moto.core.exceptions import JsonRESTError
+    from moto.glue.responses import GlueResponse
+
+    refused: list[str] = []
+
+    def refuse(name: str) -> Callable[[Any], Any]:
+        def handler(self: Any) -> Any:
+            refused.append(name)
+            raise JsonRESTError("UnrecognizedClientException", "The security token included in the request "
+                                "is invalid.")
+        return handler
+
+    for name in ("get_table", "get_tables", "get_database", "get_databases", "update_table", "create_table",
+                 "create_database"):
+        monkeypatch.setattr(GlueResponse, name, refuse(name))
+    return refused
 
 
 def record_calls(client: Any, operation: str) -> list[dict[str, Any]]:

@@ -11,12 +11,24 @@ from __future__ import annotations
 
 import json
 import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pyarrow as pa
 import pytest
 from support.forge import property_change
-from support.glue import GlueEnv, glue_env, glue_server, glue_table, glue_version_check, record_calls  # noqa: F401
+from support.glue import (  # noqa: F401
+    GlueEnv,
+    glue_env,
+    glue_refuses_credentials,
+    glue_server,
+    glue_table,
+    glue_version_check,
+    record_calls,
+)
 from support.s3 import closed_endpoint, s3_env, s3_server  # noqa: F401
 
 from icectl.catalog.glue import GlueCatalog, GlueOperations, glue_columns, glue_type
@@ -35,7 +47,8 @@ def rows(n: int, start: int = 0) -> pa.Table:
 
 
 def catalog(env: GlueEnv, **props: Any) -> GlueCatalog:
-    props = {"endpoint": env.server.endpoint, "region": env.server.region, **props}
+    props = {k: v for k, v in {"endpoint": env.server.endpoint, "region": env.server.region, **props}.items()
+             if v is not None}
     io = FileIO(S3Settings(endpoint=env.server.endpoint, region=env.server.region))
     return GlueCatalog.from_config(CatalogConfig("glue", "glue", env.server.warehouse, None, props), io)
 
@@ -167,6 +180,60 @@ def test_endpoint_down_is_a_storage_error(glue_env: GlueEnv, monkeypatch: pytest
     with pytest.raises(StorageError, match=r"cannot reach Glue at http://127\.0\.0\.1") as e:
         c.table_operations((glue_env.database,), "t").refresh()
     assert e.value.exit_code == 8
+
+
+def test_unknown_credentials_are_a_storage_error(glue_env: GlueEnv,  # noqa: F811
+                                                glue_refuses_credentials: list[str]) -> None:  # noqa: F811
+    c = catalog(glue_env)
+    with pytest.raises(StorageError, match="UnrecognizedClientException") as e:
+        c.table_operations((glue_env.database,), "t").refresh()
+    assert e.value.exit_code == 8 and "credentials" in (e.value.hint or "")
+    with pytest.raises(StorageError):
+        c.list_namespaces()
+    assert glue_refuses_credentials == ["get_table", "get_databases"]
+
+
+def test_no_region_is_a_usage_error(glue_env: GlueEnv, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
+    monkeypatch.delenv("AWS_REGION")
+    monkeypatch.delenv("AWS_DEFAULT_REGION")
+    c = catalog(glue_env, region=None)
+    with pytest.raises(UsageError, match="no region") as e:
+        c.list_namespaces()
+    assert e.value.exit_code == 2
+
+
+def test_an_endpoint_that_is_not_glue(glue_env: GlueEnv) -> None:  # noqa: F811
+    """A web server that answers 404 pages (the wrong port of a host): one line, exit 8."""
+    with not_glue_server() as endpoint:
+        c = catalog(glue_env, endpoint=endpoint)
+        with pytest.raises(StorageError, match="answered get_table with HTTP 404, not as Glue does") as e:
+            c.table_operations((glue_env.database,), "t").refresh()
+    assert e.value.exit_code == 8 and "\n" not in e.value.message
+
+
+class NotGlue(BaseHTTPRequestHandler):
+    def do_POST(self) -> None:
+        body = b"<!DOCTYPE html>\n<html>\n<body>Not Found</body>\n</html>\n"
+        self.send_response(404)
+        self.send_header("Content-Type", "text/html")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@contextmanager
+def not_glue_server() -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), NotGlue)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 def test_wrong_region_finds_no_table(glue_env: GlueEnv) -> None:  # noqa: F811
