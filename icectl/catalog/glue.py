@@ -21,7 +21,7 @@ from typing import Any
 
 from icectl.catalog.operations import MetastoreOperations
 from icectl.config import CatalogConfig
-from icectl.errors import CorruptInputError, NotFoundError, RefusedError, StorageError, UsageError
+from icectl.errors import CorruptInputError, IcectlError, NotFoundError, RefusedError, StorageError, UsageError
 from icectl.spec.metadata import TableMetadata
 from icectl.spec.schema import DecimalType, FixedType, IcebergType, ListType, MapType, NestedField, StructType
 from icectl.storage import FileIO
@@ -130,7 +130,7 @@ class GlueCatalog:
         """
         from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
 
-        if self.catalog_id and operation != "create_database":
+        if self.catalog_id:
             params.setdefault("CatalogId", self.catalog_id)
         where = self.where
         try:
@@ -213,8 +213,7 @@ class GlueCatalog:
         if props:
             database_input["Parameters"] = props
         try:
-            self.call("create_database", DatabaseInput=database_input,
-                      **({"CatalogId": self.catalog_id} if self.catalog_id else {}))
+            self.call("create_database", DatabaseInput=database_input)
         except ClientError as e:
             if _error_code(e) != "AlreadyExistsException":
                 raise
@@ -373,10 +372,15 @@ class GlueOperations(MetastoreOperations):
                               VersionId=table["VersionId"],
                               TableInput=table_input(self.name, metadata, parameters, table))
         except ClientError as e:
-            if _error_code(e) == "ConcurrentModificationException":
-                return False  # the VersionId condition failed: another writer updated the table
-            raise NotFoundError(f"table {self.identifier} was dropped from Glue during the commit") from e
+            if _error_code(e) != "ConcurrentModificationException":
+                raise NotFoundError(f"table {self.identifier} was dropped from Glue during the commit") from e
+            # The VersionId condition failed: another writer updated the table, or boto3 retried our
+            # request after its first attempt had landed (Java's RetryDetector case): look.
+            return self._points_at(new_location)
         return True
+
+    def _points_at(self, location: str) -> bool:
+        return (self._get().get("Parameters") or {}).get(METADATA_LOCATION) == location
 
     def insert_pointer(self, location: str, metadata: TableMetadata) -> None:
         from botocore.exceptions import ClientError
@@ -387,7 +391,14 @@ class GlueOperations(MetastoreOperations):
                               TableInput=table_input(self.name, metadata, parameters))
         except ClientError as e:
             if _error_code(e) == "AlreadyExistsException":
+                if self._points_at_quietly(location):
+                    return  # boto3 retried our CreateTable after its first attempt had landed
                 raise RefusedError(f"table {self.identifier} already exists in Glue catalog "
                                    f"'{self.catalog.name}'", hint="choose another name") from e
             raise self.catalog.not_found(e, self.database) from e
 
+    def _points_at_quietly(self, location: str) -> bool:
+        try:
+            return self._points_at(location)
+        except IcectlError:
+            return False  # a non-Iceberg table of that name, or unreadable: the name is taken

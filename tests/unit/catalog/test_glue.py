@@ -318,6 +318,28 @@ def test_concurrent_modification_loses_and_keeps_the_other_commit(glue_env: Glue
     assert {p for p in after - files_before if p.endswith(".metadata.json")} == {t.metadata_location}  # ours is gone
 
 
+def test_a_refused_retry_of_our_own_update_is_a_success(glue_env: GlueEnv,  # noqa: F811
+                                                         glue_version_check: None) -> None:  # noqa: F811
+    """boto3 retries an UpdateTable whose answer was lost although Glue applied it; the retry is then
+    refused (ConcurrentModificationException: the version moved). The swap looks and finds its own
+    location current: committed, not lost (and its metadata file must stay)."""
+    pyiceberg_table(glue_env, "t", appends=1)
+    c = catalog(glue_env)
+    ops = c.table_operations((glue_env.database,), "t")
+    base = ops.refresh()
+    first_attempt = glue_env.server.client()
+
+    def first_attempt_landed(params: dict[str, Any], **_: Any) -> None:
+        body = json.loads(params["body"])
+        if t_params(glue_env)["metadata_location"] == base.location:
+            first_attempt.update_table(**body)  # the same request, applied once already
+
+    c.client.meta.events.register("before-call.glue.UpdateTable", first_attempt_landed)
+    location, _ = ops.commit_change(base, property_change({"x": "1"}))
+    assert t_params(glue_env)["metadata_location"] == location
+    assert location in glue_env.server.list_objects(glue_env.table_prefix("t") + "/metadata")
+
+
 def test_create_registers_and_refuses_a_taken_name(glue_env: GlueEnv) -> None:  # noqa: F811
     t = pyiceberg_table(glue_env, "t", appends=1)
     c = catalog(glue_env)
