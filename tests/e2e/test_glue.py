@@ -200,6 +200,17 @@ def test_create_and_add_files_read_by_pyiceberg(glue_env: GlueEnv, tmp_path: Pat
     assert sorted(t.scan().to_arrow()["id"].to_pylist()) == list(range(20))
 
 
+def test_namespace_create_makes_a_glue_database(glue_env: GlueEnv) -> None:  # noqa: F811
+    name = f"{glue_env.database}_ns"
+    code, _, err = icectl("namespace", "create", name, "-c", "glue", "--property", "location=s3://elsewhere/x")
+    assert code == 0, err
+    database = glue_env.server.client().get_database(Name=name)["Database"]
+    assert database["LocationUri"] == "s3://elsewhere/x"
+    one_line_error(*icectl("namespace", "create", name, "-c", "glue"), ExitCode.REFUSED)
+    assert icectl("namespace", "create", name, "-c", "glue", "--exist-ok")[0] == 0
+    one_line_error(*icectl("namespace", "create", "a.b", "-c", "glue"), ExitCode.USAGE)
+
+
 def test_upgrade_to_v4_swaps_the_pointer(glue_env: GlueEnv) -> None:  # noqa: F811
     t = history_table(glue_env)
     ident = f"glue.{glue_env.database}.t"
