@@ -13,6 +13,7 @@ import os
 from dataclasses import dataclass
 from typing import Protocol
 
+from icectl.catalog.glue import GlueCatalog
 from icectl.catalog.hadoop import FileSystemOperations, HadoopCatalog, current_version
 from icectl.catalog.operations import Current, TableOperations
 from icectl.catalog.rest import RestCatalog
@@ -60,6 +61,8 @@ def open_catalog(config: Config, io: FileIO, name: str | None = None) -> Catalog
         return HadoopCatalog(cc.name, cc.warehouse, io)
     if cc.type == "rest":
         return RestCatalog.from_config(cc, io)
+    if cc.type == "glue":
+        return GlueCatalog.from_config(cc, io)
     raise UnsupportedError(f"catalog '{cc.name}' has type '{cc.type}', which this icectl cannot open",
                            path=config.source)
 

@@ -16,7 +16,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.glue import glue_catalog_config, glue_server  # noqa: F401
 from support.postgres import pg_database, pg_server, postgres_catalog_config  # noqa: F401
+from support.s3 import s3_server  # noqa: F401
 from support.seaweedfs import rest_catalog_config, seaweedfs  # noqa: F401
 
 from icectl.catalog import open_catalog
@@ -38,7 +40,8 @@ FAST = {"commit.retry.num-retries": "4", "commit.retry.min-wait-ms": "0", "commi
 
 # catalog kind -> the fixture giving its config; servers' fixtures live in tests/support.
 KINDS = {"hadoop": "hadoop_catalog_config", "sqlite": "sqlite_catalog_config",
-         "postgres": "postgres_catalog_config", "rest": "rest_catalog_config"}
+         "postgres": "postgres_catalog_config", "rest": "rest_catalog_config",
+         "glue": "glue_catalog_config"}
 
 
 @pytest.fixture
