@@ -173,7 +173,18 @@ def unsafe_object_store_allowed(flag: bool) -> bool:
 # Pointer-swap catalogs
 
 
-class MetastoreOperations(LocalCommits):
+class CatalogTable:
+    """Operations of a table a catalog names ``namespace.table`` (every catalog but file-system paths)."""
+
+    namespace: tuple[str, ...]
+    name: str
+
+    @property
+    def identifier(self) -> str:
+        return ".".join((*self.namespace, self.name))
+
+
+class MetastoreOperations(LocalCommits, CatalogTable):
     """``BaseMetastoreTableOperations``: new metadata goes to ``<NNNNN>-<uuid>.metadata.json``, then
     the catalog's pointer to the current file is swapped only if it still names the base.
 
@@ -181,13 +192,7 @@ class MetastoreOperations(LocalCommits):
     :meth:`insert_pointer`, and where it lives (:attr:`pointer_store`, for messages).
     """
 
-    namespace: tuple[str, ...]
-    name: str
     io: FileIO
-
-    @property
-    def identifier(self) -> str:
-        return ".".join((*self.namespace, self.name))
 
     @property
     def pointer_store(self) -> str:

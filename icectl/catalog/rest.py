@@ -23,7 +23,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from icectl.catalog.operations import CommitFailedError, CommitStateUnknownError, Current, metastore_version
+from icectl.catalog.operations import (
+    CatalogTable,
+    CommitFailedError,
+    CommitStateUnknownError,
+    Current,
+    metastore_version,
+)
 from icectl.catalog.rest_http import (
     NotSentError,
     ResponseError,
@@ -155,17 +161,13 @@ def table_file_io(base: FileIO, location: str | None, load: Mapping[str, Any]) -
 
 
 @dataclass
-class RestOperations:
+class RestOperations(CatalogTable):
     """TableOperations of one REST table: the server applies every commit."""
 
     catalog: RestCatalog
     namespace: tuple[str, ...]
     name: str
     io: FileIO
-
-    @property
-    def identifier(self) -> str:
-        return ".".join((*self.namespace, self.name))
 
     @property
     def url(self) -> str:
