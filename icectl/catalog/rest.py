@@ -41,7 +41,7 @@ from icectl.catalog.rest_http import (
 from icectl.config import CatalogConfig
 from icectl.errors import CorruptInputError, IcectlError, NotFoundError, RefusedError, StorageError
 from icectl.spec.metadata import TableMetadata
-from icectl.spec.updates import TableChange, UpgradeFormatVersion
+from icectl.spec.updates import TableChange, UpgradeFormatVersion, apply_change
 from icectl.storage import FileIO, file_key
 
 MAX_REST_FORMAT_VERSION = 3  # v4's root manifests have no REST representation yet
@@ -216,7 +216,10 @@ class RestOperations(CatalogTable):
 
     def commit_change(self, base: Current, change: TableChange) -> tuple[str, TableMetadata] | None:
         self._refuse_unsupported(base.metadata, change)
-        if not change.updates:
+        # Applied locally first, as Java's client builds the new metadata before sending its updates:
+        # a change that changes nothing is not sent (the server would write a new version anyway),
+        # and a requirement that fails on this base already is a lost race without a request.
+        if apply_change(base.metadata, change) is base.metadata:
             return None
         body = {"identifier": self._ident(), **change.to_json()}
         try:

@@ -169,3 +169,13 @@ def test_a_missing_table_is_not_found_and_a_taken_name_is_refused(config: Config
         create_table(catalog, f"{ns}.t", metadata(catalog.default_table_location((ns,), "t")),
                      config=config, io=io)
     assert load_table(ident, config, io).metadata_location == before  # the existing table is untouched
+
+
+def test_a_change_that_changes_nothing_writes_no_version(config: Config) -> None:
+    io = io_for(config)
+    ident = created_table(config, io)
+    table = load_table(ident, config, io)
+    commit(table, props("same", "1"))
+    before = load_table(ident, config, io).metadata_location
+    result = commit(load_table(ident, config, io), props("same", "1"))
+    assert not result.committed and load_table(ident, config, io).metadata_location == before
