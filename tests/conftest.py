@@ -23,6 +23,11 @@ from support.spark import timed_start_spark
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+# The real servers (moto's S3 and Glue, SeaweedFS's REST catalog, PostgreSQL): their fixtures are
+# registered once here, so each session-scoped server starts once per test session. A test module
+# that imported a fixture function would get its own copy of it, and with it a server of its own.
+pytest_plugins = ["support.s3", "support.glue", "support.seaweedfs", "support.postgres"]
+
 SPARK_FIXTURES = frozenset({"spark", "spark_warehouse", "spark_tables", "spark_clone"})
 
 # (label, seconds) of Spark startup and each fixture build, shown in the terminal summary.

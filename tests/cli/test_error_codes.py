@@ -13,7 +13,6 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from support.s3 import s3_env, s3_server  # noqa: F401
 
 from cli.test_errors import assert_one_line_error, run_cli
 from icectl.codec.puffin import MAGIC, read_puffin_footer
@@ -101,7 +100,7 @@ def test_a_parquet_file_as_the_table_is_exit_3_with_a_hint(tmp_path: Path) -> No
         assert_one_line_error(p, ExitCode.NOT_FOUND, str(data), "a Parquet file: use add-files or create --like")
 
 
-def test_missing_bucket_is_named_not_an_internal_probe_file(s3_env: str) -> None:  # noqa: F811
+def test_missing_bucket_is_named_not_an_internal_probe_file(s3_env: str) -> None:
     p = run_cli("create", "s3://icectl-no-such-bucket/wh/db/t", "--schema", "id long")
     assert_one_line_error(p, ExitCode.NOT_FOUND, "bucket 'icectl-no-such-bucket' not found")
     assert "probe" not in p.stderr

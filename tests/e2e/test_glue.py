@@ -21,8 +21,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from support.glue import GlueEnv, glue_env, glue_refuses_credentials, glue_server, glue_table, glue_version_check  # noqa: F401
-from support.s3 import closed_endpoint, s3_env, s3_filesystem, s3_server  # noqa: F401
+from support.glue import GlueEnv, glue_table
+from support.s3 import closed_endpoint, s3_filesystem
 from typer.testing import CliRunner
 
 from icectl.catalog import open_catalog
@@ -105,7 +105,7 @@ def reachable(table: Any, snapshot_ids: set[int]) -> set[str]:
 # ------------------------------------------------------------------ reading
 
 
-def test_inspect_equals_pyiceberg(glue_env: GlueEnv) -> None:  # noqa: F811
+def test_inspect_equals_pyiceberg(glue_env: GlueEnv) -> None:
     t = history_table(glue_env)
     ident = f"glue.{glue_env.database}.t"
     snaps = run_json("inspect", "snapshots", ident)["rows"]
@@ -119,7 +119,7 @@ def test_inspect_equals_pyiceberg(glue_env: GlueEnv) -> None:  # noqa: F811
     assert overview["metadata_location"] == t.metadata_location
 
 
-def test_validate_list_and_compact_all(glue_env: GlueEnv) -> None:  # noqa: F811
+def test_validate_list_and_compact_all(glue_env: GlueEnv) -> None:
     history_table(glue_env, "a")
     history_table(glue_env, "b")
     glue_env.server.client().create_table(DatabaseName=glue_env.database,
@@ -144,7 +144,7 @@ def test_validate_list_and_compact_all(glue_env: GlueEnv) -> None:  # noqa: F811
 # ------------------------------------------------------------------ writing
 
 
-def test_expire_deletes_exactly_the_unreachable_files(glue_env: GlueEnv) -> None:  # noqa: F811
+def test_expire_deletes_exactly_the_unreachable_files(glue_env: GlueEnv) -> None:
     t = history_table(glue_env)
     snaps = [s.snapshot_id for s in t.metadata.snapshots]
     tagged = t.metadata.refs["audit"].snapshot_id
@@ -171,7 +171,7 @@ def test_expire_deletes_exactly_the_unreachable_files(glue_env: GlueEnv) -> None
     assert result["commit_attempts"] == 1
 
 
-def test_compact_keeps_rows(glue_env: GlueEnv) -> None:  # noqa: F811
+def test_compact_keeps_rows(glue_env: GlueEnv) -> None:
     t = history_table(glue_env)
     expected = ids_at(t, t.metadata.current_snapshot_id)
     run_json("compact", f"glue.{glue_env.database}.t")
@@ -181,7 +181,7 @@ def test_compact_keeps_rows(glue_env: GlueEnv) -> None:  # noqa: F811
     assert ids_at(t2, t2.metadata.current_snapshot_id) == expected
 
 
-def test_create_and_add_files_read_by_pyiceberg(glue_env: GlueEnv, tmp_path: Path) -> None:  # noqa: F811
+def test_create_and_add_files_read_by_pyiceberg(glue_env: GlueEnv, tmp_path: Path) -> None:
     fs = s3_filesystem(glue_env.server.endpoint)
     local = tmp_path / "part.parquet"
     pq.write_table(rows(0, 20), local)
@@ -200,7 +200,7 @@ def test_create_and_add_files_read_by_pyiceberg(glue_env: GlueEnv, tmp_path: Pat
     assert sorted(t.scan().to_arrow()["id"].to_pylist()) == list(range(20))
 
 
-def test_namespace_create_makes_a_glue_database(glue_env: GlueEnv) -> None:  # noqa: F811
+def test_namespace_create_makes_a_glue_database(glue_env: GlueEnv) -> None:
     name = f"{glue_env.database}_ns"
     code, _, err = icectl("namespace", "create", name, "-c", "glue", "--property", "location=s3://elsewhere/x")
     assert code == 0, err
@@ -211,7 +211,7 @@ def test_namespace_create_makes_a_glue_database(glue_env: GlueEnv) -> None:  # n
     one_line_error(*icectl("namespace", "create", "a.b", "-c", "glue"), ExitCode.USAGE)
 
 
-def test_upgrade_to_v4_swaps_the_pointer(glue_env: GlueEnv) -> None:  # noqa: F811
+def test_upgrade_to_v4_swaps_the_pointer(glue_env: GlueEnv) -> None:
     t = history_table(glue_env)
     ident = f"glue.{glue_env.database}.t"
     files = {f["file_path"] for f in run_json("inspect", "files", ident)["rows"]}
@@ -227,8 +227,8 @@ def test_upgrade_to_v4_swaps_the_pointer(glue_env: GlueEnv) -> None:  # noqa: F8
 # ------------------------------------------------------------------ concurrency
 
 
-def test_concurrent_appends_while_expiring_lose_nothing(glue_env: GlueEnv,  # noqa: F811
-                                                        glue_version_check: None) -> None:  # noqa: F811
+def test_concurrent_appends_while_expiring_lose_nothing(glue_env: GlueEnv,
+                                                        glue_version_check: None) -> None:
     """PyIceberg appends in a loop while icectl expires: lost swaps are retried, no append is lost,
     every file the final table reaches exists.
 
@@ -282,7 +282,7 @@ def test_concurrent_appends_while_expiring_lose_nothing(glue_env: GlueEnv,  # no
     assert reachable(final, {s.snapshot_id for s in final.metadata.snapshots}) <= present
 
 
-def test_a_lost_swap_is_retried_and_the_other_commit_kept(glue_env: GlueEnv,  # noqa: F811
+def test_a_lost_swap_is_retried_and_the_other_commit_kept(glue_env: GlueEnv,
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     """PyIceberg commits between icectl's refresh and its swap (injected at that exact moment): the
     swap's fresh GetTable sees the pointer moved, the attempt loses, icectl retries on the new base."""
@@ -312,7 +312,7 @@ def test_a_lost_swap_is_retried_and_the_other_commit_kept(glue_env: GlueEnv,  # 
 # ------------------------------------------------------------------ hostile
 
 
-def test_endpoint_down_is_one_line_exit_8_and_writes_nothing(glue_env: GlueEnv,  # noqa: F811
+def test_endpoint_down_is_one_line_exit_8_and_writes_nothing(glue_env: GlueEnv,
                                                             monkeypatch: pytest.MonkeyPatch) -> None:
     history_table(glue_env)
     monkeypatch.setenv("AWS_MAX_ATTEMPTS", "1")  # boto3 would retry a refused connection twice, with backoff
@@ -325,7 +325,7 @@ def test_endpoint_down_is_one_line_exit_8_and_writes_nothing(glue_env: GlueEnv, 
 
 
 def test_unknown_credentials_are_one_line_exit_8_and_write_nothing(
-        glue_env: GlueEnv, request: pytest.FixtureRequest) -> None:  # noqa: F811
+        glue_env: GlueEnv, request: pytest.FixtureRequest) -> None:
     t = history_table(glue_env)
     before = glue_env.server.list_objects(glue_env.table_prefix("t"))
     refused = request.getfixturevalue("glue_refuses_credentials")  # after PyIceberg wrote the table
@@ -342,7 +342,7 @@ def test_unknown_credentials_are_one_line_exit_8_and_write_nothing(
     assert table.as_dict()["Parameters"]["metadata_location"] == t.metadata_location
 
 
-def test_wrong_region_missing_and_non_iceberg_tables_are_not_found(glue_env: GlueEnv) -> None:  # noqa: F811
+def test_wrong_region_missing_and_non_iceberg_tables_are_not_found(glue_env: GlueEnv) -> None:
     t = history_table(glue_env)
     glue_env.server.client().create_table(DatabaseName=glue_env.database,
                                           TableInput={"Name": "hive", "TableType": "EXTERNAL_TABLE"})

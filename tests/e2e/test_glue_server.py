@@ -7,15 +7,14 @@ from __future__ import annotations
 
 import pyarrow as pa
 import pytest
-from support.glue import GlueEnv, glue_env, glue_server, glue_table, glue_version_check  # noqa: F401
-from support.s3 import s3_env, s3_server  # noqa: F401
+from support.glue import GlueEnv, glue_table
 
 pytestmark = pytest.mark.e2e
 
 SCHEMA = pa.schema([("id", pa.int64()), ("s", pa.string())])
 
 
-def test_pyiceberg_creates_and_appends_an_iceberg_glue_table(glue_env: GlueEnv) -> None:  # noqa: F811
+def test_pyiceberg_creates_and_appends_an_iceberg_glue_table(glue_env: GlueEnv) -> None:
     cat = glue_env.server.pyiceberg()
     t = cat.create_table(f"{glue_env.database}.t", schema=SCHEMA)
     first = t.metadata_location
@@ -33,7 +32,7 @@ def test_pyiceberg_creates_and_appends_an_iceberg_glue_table(glue_env: GlueEnv) 
     assert cat.load_table(f"{glue_env.database}.t").scan().to_arrow().num_rows == 2
 
 
-def test_moto_ignores_version_id_on_update_table(glue_env: GlueEnv) -> None:  # noqa: F811
+def test_moto_ignores_version_id_on_update_table(glue_env: GlueEnv) -> None:
     """Glue refuses an UpdateTable whose VersionId is not the table's; moto 5.2 accepts it.
 
     So the conflict path of icectl's Glue commits cannot be shown against moto: the tests check
@@ -49,13 +48,13 @@ def test_moto_ignores_version_id_on_update_table(glue_env: GlueEnv) -> None:  # 
     assert t["VersionId"] == "2"
 
 
-def test_glue_state_is_per_region(glue_env: GlueEnv) -> None:  # noqa: F811
+def test_glue_state_is_per_region(glue_env: GlueEnv) -> None:
     other = glue_env.server.client(region="eu-west-1")
     names = {d["Name"] for d in other.get_databases()["DatabaseList"]}
     assert glue_env.database not in names
 
 
-def test_version_check_fixture_refuses_a_stale_version(glue_env: GlueEnv, glue_version_check: None) -> None:  # noqa: F811
+def test_version_check_fixture_refuses_a_stale_version(glue_env: GlueEnv, glue_version_check: None) -> None:
     """The opt-in fixture makes moto refuse a stale VersionId, as Glue does."""
     from botocore.exceptions import ClientError
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.postgres import PASSWORD, PgServer, pg_database, pg_server  # noqa: F401
+from support.postgres import PASSWORD, PgServer
 from typer.testing import CliRunner
 
 from icectl.cli.app import app
@@ -39,7 +39,7 @@ def tree(root: Path) -> dict[str, int]:
 
 
 @pytest.fixture
-def made(tmp_path: Path, pg_database: str) -> tuple[Path, Path]:  # noqa: F811
+def made(tmp_path: Path, pg_database: str) -> tuple[Path, Path]:
     """A pg catalog with db.t: created, two add-files commits (icectl only)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -56,7 +56,7 @@ def made(tmp_path: Path, pg_database: str) -> tuple[Path, Path]:  # noqa: F811
     return config, wh
 
 
-def test_commands_through_the_catalog(made: tuple[Path, Path], pg_database: str) -> None:  # noqa: F811
+def test_commands_through_the_catalog(made: tuple[Path, Path], pg_database: str) -> None:
     config, _ = made
     assert [t["identifier"] for t in run(config, "list", "--all", "--json")["rows"]] == ["db.t"]
     snaps = run(config, "inspect", "snapshots", "pg.db.t", "--json")["rows"]
@@ -77,7 +77,7 @@ def _closed_port() -> int:
 
 
 @pytest.mark.parametrize("case", ["bad password", "server down", "missing database", "missing table", "bad uri"])
-def test_hostile_configs(made: tuple[Path, Path], pg_server: PgServer, pg_database: str,  # noqa: F811
+def test_hostile_configs(made: tuple[Path, Path], pg_server: PgServer, pg_database: str,
                          tmp_path: Path, case: str) -> None:
     _, wh = made
     db = pg_database.rsplit("/", 1)[1]

@@ -15,15 +15,7 @@ from typing import Any
 
 import pytest
 from support.forge import property_change
-from support.postgres import (  # noqa: F401
-    PgServer,
-    find_bindir,
-    pg_database,
-    pg_server,
-    start_again,
-    start_postgres,
-    stop_postgres,
-)
+from support.postgres import PgServer, find_bindir, start_again, start_postgres, stop_postgres
 from typer.testing import CliRunner
 from unit.table.test_commit import new_md
 
@@ -68,7 +60,7 @@ def _waiting_pid(uri: str, timeout: float = 20) -> int:
 
 
 def test_connection_killed_during_update_is_not_committed_and_cleans_up(
-        tmp_path: Path, pg_server: PgServer, pg_database: str) -> None:  # noqa: F811
+        tmp_path: Path, pg_server: PgServer, pg_database: str) -> None:
     config, _ = _setup(tmp_path, pg_database)
     before_pointer, before_files = _pointer(pg_database), _metadata_files(tmp_path)
     outcome: list[BaseException | object] = []
@@ -94,7 +86,7 @@ def test_connection_killed_during_update_is_not_committed_and_cleans_up(
     assert _metadata_files(tmp_path) == before_files
 
 
-def test_other_writer_swaps_while_we_wait_then_we_retry(tmp_path: Path, pg_database: str) -> None:  # noqa: F811
+def test_other_writer_swaps_while_we_wait_then_we_retry(tmp_path: Path, pg_database: str) -> None:
     config, _ = _setup(tmp_path, pg_database)
     base = _pointer(pg_database)
     other = str(tmp_path / "wh" / "db" / "t" / "metadata" / "other.metadata.json")

@@ -17,14 +17,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from support.seaweedfs import (  # noqa: F401
-    CatalogProxy,
-    SeaweedFS,
-    catalog_proxy,
-    closed_uri,
-    fresh_namespace,
-    seaweedfs,
-)
+from support.seaweedfs import CatalogProxy, SeaweedFS, closed_uri, fresh_namespace
 from typer.testing import CliRunner
 
 from icectl.catalog.operations import CommitFailedError
@@ -62,7 +55,7 @@ class Icectl:
 
 
 @pytest.fixture
-def icectl(seaweedfs: SeaweedFS, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Icectl:  # noqa: F811
+def icectl(seaweedfs: SeaweedFS, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Icectl:
     for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE",
                  "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "ICECTL_WAREHOUSE", "ICECTL_CONFIG"):
         monkeypatch.delenv(name, raising=False)
@@ -100,7 +93,7 @@ def ids_at(table: Any, snapshot_id: int) -> list[int]:
     return sorted(table.scan(snapshot_id=snapshot_id).to_arrow()["id"].to_pylist())
 
 
-def test_inspect_matches_pyiceberg(seaweedfs: SeaweedFS, icectl: Icectl) -> None:  # noqa: F811
+def test_inspect_matches_pyiceberg(seaweedfs: SeaweedFS, icectl: Icectl) -> None:
     ns = fresh_namespace("inspect")
     table = write_history(seaweedfs, ns)
     first = table.snapshots()[0].snapshot_id
@@ -117,7 +110,7 @@ def test_inspect_matches_pyiceberg(seaweedfs: SeaweedFS, icectl: Icectl) -> None
     assert icectl.json("inspect", "table", f"rest.{ns}.t")["metadata_location"] == table.metadata_location
 
 
-def test_expire_deletes_exactly_the_unreachable_files(seaweedfs: SeaweedFS, icectl: Icectl) -> None:  # noqa: F811
+def test_expire_deletes_exactly_the_unreachable_files(seaweedfs: SeaweedFS, icectl: Icectl) -> None:
     ns = fresh_namespace("expire")
     table = write_history(seaweedfs, ns)
     snapshots = table.snapshots()
@@ -138,7 +131,7 @@ def test_expire_deletes_exactly_the_unreachable_files(seaweedfs: SeaweedFS, icec
     assert "metadata/" in table.metadata_location  # the server wrote the new version, not icectl
 
 
-def test_compact_keeps_rows(seaweedfs: SeaweedFS, icectl: Icectl) -> None:  # noqa: F811
+def test_compact_keeps_rows(seaweedfs: SeaweedFS, icectl: Icectl) -> None:
     ns = fresh_namespace("compact")
     py = seaweedfs.pyiceberg_catalog()
     py.create_namespace(ns)
@@ -155,7 +148,7 @@ def test_compact_keeps_rows(seaweedfs: SeaweedFS, icectl: Icectl) -> None:  # no
     icectl.run("validate", f"{ns}.t", "--deep")
 
 
-def test_create_and_add_files(seaweedfs: SeaweedFS, icectl: Icectl, tmp_path: Path) -> None:  # noqa: F811
+def test_create_and_add_files(seaweedfs: SeaweedFS, icectl: Icectl, tmp_path: Path) -> None:
     ns = fresh_namespace("create")
     icectl.run("namespace", "create", ns)
     created = icectl.json("create", f"{ns}.made", "--schema", "id long, region string", "--partition-by", "region")
@@ -175,7 +168,7 @@ def test_create_and_add_files(seaweedfs: SeaweedFS, icectl: Icectl, tmp_path: Pa
     assert "already exists" in line
 
 
-def test_upgrade_to_v4_is_refused(seaweedfs: SeaweedFS, icectl: Icectl) -> None:  # noqa: F811
+def test_upgrade_to_v4_is_refused(seaweedfs: SeaweedFS, icectl: Icectl) -> None:
     ns = fresh_namespace("v4")
     table = write_history(seaweedfs, ns)
     before = seaweedfs.list_keys(f"{ns}/")
@@ -187,7 +180,7 @@ def test_upgrade_to_v4_is_refused(seaweedfs: SeaweedFS, icectl: Icectl) -> None:
     assert seaweedfs.pyiceberg_catalog().load_table(f"{ns}.t").format_version == 3
 
 
-def test_all_over_the_catalog(seaweedfs: SeaweedFS, icectl: Icectl) -> None:  # noqa: F811
+def test_all_over_the_catalog(seaweedfs: SeaweedFS, icectl: Icectl) -> None:
     ns = fresh_namespace("all")
     for name in ("a", "b"):
         write_history(seaweedfs, ns, name)
@@ -207,7 +200,7 @@ def test_all_over_the_catalog(seaweedfs: SeaweedFS, icectl: Icectl) -> None:  # 
         assert sorted(t.scan().to_arrow()["id"].to_pylist()) == list(range(100, 105)) + list(range(200, 205))
 
 
-def test_concurrent_appends_are_never_lost(seaweedfs: SeaweedFS, icectl: Icectl,  # noqa: F811
+def test_concurrent_appends_are_never_lost(seaweedfs: SeaweedFS, icectl: Icectl,
                                            monkeypatch: pytest.MonkeyPatch) -> None:
     from pyiceberg.exceptions import CommitFailedException
 
@@ -279,7 +272,7 @@ def test_concurrent_appends_are_never_lost(seaweedfs: SeaweedFS, icectl: Icectl,
     icectl.run("validate", f"{ns}.t", "--deep")
 
 
-def test_hostile_catalogs(seaweedfs: SeaweedFS, icectl: Icectl, tmp_path: Path) -> None:  # noqa: F811
+def test_hostile_catalogs(seaweedfs: SeaweedFS, icectl: Icectl, tmp_path: Path) -> None:
     ns = fresh_namespace("hostile")
     table = write_history(seaweedfs, ns)
     before = seaweedfs.list_keys(f"{ns}/")
@@ -299,7 +292,7 @@ def test_hostile_catalogs(seaweedfs: SeaweedFS, icectl: Icectl, tmp_path: Path) 
 
 
 def test_a_commit_answered_with_5xx_is_unknown_and_nothing_is_cleaned(
-        seaweedfs: SeaweedFS, catalog_proxy: CatalogProxy, tmp_path: Path,  # noqa: F811
+        seaweedfs: SeaweedFS, catalog_proxy: CatalogProxy, tmp_path: Path,
         monkeypatch: pytest.MonkeyPatch) -> None:
     """The server applies the commit, the answer is lost (a 502 from a gateway): icectl must say the
     state is unknown (exit 5) and must not delete the manifests it wrote: the table now uses them."""
@@ -324,7 +317,7 @@ def test_a_commit_answered_with_5xx_is_unknown_and_nothing_is_cleaned(
     assert sorted(table.scan().to_arrow()["id"].to_pylist()) == list(range(40))
 
 
-def test_commands_use_the_vended_credentials(seaweedfs: SeaweedFS, tmp_path: Path,  # noqa: F811
+def test_commands_use_the_vended_credentials(seaweedfs: SeaweedFS, tmp_path: Path,
                                               monkeypatch: pytest.MonkeyPatch) -> None:
     """[s3] holds a wrong secret: reading, committing and deleting work only with the keys the
     catalog vends for the table."""

@@ -11,7 +11,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 import requests
-from support.seaweedfs import SeaweedFS, fresh_namespace, seaweedfs  # noqa: F401
+from support.seaweedfs import SeaweedFS, fresh_namespace
 
 
 def _token(server: SeaweedFS, secret: str = "S") -> requests.Response:
@@ -27,7 +27,7 @@ def _session(server: SeaweedFS) -> requests.Session:
 
 
 @pytest.fixture
-def pyiceberg_table(seaweedfs: SeaweedFS) -> tuple[Any, str]:  # noqa: F811
+def pyiceberg_table(seaweedfs: SeaweedFS) -> tuple[Any, str]:
     cat = seaweedfs.pyiceberg_catalog()
     ns = fresh_namespace("facts")
     cat.create_namespace(ns)
@@ -44,7 +44,7 @@ def test_pyiceberg_writes_and_reads_through_the_catalog(pyiceberg_table: tuple[A
     assert table.metadata_location.endswith("/metadata/v4.metadata.json")
 
 
-def test_config_and_oauth(seaweedfs: SeaweedFS) -> None:  # noqa: F811
+def test_config_and_oauth(seaweedfs: SeaweedFS) -> None:
     cfg = requests.get(f"{seaweedfs.rest_uri}/v1/config", params={"warehouse": seaweedfs.warehouse},
                        timeout=5).json()
     assert cfg["overrides"] == {"prefix": "warehouse"}
@@ -54,7 +54,7 @@ def test_config_and_oauth(seaweedfs: SeaweedFS) -> None:  # noqa: F811
     assert bad.status_code == 401 and bad.json()["error"] == "invalid_client"
 
 
-def test_error_answers(seaweedfs: SeaweedFS, pyiceberg_table: tuple[Any, str]) -> None:  # noqa: F811
+def test_error_answers(seaweedfs: SeaweedFS, pyiceberg_table: tuple[Any, str]) -> None:
     _, ns = pyiceberg_table
     base = f"{seaweedfs.rest_uri}/v1/warehouse/namespaces"
     assert requests.get(f"{base}/{ns}/tables/t", timeout=5).status_code == 403  # no token
@@ -81,7 +81,7 @@ def test_error_answers(seaweedfs: SeaweedFS, pyiceberg_table: tuple[Any, str]) -
     assert after["metadata-location"] == loaded["metadata-location"]  # neither answer committed
 
 
-def test_create_of_an_existing_table_answers_with_it(seaweedfs: SeaweedFS,  # noqa: F811
+def test_create_of_an_existing_table_answers_with_it(seaweedfs: SeaweedFS,
                                                      pyiceberg_table: tuple[Any, str]) -> None:
     """Not the spec's 409: why icectl's create looks before it posts."""
     table, ns = pyiceberg_table
@@ -93,7 +93,7 @@ def test_create_of_an_existing_table_answers_with_it(seaweedfs: SeaweedFS,  # no
     assert again.json()["metadata-location"] == table.metadata_location
 
 
-def test_v3_tables(seaweedfs: SeaweedFS) -> None:  # noqa: F811
+def test_v3_tables(seaweedfs: SeaweedFS) -> None:
     cat = seaweedfs.pyiceberg_catalog()
     ns = fresh_namespace("v3")
     cat.create_namespace(ns)

@@ -24,10 +24,8 @@ from support.s3 import (
     closed_endpoint,
     create_bucket,
     relocate_table,
-    s3_env,  # noqa: F401
     s3_filesystem,
     s3_put,
-    s3_server,  # noqa: F401
     start_moto_server,
 )
 from typer.testing import CliRunner
@@ -102,7 +100,7 @@ def view_args(view: str) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def s3_tables(s3_server: str, spark_tables: Any) -> dict[str, S3Table]:  # noqa: F811
+def s3_tables(s3_server: str, spark_tables: Any) -> dict[str, S3Table]:
     """The fixture tables copied to ``WAREHOUSE/db/<kind>``, once per module."""
     create_bucket(s3_server, BUCKET)
     put = s3_put(s3_filesystem(s3_server))
@@ -120,7 +118,7 @@ def s3_tables(s3_server: str, spark_tables: Any) -> dict[str, S3Table]:  # noqa:
 
 @pytest.fixture(params=KINDS)
 def s3_table(request: pytest.FixtureRequest, s3_tables: dict[str, S3Table],
-             s3_env: str) -> S3Table:  # noqa: F811
+             s3_env: str) -> S3Table:
     return s3_tables[request.param]
 
 
@@ -213,7 +211,7 @@ secret-access-key = "{SECRET_KEY}"
 @pytest.mark.parametrize("how", ["--config", "ICECTL_CONFIG"])
 def test_catalog_with_warehouse_on_s3(s3_tables: dict[str, S3Table], tmp_path: Path, how: str,
                                       monkeypatch: pytest.MonkeyPatch,
-                                      s3_env: str) -> None:  # noqa: F811
+                                      s3_env: str) -> None:
     config = write_config(tmp_path / "icectl.toml", s3_env)
     # Endpoint and keys must come from the config file alone.
     for name in ("AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
@@ -243,7 +241,7 @@ def test_catalog_with_warehouse_on_s3(s3_tables: dict[str, S3Table], tmp_path: P
 
 
 def test_new_commit_is_seen_by_the_next_load_in_the_same_process(
-        s3_tables: dict[str, S3Table], s3_env: str) -> None:  # noqa: F811
+        s3_tables: dict[str, S3Table], s3_env: str) -> None:
     # Another writer commits v(N+1) after icectl has listed metadata/: a long-running process
     # (the library, or a command that re-reads before committing) must not serve a cached listing.
     fs = s3_filesystem(s3_env)
@@ -261,7 +259,7 @@ def test_new_commit_is_seen_by_the_next_load_in_the_same_process(
 
 
 def test_relocated_avro_keeps_schema_metadata_and_codec(s3_tables: dict[str, S3Table],
-                                                        s3_server: str) -> None:  # noqa: F811
+                                                        s3_server: str) -> None:
     import fastavro
 
     fs = s3_filesystem(s3_server)
@@ -289,7 +287,7 @@ def _without_length(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def test_relocate_gzip_metadata_and_file_uris(s3_tables: dict[str, S3Table], tmp_path: Path,
-                                             s3_env: str) -> None:  # noqa: F811
+                                             s3_env: str) -> None:
     """A table whose metadata says ``file:///...`` and is stored as ``vN.gz.metadata.json``."""
     src = s3_tables["v3_dv"]
     copy = tmp_path / "v3_gz"
@@ -319,7 +317,7 @@ def test_relocate_gzip_metadata_and_file_uris(s3_tables: dict[str, S3Table], tmp
 
 
 def test_unreachable_storage_is_exit_8_with_one_line(monkeypatch: pytest.MonkeyPatch,
-                                                     s3_env: str) -> None:  # noqa: F811
+                                                     s3_env: str) -> None:
     monkeypatch.setenv("AWS_ENDPOINT_URL", closed_endpoint())
     for address in (f"{WAREHOUSE}/db/v2_part", f"{WAREHOUSE}/db/v2_part/metadata/v1.metadata.json",
                     f"s3a://{BUCKET}/wh/db/v2_part"):
@@ -335,7 +333,7 @@ def test_unreachable_storage_is_exit_8_with_one_line(monkeypatch: pytest.MonkeyP
         assert seconds < 15, f"{address}: {seconds:.1f}s to report an unreachable endpoint"
 
 
-def test_missing_table_on_s3_is_exit_3(s3_env: str) -> None:  # noqa: F811
+def test_missing_table_on_s3_is_exit_3(s3_env: str) -> None:
     create_bucket(s3_env, BUCKET)
     for address in (f"{WAREHOUSE}/db/missing", f"s3a://{BUCKET}/wh/db/missing",
                     f"{WAREHOUSE}/db/missing/metadata/v1.metadata.json",
@@ -370,7 +368,7 @@ def test_relocation_is_fast(s3_tables: dict[str, S3Table]) -> None:
 
 
 def test_relocated_v3_table_validates_clean_with_deep(s3_tables: dict[str, S3Table],
-                                                      s3_env: str) -> None:  # noqa: F811
+                                                      s3_env: str) -> None:
     """The relocation rewrote DV footers and sizes: validate (DV blobs against footers, sizes of
     every object with --deep) finds nothing on S3, as on the local original."""
     result = run("validate", s3_tables["v3_dv"].location, "--deep", "--json")

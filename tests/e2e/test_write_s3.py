@@ -8,7 +8,7 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from support.s3 import create_bucket, s3_env, s3_filesystem, s3_server  # noqa: F401
+from support.s3 import create_bucket, s3_filesystem
 from typer.testing import CliRunner
 
 from icectl.cli.app import app
@@ -20,7 +20,7 @@ def run(*args: str, config: Path) -> dict[str, Any]:
     return json.loads(r.stdout)
 
 
-def test_create_and_add_files_on_s3(s3_env: str, tmp_path: Path) -> None:  # noqa: F811
+def test_create_and_add_files_on_s3(s3_env: str, tmp_path: Path) -> None:
     create_bucket(s3_env, "wh-write")
     fs = s3_filesystem(s3_env)
     local = tmp_path / "part.parquet"

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.postgres import PgServer, add_spark_jdbc_catalog, pg_server  # noqa: F401
+from support.postgres import PgServer, add_spark_jdbc_catalog
 from support.spark import metadata_table, table_rows_digest
 from typer.testing import CliRunner
 
@@ -66,7 +66,7 @@ class PgCatalog:
 
 
 @pytest.fixture(scope="module")
-def pgcat(spark: Any, pg_server: PgServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[PgCatalog]:  # noqa: F811
+def pgcat(spark: Any, pg_server: PgServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[PgCatalog]:
     db = f"spark_{os.getpid()}"
     uri = pg_server.create_database(db)
     warehouse = tmp_path_factory.mktemp("pg-warehouse")
@@ -247,7 +247,7 @@ def test_spark_inserts_while_icectl_expires_and_compacts(pgcat: PgCatalog) -> No
 
 
 @pytest.mark.parametrize("case", ["bad password", "server down", "missing database", "missing table"])
-def test_hostile_catalogs_one_line_nothing_written(pgcat: PgCatalog, pg_server: PgServer,  # noqa: F811
+def test_hostile_catalogs_one_line_nothing_written(pgcat: PgCatalog, pg_server: PgServer,
                                                    tmp_path: Path, case: str) -> None:
     if not (pgcat.warehouse / "db" / "victim").exists():
         pgcat.new_table("victim", 2)

@@ -8,9 +8,9 @@
   absolute paths, so metadata JSON, manifest lists and manifests are rewritten; data and Puffin
   files are copied byte for byte so their sizes and deletion-vector offsets stay valid.
 
-Use the fixtures by importing them into a test module::
-
-    from support.s3 import s3_env, s3_server  # noqa: F401
+The fixtures are registered for every test by ``pytest_plugins`` in tests/conftest.py (as those of
+support.glue, support.seaweedfs and support.postgres are): name them as arguments, never import
+them (an imported session fixture is a second fixture, and starts a second server).
 """
 
 from __future__ import annotations

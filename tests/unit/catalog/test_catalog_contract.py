@@ -16,10 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.glue import glue_catalog_config, glue_server  # noqa: F401
-from support.postgres import pg_database, pg_server, postgres_catalog_config  # noqa: F401
-from support.s3 import s3_server  # noqa: F401
-from support.seaweedfs import rest_catalog_config, seaweedfs  # noqa: F401
 
 from icectl.catalog import open_catalog
 from icectl.catalog.operations import CommitFailedError, LocalCommits

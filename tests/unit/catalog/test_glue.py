@@ -20,16 +20,8 @@ from typing import Any
 import pyarrow as pa
 import pytest
 from support.forge import property_change
-from support.glue import (  # noqa: F401
-    GlueEnv,
-    glue_env,
-    glue_refuses_credentials,
-    glue_server,
-    glue_table,
-    glue_version_check,
-    record_calls,
-)
-from support.s3 import closed_endpoint, s3_env, s3_server  # noqa: F401
+from support.glue import GlueEnv, glue_table, record_calls
+from support.s3 import closed_endpoint
 
 from icectl.catalog.glue import GlueCatalog, GlueOperations, glue_columns, glue_type
 from icectl.catalog.operations import CommitFailedError
@@ -63,7 +55,7 @@ def pyiceberg_table(env: GlueEnv, name: str, appends: int = 1) -> Any:
 # ------------------------------------------------------------------ configuration
 
 
-def test_from_config_reads_icectl_and_pyiceberg_key_spellings(glue_env: GlueEnv) -> None:  # noqa: F811
+def test_from_config_reads_icectl_and_pyiceberg_key_spellings(glue_env: GlueEnv) -> None:
     cc = CatalogConfig("g", "glue", "s3://b/wh/", None,
                        {"glue.region": "eu-west-1", "endpoint": "http://127.0.0.1:1", "profile": "p"})
     c = GlueCatalog.from_config(cc, FileIO(S3Settings()))
@@ -77,7 +69,7 @@ def test_from_config_refuses_unknown_keys() -> None:
     assert e.value.exit_code == 4
 
 
-def test_missing_boto3_names_the_extra(glue_env: GlueEnv, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
+def test_missing_boto3_names_the_extra(glue_env: GlueEnv, monkeypatch: pytest.MonkeyPatch) -> None:
     c = catalog(glue_env)
     monkeypatch.setitem(sys.modules, "boto3", None)  # import boto3 now raises ImportError
     with pytest.raises(UsageError, match="boto3") as e:
@@ -88,7 +80,7 @@ def test_missing_boto3_names_the_extra(glue_env: GlueEnv, monkeypatch: pytest.Mo
 # ------------------------------------------------------------------ namespaces and tables
 
 
-def test_list_namespaces_and_tables_only_iceberg(glue_env: GlueEnv) -> None:  # noqa: F811
+def test_list_namespaces_and_tables_only_iceberg(glue_env: GlueEnv) -> None:
     client = glue_env.server.client()
     db = glue_env.database
     pyiceberg_table(glue_env, "ice", appends=0)
@@ -101,7 +93,7 @@ def test_list_namespaces_and_tables_only_iceberg(glue_env: GlueEnv) -> None:  # 
     assert sorted(c.list_tables((db,))) == [(db, "ice"), (db, "lower")]
 
 
-def test_listing_follows_next_token(glue_env: GlueEnv) -> None:  # noqa: F811
+def test_listing_follows_next_token(glue_env: GlueEnv) -> None:
     """moto answers every page at once; a hook cuts its answers into pages of one so the loop is used."""
     c = catalog(glue_env)
     for name in ("a", "b", "c"):
@@ -127,7 +119,7 @@ def test_listing_follows_next_token(glue_env: GlueEnv) -> None:  # noqa: F811
     assert tokens == [None, "1", "2"]
 
 
-def test_create_namespace_exist_ok_and_location(glue_env: GlueEnv) -> None:  # noqa: F811
+def test_create_namespace_exist_ok_and_location(glue_env: GlueEnv) -> None:
     c = catalog(glue_env)
     new = f"{glue_env.database}_new"
     assert c.create_namespace((new,), {"location": "s3://elsewhere/x/", "owner": "me"}) is True
@@ -144,7 +136,7 @@ def test_create_namespace_exist_ok_and_location(glue_env: GlueEnv) -> None:  # n
         c.create_namespace(("a", "b"))
 
 
-def test_missing_database(glue_env: GlueEnv) -> None:  # noqa: F811
+def test_missing_database(glue_env: GlueEnv) -> None:
     c = catalog(glue_env)
     with pytest.raises(NotFoundError, match="database nope does not exist") as e:
         c.list_tables(("nope",))
@@ -154,7 +146,7 @@ def test_missing_database(glue_env: GlueEnv) -> None:  # noqa: F811
 # ------------------------------------------------------------------ loading
 
 
-def test_refresh_reads_what_pyiceberg_committed(glue_env: GlueEnv) -> None:  # noqa: F811
+def test_refresh_reads_what_pyiceberg_committed(glue_env: GlueEnv) -> None:
     t = pyiceberg_table(glue_env, "t", appends=2)
     current = catalog(glue_env).table_operations((glue_env.database,), "t").refresh()
     assert current.location == t.metadata_location
@@ -162,7 +154,7 @@ def test_refresh_reads_what_pyiceberg_committed(glue_env: GlueEnv) -> None:  # n
     assert [s.snapshot_id for s in current.metadata.snapshots] == [s.snapshot_id for s in t.metadata.snapshots]
 
 
-def test_refresh_missing_and_non_iceberg_tables(glue_env: GlueEnv) -> None:  # noqa: F811
+def test_refresh_missing_and_non_iceberg_tables(glue_env: GlueEnv) -> None:
     glue_env.server.client().create_table(DatabaseName=glue_env.database,
                                           TableInput={"Name": "hive", "TableType": "EXTERNAL_TABLE"})
     c = catalog(glue_env)
@@ -174,7 +166,7 @@ def test_refresh_missing_and_non_iceberg_tables(glue_env: GlueEnv) -> None:  # n
     assert e.value.exit_code == 3
 
 
-def test_endpoint_down_is_a_storage_error(glue_env: GlueEnv, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
+def test_endpoint_down_is_a_storage_error(glue_env: GlueEnv, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AWS_MAX_ATTEMPTS", "2")  # one retry, not two with backoff
     c = catalog(glue_env, endpoint=closed_endpoint())
     with pytest.raises(StorageError, match=r"cannot reach Glue at http://127\.0\.0\.1") as e:
@@ -182,8 +174,8 @@ def test_endpoint_down_is_a_storage_error(glue_env: GlueEnv, monkeypatch: pytest
     assert e.value.exit_code == 8
 
 
-def test_unknown_credentials_are_a_storage_error(glue_env: GlueEnv,  # noqa: F811
-                                                glue_refuses_credentials: list[str]) -> None:  # noqa: F811
+def test_unknown_credentials_are_a_storage_error(glue_env: GlueEnv,
+                                                glue_refuses_credentials: list[str]) -> None:
     c = catalog(glue_env)
     with pytest.raises(StorageError, match="UnrecognizedClientException") as e:
         c.table_operations((glue_env.database,), "t").refresh()
@@ -193,7 +185,7 @@ def test_unknown_credentials_are_a_storage_error(glue_env: GlueEnv,  # noqa: F81
     assert glue_refuses_credentials == ["get_table", "get_databases"]
 
 
-def test_no_region_is_a_usage_error(glue_env: GlueEnv, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
+def test_no_region_is_a_usage_error(glue_env: GlueEnv, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("AWS_REGION")
     monkeypatch.delenv("AWS_DEFAULT_REGION")
     c = catalog(glue_env, region=None)
@@ -202,7 +194,7 @@ def test_no_region_is_a_usage_error(glue_env: GlueEnv, monkeypatch: pytest.Monke
     assert e.value.exit_code == 2
 
 
-def test_an_endpoint_that_is_not_glue(glue_env: GlueEnv) -> None:  # noqa: F811
+def test_an_endpoint_that_is_not_glue(glue_env: GlueEnv) -> None:
     """A web server that answers 404 pages (the wrong port of a host): one line, exit 8."""
     with not_glue_server() as endpoint:
         c = catalog(glue_env, endpoint=endpoint)
@@ -236,7 +228,7 @@ def not_glue_server() -> Iterator[str]:
         server.server_close()
 
 
-def test_wrong_region_finds_no_table(glue_env: GlueEnv) -> None:  # noqa: F811
+def test_wrong_region_finds_no_table(glue_env: GlueEnv) -> None:
     pyiceberg_table(glue_env, "t", appends=0)
     c = catalog(glue_env, region="eu-west-1")  # moto keeps Glue per region, as AWS does
     with pytest.raises(NotFoundError):
@@ -246,7 +238,7 @@ def test_wrong_region_finds_no_table(glue_env: GlueEnv) -> None:  # noqa: F811
 # ------------------------------------------------------------------ commits
 
 
-def test_commit_sends_version_id_and_keeps_parameters(glue_env: GlueEnv) -> None:  # noqa: F811
+def test_commit_sends_version_id_and_keeps_parameters(glue_env: GlueEnv) -> None:
     pyiceberg_table(glue_env, "t", appends=1)
     glue_env.server.client().update_table(DatabaseName=glue_env.database, TableInput={
         **{k: v for k, v in glue_table(glue_env.server, glue_env.database, "t").items()
@@ -281,7 +273,7 @@ def t_params(env: GlueEnv) -> dict[str, str]:
     return dict(glue_table(env.server, env.database, "t")["Parameters"])
 
 
-def test_stale_base_loses_and_leaves_no_file(glue_env: GlueEnv) -> None:  # noqa: F811
+def test_stale_base_loses_and_leaves_no_file(glue_env: GlueEnv) -> None:
     t = pyiceberg_table(glue_env, "t", appends=1)
     c = catalog(glue_env)
     updates = record_calls(c.client, "UpdateTable")
@@ -296,8 +288,8 @@ def test_stale_base_loses_and_leaves_no_file(glue_env: GlueEnv) -> None:  # noqa
     assert glue_env.server.list_objects(glue_env.table_prefix("t") + "/metadata") == files_before
 
 
-def test_concurrent_modification_loses_and_keeps_the_other_commit(glue_env: GlueEnv,  # noqa: F811
-                                                                   glue_version_check: None) -> None:  # noqa: F811
+def test_concurrent_modification_loses_and_keeps_the_other_commit(glue_env: GlueEnv,
+                                                                   glue_version_check: None) -> None:
     """Another writer commits between the swap's fresh GetTable and its UpdateTable: Glue (moto with
     ``glue_version_check``) refuses the stale VersionId, the attempt loses, our file is removed."""
     t = pyiceberg_table(glue_env, "t", appends=1)
@@ -318,8 +310,8 @@ def test_concurrent_modification_loses_and_keeps_the_other_commit(glue_env: Glue
     assert {p for p in after - files_before if p.endswith(".metadata.json")} == {t.metadata_location}  # ours is gone
 
 
-def test_a_refused_retry_of_our_own_update_is_a_success(glue_env: GlueEnv,  # noqa: F811
-                                                         glue_version_check: None) -> None:  # noqa: F811
+def test_a_refused_retry_of_our_own_update_is_a_success(glue_env: GlueEnv,
+                                                         glue_version_check: None) -> None:
     """boto3 retries an UpdateTable whose answer was lost although Glue applied it; the retry is then
     refused (ConcurrentModificationException: the version moved). The swap looks and finds its own
     location current: committed, not lost (and its metadata file must stay)."""
@@ -340,7 +332,7 @@ def test_a_refused_retry_of_our_own_update_is_a_success(glue_env: GlueEnv,  # no
     assert location in glue_env.server.list_objects(glue_env.table_prefix("t") + "/metadata")
 
 
-def test_create_registers_and_refuses_a_taken_name(glue_env: GlueEnv) -> None:  # noqa: F811
+def test_create_registers_and_refuses_a_taken_name(glue_env: GlueEnv) -> None:
     t = pyiceberg_table(glue_env, "t", appends=1)
     c = catalog(glue_env)
     ops = c.table_operations((glue_env.database,), "copy")
@@ -375,7 +367,7 @@ def test_glue_types_as_pyiceberg_names_them() -> None:
     assert glue_type(StructType((NestedField(6, "a", long_),))) == "struct<a:bigint>"
 
 
-def test_columns_match_pyiceberg(glue_env: GlueEnv) -> None:  # noqa: F811
+def test_columns_match_pyiceberg(glue_env: GlueEnv) -> None:
     t = pyiceberg_table(glue_env, "t", appends=0)
     with t.update_schema() as u:
         u.delete_column("s")

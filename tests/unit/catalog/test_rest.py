@@ -9,13 +9,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from support.seaweedfs import (  # noqa: F401
-    REGION,
-    SeaweedFS,
-    closed_uri,
-    fresh_namespace,
-    seaweedfs,
-)
+from support.seaweedfs import REGION, SeaweedFS, closed_uri, fresh_namespace
 
 from icectl.catalog.operations import CommitFailedError
 from icectl.catalog.rest import RestCatalog
@@ -36,7 +30,7 @@ def rest_catalog(server: SeaweedFS, uri: str | None = None, **props: Any) -> Res
 
 
 @pytest.fixture
-def written(seaweedfs: SeaweedFS) -> tuple[Any, str]:  # noqa: F811
+def written(seaweedfs: SeaweedFS) -> tuple[Any, str]:
     """A table PyIceberg wrote with three appends, in a namespace of its own."""
     py = seaweedfs.pyiceberg_catalog()
     ns = fresh_namespace("unit")
@@ -47,13 +41,13 @@ def written(seaweedfs: SeaweedFS) -> tuple[Any, str]:  # noqa: F811
     return py, ns
 
 
-def test_open_takes_prefix_from_the_server(seaweedfs: SeaweedFS) -> None:  # noqa: F811
+def test_open_takes_prefix_from_the_server(seaweedfs: SeaweedFS) -> None:
     cat = rest_catalog(seaweedfs)
     assert cat.prefix == "warehouse"
     assert cat.table_url(("a", "b"), "t").endswith("/v1/warehouse/namespaces/a%1Fb/tables/t")
 
 
-def test_namespaces_nested_and_paginated(seaweedfs: SeaweedFS) -> None:  # noqa: F811
+def test_namespaces_nested_and_paginated(seaweedfs: SeaweedFS) -> None:
     cat = rest_catalog(seaweedfs, **{"rest-page-size": "1"})  # one namespace per page
     ns = fresh_namespace("pages")
     assert cat.create_namespace((ns,)) is True
@@ -67,7 +61,7 @@ def test_namespaces_nested_and_paginated(seaweedfs: SeaweedFS) -> None:  # noqa:
     assert seaweedfs.pyiceberg_catalog().list_namespaces(ns) == [(ns, "a"), (ns, "b"), (ns, "c")]
 
 
-def test_load_matches_pyiceberg(seaweedfs: SeaweedFS, written: tuple[Any, str]) -> None:  # noqa: F811
+def test_load_matches_pyiceberg(seaweedfs: SeaweedFS, written: tuple[Any, str]) -> None:
     py, ns = written
     cat = rest_catalog(seaweedfs)
     assert cat.list_tables((ns,)) == [(ns, "t")]
@@ -78,7 +72,7 @@ def test_load_matches_pyiceberg(seaweedfs: SeaweedFS, written: tuple[Any, str]) 
     assert cur.metadata.table_uuid == str(theirs.metadata.table_uuid)
 
 
-def test_commits_are_applied_by_the_server(seaweedfs: SeaweedFS, written: tuple[Any, str]) -> None:  # noqa: F811
+def test_commits_are_applied_by_the_server(seaweedfs: SeaweedFS, written: tuple[Any, str]) -> None:
     py, ns = written
     ops = rest_catalog(seaweedfs).table_operations((ns,), "t")
     cur = ops.refresh()
@@ -100,7 +94,7 @@ def test_commits_are_applied_by_the_server(seaweedfs: SeaweedFS, written: tuple[
     assert sorted(theirs.scan().to_arrow()["id"].to_pylist()) == [0, 1, 2]
 
 
-def test_lost_race_is_a_commit_failure(seaweedfs: SeaweedFS, written: tuple[Any, str]) -> None:  # noqa: F811
+def test_lost_race_is_a_commit_failure(seaweedfs: SeaweedFS, written: tuple[Any, str]) -> None:
     py, ns = written
     ops = rest_catalog(seaweedfs).table_operations((ns,), "t")
     cur = ops.refresh()
@@ -112,7 +106,7 @@ def test_lost_race_is_a_commit_failure(seaweedfs: SeaweedFS, written: tuple[Any,
     assert "x" not in py.load_table(f"{ns}.t").properties
 
 
-def test_create_table_from_metadata(seaweedfs: SeaweedFS, written: tuple[Any, str]) -> None:  # noqa: F811
+def test_create_table_from_metadata(seaweedfs: SeaweedFS, written: tuple[Any, str]) -> None:
     py, ns = written
     template = rest_catalog(seaweedfs).table_operations((ns,), "t").refresh().metadata
     fresh = template.replace(snapshots=(), refs={}, current_snapshot_id=None, snapshot_log=(), metadata_log=(),
@@ -129,7 +123,7 @@ def test_create_table_from_metadata(seaweedfs: SeaweedFS, written: tuple[Any, st
     assert (ns, "v4") not in rest_catalog(seaweedfs).list_tables((ns,))
 
 
-def test_hostile_endpoints(seaweedfs: SeaweedFS, written: tuple[Any, str]) -> None:  # noqa: F811
+def test_hostile_endpoints(seaweedfs: SeaweedFS, written: tuple[Any, str]) -> None:
     _, ns = written
     with pytest.raises(StorageError, match="credentials rejected by REST catalog") as bad:
         rest_catalog(seaweedfs, credential="K:wrong")
@@ -146,7 +140,7 @@ def test_hostile_endpoints(seaweedfs: SeaweedFS, written: tuple[Any, str]) -> No
     assert (bad.value.exit_code, down.value.exit_code, missing.value.exit_code) == (8, 8, 3)
 
 
-def test_vended_credentials_are_used_for_the_tables_files(seaweedfs: SeaweedFS,  # noqa: F811
+def test_vended_credentials_are_used_for_the_tables_files(seaweedfs: SeaweedFS,
                                                           written: tuple[Any, str]) -> None:
     py, ns = written
     other = py.create_table(f"{ns}.other", schema=pa.schema([("id", pa.int64())]))

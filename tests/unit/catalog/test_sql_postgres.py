@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from support.forge import property_change
-from support.postgres import PASSWORD, USER, PgServer, pg_database, pg_server  # noqa: F401
+from support.postgres import PASSWORD, USER, PgServer
 
 from icectl.catalog.sql import SqlCatalog
 from icectl.config import load_config, parse_config
@@ -40,7 +40,7 @@ def catalog_columns(uri: str) -> list[str]:
                                     "WHERE table_name = 'iceberg_tables' ORDER BY ordinal_position")]
 
 
-def test_schema_namespaces_create_and_commit(tmp_path: Path, pg_database: str) -> None:  # noqa: F811
+def test_schema_namespaces_create_and_commit(tmp_path: Path, pg_database: str) -> None:
     config = load_config(write_pg_config(tmp_path, pg_database))
     created = create_table("prod.db.t", None, new_md(tmp_path / "wh" / "db" / "t"), config=config)
     assert Path(created.metadata_location).name.startswith("00000-")
@@ -67,7 +67,7 @@ def test_schema_namespaces_create_and_commit(tmp_path: Path, pg_database: str) -
     assert load_table("prod.db.t", config=config).metadata.properties["k"] == "v"
 
 
-def test_compare_and_swap(tmp_path: Path, pg_database: str) -> None:  # noqa: F811
+def test_compare_and_swap(tmp_path: Path, pg_database: str) -> None:
     catalog = SqlCatalog("c", pg_database, str(tmp_path / "wh"), FileIO())
     catalog.create_table_entry(("db",), "t", "file:/m0")
     assert not catalog.swap_metadata_location(("db",), "t", "file:/other", "file:/m1")  # lost: no row changed
@@ -83,7 +83,7 @@ def test_compare_and_swap(tmp_path: Path, pg_database: str) -> None:  # noqa: F8
     assert not catalog.swap_metadata_location(("db",), "v", "file:/view", "file:/x")
 
 
-def test_concurrent_commits_lose_nothing(tmp_path: Path, pg_database: str) -> None:  # noqa: F811
+def test_concurrent_commits_lose_nothing(tmp_path: Path, pg_database: str) -> None:
     config = load_config(write_pg_config(tmp_path, pg_database))
     create_table("db.t", None, new_md(tmp_path / "wh" / "db" / "t"), config=config)
     errors: list[BaseException] = []
@@ -108,7 +108,7 @@ def test_concurrent_commits_lose_nothing(tmp_path: Path, pg_database: str) -> No
     assert Path(load_table("db.t", config=config).metadata_location).name.startswith("00020-")
 
 
-def test_v0_catalog_stays_v0(tmp_path: Path, pg_database: str) -> None:  # noqa: F811
+def test_v0_catalog_stays_v0(tmp_path: Path, pg_database: str) -> None:
     with psycopg.connect(pg_database) as conn:  # what Java writes with jdbc.schema-version=V0 (its default)
         conn.execute("CREATE TABLE iceberg_tables(catalog_name VARCHAR(255) NOT NULL,table_namespace VARCHAR(255) "
                      "NOT NULL,table_name VARCHAR(255) NOT NULL,metadata_location VARCHAR(1000),"
@@ -123,7 +123,7 @@ def test_v0_catalog_stays_v0(tmp_path: Path, pg_database: str) -> None:  # noqa:
 
 
 @pytest.mark.parametrize("spelling", ["postgresql+psycopg", "postgres", "jdbc"])
-def test_uri_spellings(tmp_path: Path, pg_server: PgServer, pg_database: str, spelling: str) -> None:  # noqa: F811
+def test_uri_spellings(tmp_path: Path, pg_server: PgServer, pg_database: str, spelling: str) -> None:
     db = pg_database.rsplit("/", 1)[1]
     if spelling == "jdbc":  # Java's config: credentials as catalog properties
         uri, props = f"{pg_server.jdbc_uri(db)}", {"jdbc.user": USER, "jdbc.password": PASSWORD}
@@ -141,7 +141,7 @@ def _one_line(e: IcectlError) -> str:
     return line
 
 
-def test_connection_failures_are_one_line(tmp_path: Path, pg_server: PgServer, pg_database: str) -> None:  # noqa: F811
+def test_connection_failures_are_one_line(tmp_path: Path, pg_server: PgServer, pg_database: str) -> None:
     db = pg_database.rsplit("/", 1)[1]
     cases = {
         "bad password": (pg_server.uri(db, password="bad-pw"), StorageError, "credentials rejected"),
@@ -163,7 +163,7 @@ def test_connection_failures_are_one_line(tmp_path: Path, pg_server: PgServer, p
     assert rows(pg_database, "SELECT to_regclass('iceberg_tables') IS NULL") == [(True,)]
 
 
-def test_missing_table_and_missing_tables(tmp_path: Path, pg_database: str) -> None:  # noqa: F811
+def test_missing_table_and_missing_tables(tmp_path: Path, pg_database: str) -> None:
     catalog = SqlCatalog("c", pg_database, str(tmp_path / "wh"), FileIO())
     with pytest.raises(NotFoundError, match="not found"):  # no iceberg_tables at all: an empty catalog
         catalog.load_metadata_location(("db",), "t")
@@ -181,8 +181,8 @@ def _closed_port() -> int:
         return s.getsockname()[1]
 
 
-def test_from_config_jdbc_properties_and_bad_uris(tmp_path: Path, pg_server: PgServer,  # noqa: F811
-                                                  pg_database: str) -> None:  # noqa: F811
+def test_from_config_jdbc_properties_and_bad_uris(tmp_path: Path, pg_server: PgServer,
+                                                  pg_database: str) -> None:
     db = pg_database.rsplit("/", 1)[1]
     cfg = parse_config({"catalog": {"pg": {"type": "sql", "uri": pg_server.jdbc_uri(db), "warehouse": str(tmp_path),
                                            "jdbc.user": USER, "jdbc.password": PASSWORD}}}, source="/etc/icectl.toml")
@@ -196,7 +196,7 @@ def test_from_config_jdbc_properties_and_bad_uris(tmp_path: Path, pg_server: PgS
         assert info.value.exit_code == ExitCode.CORRUPT and "/etc/icectl.toml" in info.value.one_line()
 
 
-def test_missing_driver_is_one_line(tmp_path: Path, pg_database: str,  # noqa: F811
+def test_missing_driver_is_one_line(tmp_path: Path, pg_database: str,
                                     monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "psycopg", None)  # import psycopg now raises ImportError
     catalog = SqlCatalog("c", pg_database, str(tmp_path / "wh"), FileIO())
@@ -205,8 +205,8 @@ def test_missing_driver_is_one_line(tmp_path: Path, pg_database: str,  # noqa: F
     assert "pip install 'icectl[postgres]'" in _one_line(info.value)
 
 
-def test_catalog_names_share_a_database_and_current_schema(tmp_path: Path, pg_server: PgServer,  # noqa: F811
-                                                          pg_database: str) -> None:  # noqa: F811
+def test_catalog_names_share_a_database_and_current_schema(tmp_path: Path, pg_server: PgServer,
+                                                          pg_database: str) -> None:
     a = SqlCatalog("a", pg_database, str(tmp_path / "wa"), FileIO())
     b = SqlCatalog("b", pg_database, str(tmp_path / "wb"), FileIO())
     a.create_table_entry(("db",), "t", "file:/a0")

@@ -20,7 +20,6 @@ from typing import Any
 import pytest
 from support import s3
 from support.forge import property_change
-from support.s3 import s3_env, s3_server  # noqa: F401
 
 from icectl.catalog import hadoop
 from icectl.catalog.hadoop import VERSION_HINT, is_version_file
@@ -402,7 +401,7 @@ def test_metadata_file_outside_table_layout_is_refused(tmp_path: Path) -> None:
 # Object storage (moto on 127.0.0.1)
 
 
-def test_s3_conditional_put_commits(s3_env: str,  # noqa: F811
+def test_s3_conditional_put_commits(s3_env: str,
                                      monkeypatch: pytest.MonkeyPatch) -> None:
     endpoint = s3_env
     s3.create_bucket(endpoint, "icectl-test-commit")

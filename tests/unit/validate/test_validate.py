@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from support.corrupt import copy_table, current_list, edit_manifest_list
-from support.s3 import create_bucket, relocate_table, s3_env, s3_filesystem, s3_put, s3_server  # noqa: F401
+from support.s3 import create_bucket, relocate_table, s3_filesystem, s3_put
 from typer.testing import CliRunner
 
 from icectl.cli.app import app
@@ -144,7 +144,7 @@ def test_rule_docs_are_generated_from_the_catalogue() -> None:
         assert f"`{rule.id}`" in text and rule.summary and rule.spec_section
 
 
-def test_validate_on_s3_deep(spark_tables: Any, s3_env: str) -> None:  # noqa: F811
+def test_validate_on_s3_deep(spark_tables: Any, s3_env: str) -> None:
     """A table on S3 (moto): every manifest, size and Parquet footer is read through s3fs."""
     create_bucket(s3_env, "icectl-test-validate")
     location = relocate_table(spark_tables["v2_part"].location, "s3://icectl-test-validate/wh/db/v2_part",

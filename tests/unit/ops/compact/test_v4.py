@@ -24,7 +24,7 @@ import pytest
 from interop.test_v4_upgrade_vs_spark import branches, live_entries
 from support.fixtures import FixtureTable
 from support.forge import property_change, ref_change
-from support.s3 import create_bucket, s3_env, s3_filesystem, s3_server  # noqa: F401
+from support.s3 import create_bucket, s3_filesystem
 from support.spark import latest_metadata_json, metadata_table
 from typer.testing import CliRunner
 
@@ -351,7 +351,7 @@ def test_json_is_one_document(v4: tuple[Path, list[str]]) -> None:
             "would_write", "would_delete"} <= out.keys()
 
 
-def test_compact_on_s3(s3_env: str, tmp_path: Path) -> None:  # noqa: F811
+def test_compact_on_s3(s3_env: str, tmp_path: Path) -> None:
     create_bucket(s3_env, "wh-compact-v4")
     fs = s3_filesystem(s3_env)
     paths = []
