@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 from urllib.parse import parse_qsl, quote, unquote, urlsplit
 
-from icectl.errors import CorruptInputError, IcectlError, NotFoundError, StorageError
+from icectl.errors import CorruptInputError, IcectlError, NotFoundError, StorageError, UsageError
 from icectl.storage import local_path
 
 Params = Sequence[Any]
@@ -269,8 +269,9 @@ class PostgresDatabase:
         try:
             import psycopg  # lazy: only PostgreSQL catalogs need it, and it costs ~50 ms to import
         except ImportError:
-            raise StorageError(f"catalog {self.where} is on PostgreSQL and the psycopg driver is not installed",
-                               hint="pip install 'icectl[postgres]'") from None
+            # Exit 2 as for Glue without boto3: the installation cannot do what was asked.
+            raise UsageError(f"catalog {self.where} is on PostgreSQL and the psycopg driver is not installed",
+                             hint="pip install 'icectl[postgres]'") from None
         kwargs: dict[str, Any] = {"host": self.host, "port": self.port, "dbname": self.dbname,
                                   "connect_timeout": CONNECT_TIMEOUT_S, **self.options}
         kwargs["options"] = f"{SERVER_OPTIONS} {kwargs.get('options', '')}".strip()  # the uri's settings win

@@ -14,7 +14,15 @@ from support.postgres import PASSWORD, USER, PgServer
 
 from icectl.catalog.sql import SqlCatalog
 from icectl.config import load_config, parse_config
-from icectl.errors import CorruptInputError, ExitCode, IcectlError, NotFoundError, RefusedError, StorageError
+from icectl.errors import (
+    CorruptInputError,
+    ExitCode,
+    IcectlError,
+    NotFoundError,
+    RefusedError,
+    StorageError,
+    UsageError,
+)
 from icectl.storage import FileIO
 from icectl.table import load_table
 from icectl.table.commit import commit, create_table
@@ -200,9 +208,9 @@ def test_missing_driver_is_one_line(tmp_path: Path, pg_database: str,
                                     monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "psycopg", None)  # import psycopg now raises ImportError
     catalog = SqlCatalog("c", pg_database, str(tmp_path / "wh"), FileIO())
-    with pytest.raises(StorageError) as info:
+    with pytest.raises(UsageError) as info:
         catalog.list_namespaces()
-    assert "pip install 'icectl[postgres]'" in _one_line(info.value)
+    assert "pip install 'icectl[postgres]'" in _one_line(info.value) and info.value.exit_code == ExitCode.USAGE
 
 
 def test_catalog_names_share_a_database_and_current_schema(tmp_path: Path, pg_server: PgServer,
