@@ -139,9 +139,6 @@ class RestCatalog:
     def table_operations(self, namespace: tuple[str, ...], table: str) -> RestOperations:
         return RestOperations(self, tuple(namespace), table, self.io)
 
-    def load_metadata_location(self, namespace: tuple[str, ...], table: str) -> str:
-        return self.table_operations(namespace, table).refresh().location
-
 
 def table_file_io(base: FileIO, location: str | None, load: Mapping[str, Any]) -> FileIO:
     """The FileIO for one table: ``base`` with the load response's storage config over it.
@@ -150,12 +147,11 @@ def table_file_io(base: FileIO, location: str | None, load: Mapping[str, Any]) -
     longest prefix wins, as in Java's ``S3FileIO``); ``config`` applies to the whole table.
     """
     props: dict[str, Any] = dict(load.get("config") or {})
-    best = ""
-    for cred in load.get("storage-credentials") or ():
-        prefix = str(cred.get("prefix") or "")
-        if location and file_key(location).startswith(file_key(prefix)) and len(prefix) >= len(best):
-            best = prefix
-            props.update(cred.get("config") or {})
+    # Only the one best entry applies: merging several could pair one entry's key with another's token.
+    covering = [c for c in load.get("storage-credentials") or ()
+                if location and file_key(location).startswith(file_key(str(c.get("prefix") or "")))]
+    if covering:
+        props.update(max(covering, key=lambda c: len(str(c.get("prefix") or ""))).get("config") or {})
     settings = base.s3.with_properties(props)
     return base if settings == base.s3 else FileIO(s3=settings)
 

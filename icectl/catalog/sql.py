@@ -52,10 +52,10 @@ class SqlCatalog:
         self.db = open_database(self.uri, self.properties)
 
     @classmethod
-    def from_config(cls, cc: CatalogConfig, io: FileIO, source: str | None = None) -> SqlCatalog:
+    def from_config(cls, cc: CatalogConfig, io: FileIO) -> SqlCatalog:
         """From ``[catalog.NAME]``: ``uri`` (SQLite file or PostgreSQL URL), ``warehouse``, and the
         JDBC-style ``jdbc.user`` / ``jdbc.password`` when the URL carries no credentials."""
-        source = source or cc.source
+        source = cc.source
         if not cc.uri or not cc.warehouse:
             raise CorruptInputError(f"sql catalog '{cc.name}' needs uri and warehouse", path=source)
         props = {str(k): str(v) for k, v in cc.properties.items()}

@@ -254,12 +254,13 @@ def test_storage_credentials_by_longest_prefix(stub: tuple[Stub, str]) -> None:
     assert load is not None
     body = {**load[1], "config": {"s3.endpoint": "http://127.0.0.1:1", "s3.path-style-access": "true"},
             "storage-credentials": [
-                {"prefix": "s3://b/", "config": {"s3.access-key-id": "wide", "s3.secret-access-key": "w"}},
+                {"prefix": "s3://b/", "config": {"s3.access-key-id": "wide", "s3.secret-access-key": "w",
+                                                 "s3.session-token": "wide-token"}},
                 {"prefix": "s3://b/db/t", "config": {"s3.access-key-id": "table", "s3.secret-access-key": "t"}},
                 {"prefix": "s3://other/", "config": {"s3.access-key-id": "other", "s3.secret-access-key": "o"}}]}
     state.routes[("GET", TABLE_PATH)] = lambda: (200, body)
     ops, _ = loaded(open_stub(uri))
     s3 = ops.io.s3
-    assert (s3.access_key_id, s3.secret_access_key, s3.endpoint, s3.path_style) == \
-        ("table", "t", "http://127.0.0.1:1", True)
+    assert (s3.access_key_id, s3.secret_access_key, s3.session_token, s3.endpoint, s3.path_style) == \
+        ("table", "t", None, "http://127.0.0.1:1", True)  # the wide entry's token is not paired with it
     assert s3.fsspec_options()["config_kwargs"]["s3"] == {"addressing_style": "path"}

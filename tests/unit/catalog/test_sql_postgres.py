@@ -200,7 +200,7 @@ def test_from_config_jdbc_properties_and_bad_uris(tmp_path: Path, pg_server: PgS
         bad = parse_config({"catalog": {"pg": {"type": "sql", "uri": uri, "warehouse": str(tmp_path)}}},
                            source="/etc/icectl.toml")
         with pytest.raises(CorruptInputError) as info:
-            SqlCatalog.from_config(bad.catalog("pg"), FileIO(), "/etc/icectl.toml")
+            SqlCatalog.from_config(bad.catalog("pg"), FileIO())
         assert info.value.exit_code == ExitCode.CORRUPT and "/etc/icectl.toml" in info.value.one_line()
 
 
