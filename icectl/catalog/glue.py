@@ -117,7 +117,7 @@ class GlueCatalog:
                     "glue", endpoint_url=self.endpoint,
                     # standard retries (3 attempts unless AWS_MAX_ATTEMPTS or the profile says otherwise)
                     config=BotoConfig(connect_timeout=5, read_timeout=30, retries={"mode": "standard"}))
-            except BotoCoreError as e:  # an unknown profile, a bad endpoint URL
+            except (BotoCoreError, ValueError) as e:  # an unknown profile; a bad endpoint URL (ValueError)
                 raise CorruptInputError(f"cannot set up Glue catalog '{self.name}': {e}", path=self.source,
                                         hint="check region, endpoint and profile in the config") from e
         return self._client

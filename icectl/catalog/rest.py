@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlparse
 
 from icectl.catalog.operations import (
     CatalogTable,
@@ -62,6 +63,20 @@ class RestCatalog:
         where = f"[catalog.{cc.name}]" + (f" of {cc.source}" if cc.source else "")
         if not cc.uri:
             raise CorruptInputError(f"REST catalog '{cc.name}' has no uri", hint=f"set uri in {where}")
+        try:
+            parsed = urlparse(str(cc.uri))
+            valid = parsed.scheme in ("http", "https") and bool(parsed.hostname)
+        except ValueError:  # e.g. an unclosed IPv6 bracket
+            valid = False
+        if not valid:
+            raise CorruptInputError(f"uri of REST catalog '{cc.name}' is not an http(s) URL: {cc.uri}",
+                                    hint=f"fix {where}")
+        try:
+            if float(cc.properties.get("timeout") or 1) <= 0:
+                raise ValueError
+        except (TypeError, ValueError):
+            raise CorruptInputError(f"timeout of REST catalog '{cc.name}' is not a number of seconds: "
+                                    f"{cc.properties.get('timeout')!r}", hint=f"fix {where}") from None
         props: dict[str, Any] = {k: v for k, v in cc.properties.items() if v is not None}
         if cc.warehouse:
             props["warehouse"] = cc.warehouse
