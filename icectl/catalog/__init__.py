@@ -130,11 +130,6 @@ def find_in_catalog(catalog: Catalog, namespace: tuple[str, ...], table: str) ->
     return FoundTable(where, ops.io, catalog, current)
 
 
-def resolve(address: str, config: Config, io: FileIO) -> TableAddress:
-    """Turn any accepted address into the table's current metadata location."""
-    return find_table(address, config, io).address
-
-
 def resolve_path(address: str, config: Config, io: FileIO) -> TableAddress | None:
     """The table a path address names, or None when the address is ``[catalog.]namespace.table``."""
     address = address.strip()

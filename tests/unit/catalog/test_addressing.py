@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from icectl.catalog import resolve
+from icectl.catalog import find_table
 from icectl.catalog.hadoop import current_version
 from icectl.cli.app import app
 from icectl.config import load_config, parse_config
@@ -75,7 +75,7 @@ def test_metastore_style_names(spark_tables: Any, tmp_path: Path) -> None:
     src = Path(current_version(FileIO(), str(spark_tables["v1_unpart"].location))[1])
     shutil.copy(src, d / "metadata" / "00003-6b1c7a5e-0f7e-4a8e-9a55-0f3f0d9c1a11.metadata.json")
     shutil.copy(src, d / "metadata" / "00010-1c2d3e4f-0f7e-4a8e-9a55-0f3f0d9c1a11.metadata.json")
-    where = resolve(str(d), load_config(), FileIO())
+    where = find_table(str(d), load_config(), FileIO()).address
     assert where.metadata_location.endswith("00010-1c2d3e4f-0f7e-4a8e-9a55-0f3f0d9c1a11.metadata.json")
 
 
@@ -118,7 +118,7 @@ def test_list_the_default_warehouse(spark_tables: Any, tmp_path: Path) -> None:
 
 def test_bad_addresses_and_config(tmp_path: Path) -> None:
     with pytest.raises(UsageError):
-        resolve("justonename", load_config(), FileIO())
+        find_table("justonename", load_config(), FileIO())
     with pytest.raises(NotFoundError):
         parse_config({}).catalog("nope")
     with pytest.raises(CorruptInputError):
