@@ -21,7 +21,7 @@ from typing import Any
 
 from icectl.catalog.operations import MetastoreOperations
 from icectl.config import CatalogConfig
-from icectl.errors import CorruptInputError, NotFoundError, RefusedError, StorageError, UsageError
+from icectl.errors import CorruptInputError, IcectlError, NotFoundError, RefusedError, StorageError, UsageError
 from icectl.spec.metadata import TableMetadata
 from icectl.spec.schema import DecimalType, FixedType, IcebergType, ListType, MapType, NestedField, StructType
 from icectl.storage import FileIO
@@ -391,8 +391,14 @@ class GlueOperations(MetastoreOperations):
                               TableInput=table_input(self.name, metadata, parameters))
         except ClientError as e:
             if _error_code(e) == "AlreadyExistsException":
-                # A CreateTable boto3 retried after its first attempt landed also ends here:
-                # MetastoreOperations.create then finds the table pointing at our file.
+                if self._points_at_quietly(location):
+                    return  # boto3 retried our CreateTable after its first attempt had landed
                 raise RefusedError(f"table {self.identifier} already exists in Glue catalog "
                                    f"'{self.catalog.name}'", hint="choose another name") from e
             raise self.catalog.not_found(e, self.database) from e
+
+    def _points_at_quietly(self, location: str) -> bool:
+        try:
+            return self._points_at(location)
+        except IcectlError:
+            return False  # a non-Iceberg table of that name, or unreadable: the name is taken

@@ -271,20 +271,6 @@ class MetastoreOperations(LocalCommits, CatalogTable):
         self.io.write(location, encode_metadata(metadata, metadata_codec(metadata.properties)))
         try:
             self.insert_pointer(location, metadata)
-        except IcectlError as e:
-            # As for a swap: an INSERT whose answer was lost may have landed, and then the new table
-            # points at this file. Delete it only when the catalog surely does not.
-            try:
-                registered = self.current_pointer() == location
-            except NotFoundError:
-                registered = False
-            except IcectlError:
-                raise CommitStateUnknownError(f"creating {self.identifier} may or may not have happened: "
-                                              f"{e.message}", location=location) from e
-            if registered:
-                return location, metadata
-            quiet_delete(self.io, location)
-            raise
         except BaseException:
             quiet_delete(self.io, location)
             raise

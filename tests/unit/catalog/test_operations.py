@@ -21,12 +21,11 @@ from icectl.catalog import hadoop
 from icectl.catalog.hadoop import VERSION_HINT, FileSystemOperations
 from icectl.catalog.operations import (
     CommitFailedError,
-    CommitStateUnknownError,
     metadata_codec,
     metastore_version,
 )
 from icectl.catalog.sql import SqlCatalog, SqlOperations
-from icectl.errors import CommitConflictError, CorruptInputError, ExitCode, RefusedError, StorageError
+from icectl.errors import CommitConflictError, CorruptInputError, ExitCode, RefusedError
 from icectl.spec.metadata import parse_table_metadata
 from icectl.spec.updates import TableChange, set_properties
 from icectl.storage import FileIO
@@ -243,44 +242,3 @@ def test_sql_commits_name_files_like_java_and_swap_only_from_the_base(tmp_path: 
         ops.commit(base, set_properties(base.metadata, {"b": "2"}))
     assert set(os.listdir(tmp_path / "wh" / "db" / "t" / "metadata")) == files
     assert ops.refresh().location == first
-
-
-def _metadata_files(root: Path) -> set[str]:
-    return {p.name for p in root.rglob("*.metadata.json")}
-
-
-def test_a_create_whose_answer_was_lost_keeps_its_file_when_the_catalog_points_at_it(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The INSERT landed but its answer did not: the new table points at our file, which must stay."""
-    catalog = SqlCatalog("c", str(tmp_path / "cat.db"), str(tmp_path / "wh"), FileIO())
-    real = SqlCatalog.create_table_entry
-
-    def landed_then_lost(self: SqlCatalog, namespace: tuple[str, ...], table: str, location: str) -> None:
-        real(self, namespace, table, location)
-        raise StorageError("connection reset while reading the answer")
-
-    monkeypatch.setattr(SqlCatalog, "create_table_entry", landed_then_lost)
-    location, _ = SqlOperations(catalog, ("db",), "t", FileIO()).create(new_md(tmp_path / "wh" / "db" / "t"))
-    monkeypatch.undo()
-    assert SqlOperations(catalog, ("db",), "t", FileIO()).refresh().location == location
-    assert os.path.exists(location)
-
-
-def test_a_create_that_failed_removes_its_file_and_an_unclear_one_keeps_it(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    catalog = SqlCatalog("c", str(tmp_path / "cat.db"), str(tmp_path / "wh"), FileIO())
-    catalog.ensure_tables()
-    ops = SqlOperations(catalog, ("db",), "t", FileIO())
-
-    def refused(*_: Any) -> None:
-        raise StorageError("disk full")
-
-    monkeypatch.setattr(SqlCatalog, "create_table_entry", refused)
-    with pytest.raises(StorageError, match="disk full"):
-        ops.create(new_md(tmp_path / "wh" / "db" / "t"))
-    assert _metadata_files(tmp_path / "wh") == set()  # surely not registered: our file is gone
-    # The catalog cannot be read back either: the outcome is unknown, the file stays (exit 5).
-    monkeypatch.setattr(SqlCatalog, "load_metadata_location", refused)
-    with pytest.raises(CommitStateUnknownError) as e:
-        ops.create(new_md(tmp_path / "wh" / "db" / "t"))
-    assert e.value.exit_code == ExitCode.CONFLICT and len(_metadata_files(tmp_path / "wh")) == 1
