@@ -14,7 +14,12 @@ from icectl.cli import (
     inspect_cmd,
     maintenance_cmd,
     namespace_cmd,
+    orphan_cmd,
+    properties_cmd,
+    refs_cmd,
     remove_files_cmd,
+    snapshot_cmd,
+    table_cmd,
     upgrade_cmd,
     validate_cmd,
     write_cmd,
@@ -64,6 +69,11 @@ maintenance_cmd.register(app)
 upgrade_cmd.register(app)
 remove_files_cmd.register(app)
 validate_cmd.register(app)
+snapshot_cmd.register(app)
+refs_cmd.register(app)
+properties_cmd.register(app)
+orphan_cmd.register(app)
+table_cmd.register(app)
 
 
 def main() -> None:

@@ -12,12 +12,11 @@ and remove-schemas, in the order Java's ``RemoveSnapshots.internalApply`` builds
 
 from __future__ import annotations
 
-import datetime
-import re
 from dataclasses import dataclass
 from typing import Any
 
 from icectl.errors import NotFoundError, RefusedError, UsageError
+from icectl.spec.durations import parse_point_in_time_ms
 from icectl.spec.metadata import TableMetadata
 from icectl.spec.properties import GC_ENABLED, MAX_REF_AGE_MS, MAX_SNAPSHOT_AGE_MS, MIN_SNAPSHOTS_TO_KEEP
 from icectl.spec.requirements import AssertCurrentSchemaId, AssertDefaultSpecId, AssertRefSnapshotId, TableRequirement
@@ -38,21 +37,7 @@ from icectl.table.scan import manifests_of
 def parse_older_than(text: str, now_ms: int) -> int:
     """A cutoff: a duration back from now (``7d``, ``12h``, ``30m``, ``90s``, ``2w``), an ISO
     timestamp (UTC when no zone is given) or epoch milliseconds."""
-    t = text.strip()
-    m = re.fullmatch(r"(\d+(?:\.\d+)?)\s*(ms|s|m|h|d|w)", t)
-    if m:
-        unit = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000, "w": 604_800_000}[m.group(2)]
-        return now_ms - int(float(m.group(1)) * unit)
-    if re.fullmatch(r"\d{11,}", t):
-        return int(t)
-    try:
-        dt = datetime.datetime.fromisoformat(t.replace("Z", "+00:00"))
-    except ValueError:
-        raise UsageError(f"--older-than {text!r} is neither a duration (7d, 12h, 30m) nor a timestamp "
-                         "(2024-05-01T00:00:00Z) nor epoch milliseconds") from None
-    if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=datetime.timezone.utc)
-    return int(dt.timestamp() * 1000)
+    return parse_point_in_time_ms(text, now_ms, "--older-than")
 
 
 @dataclass(frozen=True)

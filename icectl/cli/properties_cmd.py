@@ -1,0 +1,9 @@
+"""Commands: properties (list, set, unset)."""
+
+from __future__ import annotations
+
+import typer
+
+
+def register(app: typer.Typer) -> None:
+    """Add the commands to ``app``."""
