@@ -210,7 +210,8 @@ def commit(table: Table, build: Callable[[TableMetadata], TableChange], *,
                 raise CommitConflictError(
                     f"commit to table {table.identifier} failed: another writer committed first on each of "
                     f"{attempt} attempts ({e.message})", path=e.path,
-                    hint="run it again; if this keeps happening raise commit.retry.num-retries") from e
+                    hint="run it again; if this keeps happening, allow more retries: icectl properties set "
+                         f"{table.identifier} commit.retry.num-retries=10") from e
             sleep(policy.delay_ms(attempt) / 1000)
             current = ops.refresh()
             _check_same_table(table, same_table, current.metadata)
