@@ -46,8 +46,8 @@ class RegisterResult(CommandResult):
     format_version: int
     table_uuid: str | None
     current_snapshot_id: int | None
-    total_records: int | None  # the current snapshot's summary (None for an empty table)
-    total_data_files: int | None
+    total_records_count: int | None  # the current snapshot's summary (None for an empty table); Spark's names
+    total_data_files_count: int | None
     would_write: list[str] | Unset = UNSET  # dry run
     metadata_location: str | Unset = UNSET  # registered: what the catalog points at now
 

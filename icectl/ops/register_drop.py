@@ -114,8 +114,8 @@ def register_table(catalog: Catalog, identifier: str | Sequence[str], metadata_f
     summary = snap.summary if snap is not None else {}
     res = RegisterResult(table=full, dry_run=dry_run, metadata_file=location, format_version=md.format_version,
                          table_uuid=md.table_uuid, current_snapshot_id=snap.snapshot_id if snap else None,
-                         total_records=_int(summary.get("total-records")),
-                         total_data_files=_int(summary.get("total-data-files")))
+                         total_records_count=_int(summary.get("total-records")),
+                         total_data_files_count=_int(summary.get("total-data-files")))
     if dry_run:
         if isinstance(ops, FileSystemOperations):
             res.would_write = [f"{join(ops.metadata_dir, 'v1.metadata.json')} (a copy of {location}) and "

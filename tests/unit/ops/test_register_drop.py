@@ -180,7 +180,7 @@ def test_register_copies_into_a_warehouse_and_refuses_taken_names_and_damage(wh:
     assert code == 0, err
     res = json.loads(out)
     assert res["metadata_location"] == str(wh / "db" / "copy" / "metadata" / "v1.metadata.json")
-    assert res["total_records"] == 6 and res["total_data_files"] == 2
+    assert res["total_records_count"] == 6 and res["total_data_files_count"] == 2
     copy = load_table(str(wh / "db" / "copy"))
     assert copy.metadata.current_snapshot_id == src.metadata.current_snapshot_id
     assert copy.metadata.location == src.metadata.location  # as Java: the location is kept
