@@ -33,7 +33,7 @@ from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 from icectl.catalog import Catalog, is_metadata_file
-from icectl.catalog.hadoop import FileSystemOperations, check_table_dir_name
+from icectl.catalog.hadoop import FileSystemOperations, check_table_dir_name, version_of
 from icectl.catalog.operations import CommitFailedError, Current, TableOperations
 from icectl.catalog.rest import MAX_REST_FORMAT_VERSION, RestOperations
 from icectl.catalog.sql import SqlOperations
@@ -223,8 +223,32 @@ def plan_purge(table: Table, current: Current, io: FileIO) -> _Plan:
             plan.metadata.setdefault(file_identity(hint), hint)
     for key in [k for k in plan.content.files if k in plan.metadata]:
         plan.metadata.pop(key)  # a file named twice (a manifest list in the log?) counts once
+    _refuse_newer_metadata(table, current, plan, io)
     plan.fence(table_fence(table, md))
     return plan
+
+
+def _refuse_newer_metadata(table: Table, current: Current, plan: _Plan, io: FileIO) -> None:
+    """Refuse when the table's metadata folder holds a version newer than the one being dropped that
+    the drop does not know: another catalog entry or a file-system table at the same location
+    committed after it (a table registered twice), and its files would go with this purge."""
+    mine = version_of(current.location)
+    if mine is None or not current.metadata.location:
+        return
+    folder = join(current.metadata.location, "metadata")
+    try:
+        names = io.list_names(folder)
+    except IcectlError:
+        return  # no folder to look at: nothing newer there
+    for name in sorted(names):
+        theirs = version_of(name) if is_metadata_file(name) else None
+        path = join(folder, name)
+        if theirs is not None and theirs > mine and file_identity(path) not in plan.metadata:
+            raise RefusedError(
+                f"cannot purge {table.identifier}: {path} is a newer metadata version than the one being "
+                f"dropped ({current.location}); another catalog entry or a file-system table at "
+                f"{current.metadata.location} uses these files; nothing was dropped",
+                path=path, hint="drop without --purge, or purge the table that owns the newer version")
 
 
 def drop_table(table: Table, *, purge: bool = False, dry_run: bool = False,

@@ -21,6 +21,7 @@ from icectl.table import load_table
 from icectl.table.commit import operations_for
 from unit.ops.test_expire import Tbl, run
 from unit.ops.test_expire import wh as wh
+from unit.ops.test_expire_v4 import puffin_history as puffin_history
 
 
 def _listing(root: Path) -> dict[str, tuple[int, int]]:
@@ -217,3 +218,19 @@ def test_metadata_files_follow_older_logs(wh: Path) -> None:
     short = type(ops_current)(ops_current.location, md.replace(metadata_log=md.metadata_log[-1:]),
                               ops_current.version)
     assert sorted(rd.metadata_files(short, table.io)) == on_disk
+
+
+def test_purge_of_a_v4_table_reaches_roots_leaves_and_manifest_dv_puffins(puffin_history: dict[str, Any]) -> None:
+    h = puffin_history
+    d: Path = h["d"]
+    every = {os.path.normpath(os.path.join(r, n)) for r, _ds, ns in os.walk(d) for n in ns}
+    plan = rd.drop_table(load_table(str(d)), purge=True, dry_run=True)
+    assert isinstance(plan.would_delete, dict)
+    planned = {os.path.normpath(p) for paths in plan.would_delete.values() for p in paths}
+    assert h["puffin"] in set(plan.would_delete["manifest_files"])
+    assert set(h["roots"].values()) | set(h["lists"]) <= set(plan.would_delete["manifest_lists"])
+    assert h["leaves"] <= set(plan.would_delete["manifest_files"])
+    assert {*h["a"], h["b0"]} <= set(plan.would_delete["data_files"])
+    assert planned == every  # the history reaches every file in the folder: nothing is left out
+    res = rd.drop_table(load_table(str(d)), purge=True)
+    assert res.dropped is True and not res.failures and not d.exists()
