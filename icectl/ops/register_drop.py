@@ -34,7 +34,13 @@ from concurrent.futures import ThreadPoolExecutor
 
 from icectl.catalog import Catalog, is_metadata_file
 from icectl.catalog.hadoop import FileSystemOperations, check_table_dir_name, version_of
-from icectl.catalog.operations import CommitFailedError, Current, TableOperations
+from icectl.catalog.operations import (
+    CommitFailedError,
+    Current,
+    TableOperations,
+    metadata_codec,
+    metadata_extension,
+)
 from icectl.catalog.rest import MAX_REST_FORMAT_VERSION, RestOperations
 from icectl.catalog.sql import SqlOperations
 from icectl.errors import CorruptInputError, ExitCode, IcectlError, NotFoundError, RefusedError, UsageError
@@ -118,8 +124,8 @@ def register_table(catalog: Catalog, identifier: str | Sequence[str], metadata_f
                          total_data_files_count=_int(summary.get("total-data-files")))
     if dry_run:
         if isinstance(ops, FileSystemOperations):
-            res.would_write = [f"{join(ops.metadata_dir, 'v1.metadata.json')} (a copy of {location}) and "
-                               "its version-hint.text"]
+            v1 = f"v1{metadata_extension(metadata_codec(md.properties))}"
+            res.would_write = [f"{join(ops.metadata_dir, v1)} (a copy of {location}) and its version-hint.text"]
         else:
             res.would_write = [f"a catalog entry {full} pointing at {location}"]
         res.title = f"Would register {full} at {location}"
@@ -295,7 +301,7 @@ def _drop(table: Table, *, purge: bool, dry_run: bool, workers: int) -> DropResu
         if plan is None:
             res.title = f"Dropped {table.identifier} (its files are kept)"
             return res
-        return _purge(res, table, plan, entry, io, workers)
+        return _purge(res, table.identifier, plan, entry, io, workers)
     raise AssertionError("unreachable")
 
 
@@ -314,7 +320,7 @@ def _dry_run(res: DropResult, table: Table, ops: TableOperations, current: Curre
     return res
 
 
-def _purge(res: DropResult, table: Table, plan: _Plan, entry: list[str], io: FileIO, workers: int) -> DropResult:
+def _purge(res: DropResult, identifier: str, plan: _Plan, entry: list[str], io: FileIO, workers: int) -> DropResult:
     """After the entry is gone: delete the planned files, then the folders they leave empty."""
     done = {file_identity(p) for p in entry}
     for key in done:
@@ -328,7 +334,7 @@ def _purge(res: DropResult, table: Table, plan: _Plan, entry: list[str], io: Fil
     res.failures = outcome.failures + meta_failures
     res.kept_external_files = sorted(plan.kept.values())
     res.removed_directories = _remove_empty_folders([*plan.content.files, *plan.metadata, *done], plan.home)
-    res.title = f"Dropped {table.identifier} and deleted {sum(res.deleted.values())} files" + _kept_note(plan)
+    res.title = f"Dropped {identifier} and deleted {sum(res.deleted.values())} files" + _kept_note(plan)
     res.exit_code = ExitCode.STORAGE if res.failures else ExitCode.OK
     return res
 
