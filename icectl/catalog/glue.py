@@ -397,6 +397,23 @@ class GlueOperations(MetastoreOperations):
                                    f"'{self.catalog.name}'", hint="choose another name") from e
             raise self.catalog.not_found(e, self.database) from e
 
+    def delete_pointer(self, expected_location: str) -> bool:
+        """GlueCatalog.dropTable's DeleteTable, after checking the pointer still names ``expected``
+        (Glue's DeleteTable takes no version condition: a commit landing between the two calls is
+        Java's race too; the purge then misses that commit's new files, it never deletes more)."""
+        from botocore.exceptions import ClientError
+
+        if (self._get().get("Parameters") or {}).get(METADATA_LOCATION) != expected_location:
+            return False
+        try:
+            self.catalog.call("delete_table", DatabaseName=self.database, Name=self.name)
+        except ClientError as e:
+            if _error_code(e) == "EntityNotFoundException":
+                raise NotFoundError(f"table {self.identifier} was dropped from Glue catalog "
+                                    f"'{self.catalog.name}' by another client meanwhile") from e
+            raise
+        return True
+
     def _points_at_quietly(self, location: str) -> bool:
         try:
             return self._points_at(location)

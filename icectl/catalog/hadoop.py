@@ -215,6 +215,48 @@ class FileSystemOperations(LocalCommits):
         self._write_version_hint(1)
         return final, metadata
 
+    def register(self, metadata_location: str, metadata: TableMetadata) -> tuple[str, TableMetadata]:
+        """HadoopTableOperations.commit(null, metadata): the registered metadata becomes this
+        directory's ``v1.metadata.json`` (a copy, written as every version is; the given file is left
+        as it is). Its location stays what it says, as in Java, even when that is another folder."""
+        return self.create(metadata)
+
+    def drop(self, base: Current) -> list[str]:
+        """Remove the table's catalog entry, which for a file-system table is its version files and
+        hint: the hint first (readers then list), then every ``v<N>.metadata.json`` up to ``base``'s
+        version, oldest first, so until the last one goes a reader sees ``base`` or nothing.
+
+        Refused (CommitFailedError) when the current version is no longer ``base``'s, before anything
+        goes, and when a newer version appeared meanwhile (that writer's version is left in place).
+        Returns the deleted paths."""
+        self.io.invalidate(self.metadata_dir)
+        try:
+            version, location = current_version(self.io, self.table_dir)
+        except NotFoundError:
+            raise NotFoundError(f"table {self.identifier} was dropped by another process meanwhile "
+                                f"(no version file left in {self.metadata_dir})", path=self.table_dir) from None
+        if version != base.version or basename(location) != basename(base.location):
+            raise CommitFailedError(f"table {self.identifier} is at version {version} now, not {base.version}: "
+                                    "another writer committed first; nothing was dropped", path=location)
+        names = self.io.list_names(self.metadata_dir)
+        versions = sorted((version_of(n) or 0, n) for n in names if is_version_file(n))
+        doomed = [join(self.metadata_dir, n) for v, n in versions if v <= base.version]
+        deleted: list[str] = []
+        hint = join(self.metadata_dir, VERSION_HINT)
+        for path in (hint, *doomed):
+            sidecar = checksum_sidecar(path)
+            if self.io.delete(path):
+                deleted.append(path)
+            if sidecar is not None:
+                quiet_delete(self.io, sidecar)
+        self.io.invalidate(self.metadata_dir)
+        newer = [n for n in self.io.list_names(self.metadata_dir) if is_version_file(n)]
+        if newer:
+            raise CommitFailedError(f"another writer committed {', '.join(sorted(newer))} to {self.identifier} "
+                                    "while it was being dropped: that version is left, no other file was "
+                                    "deleted", path=self.metadata_dir)
+        return deleted
+
     def _exists(self) -> bool:
         try:
             current_version(self.io, self.table_dir)

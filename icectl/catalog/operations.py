@@ -94,6 +94,20 @@ class TableOperations(Protocol):
         """Create the table with ``metadata`` as its first version (RefusedError when it exists)."""
         ...
 
+    def register(self, metadata_location: str, metadata: TableMetadata) -> tuple[str, TableMetadata]:
+        """Make the table ``metadata`` (read from ``metadata_location``) current under this name: Java's
+        ``registerTable`` = ``ops.commit(null, metadata)``. A pointer catalog points at the given file
+        (no copy); a file-system table gets it as ``v1.metadata.json``; a REST server is asked to.
+        RefusedError when the name is taken. Returns where the catalog now points."""
+        ...
+
+    def drop(self, base: Current) -> list[str]:
+        """Remove the table from its catalog, only while it is still at ``base`` (CommitFailedError
+        when another writer moved it; NotFoundError when it is gone already). The files stay,
+        except a file-system table's version files and hint, which are its catalog entry: their
+        paths are returned (empty for every other catalog)."""
+        ...
+
 
 def now_ms() -> int:
     return time.time_ns() // 1_000_000
@@ -213,6 +227,26 @@ class MetastoreOperations(LocalCommits, CatalogTable):
     def insert_pointer(self, location: str, metadata: TableMetadata) -> None:
         """Register a new table pointing at ``location``; RefusedError when the name is taken."""
         raise NotImplementedError
+
+    def delete_pointer(self, expected_location: str) -> bool:
+        """Remove the table's entry only if it still points at ``expected_location``.
+
+        False: it points elsewhere now (another writer committed). NotFoundError when there is no
+        such table."""
+        raise NotImplementedError
+
+    def register(self, metadata_location: str, metadata: TableMetadata) -> tuple[str, TableMetadata]:
+        # BaseMetastoreTableOperations.commit(null, metadata) of a registered table: the pointer names
+        # the given file itself, nothing is copied (Java's writeNewMetadataIfRequired skips a
+        # metadata that has a file location already).
+        self.insert_pointer(metadata_location, metadata)
+        return metadata_location, metadata
+
+    def drop(self, base: Current) -> list[str]:
+        if not self.delete_pointer(base.location):
+            raise CommitFailedError(f"table {self.identifier} no longer points at {base.location}: another "
+                                    "writer committed first; nothing was dropped", path=self.pointer_store)
+        return []
 
     def refresh(self) -> Current:
         for attempt in range(REFRESH_ATTEMPTS):

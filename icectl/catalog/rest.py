@@ -304,3 +304,44 @@ class RestOperations(CatalogTable):
         self.io = table_file_io(self.catalog.io, md.location, answer)
         return location, md
 
+    def register(self, metadata_location: str, metadata: TableMetadata) -> tuple[str, TableMetadata]:
+        """RESTSessionCatalog.registerTable: ``POST {prefix}/namespaces/{ns}/register`` with the name
+        and the metadata location; the server points the table at that file."""
+        self._refuse_unsupported(None, None, metadata)
+        try:  # as create: a server answering an existing name with that table must not fool us
+            self.refresh()
+        except NotFoundError:
+            pass
+        else:
+            raise self._exists()
+        try:
+            answer = self.catalog.client.send(
+                "POST", self.catalog.namespace_url(self.namespace, "register"),
+                json={"name": self.name, "metadata-location": metadata_location},
+                headers={"X-Iceberg-Access-Delegation": "vended-credentials"})
+        except NotFoundError as e:
+            raise NotFoundError(f"namespace {'.'.join(self.namespace)} not found in REST catalog "
+                                f"{self.catalog.name}: {e.message}") from e
+        except ResponseError as e:
+            if e.status == 409:
+                raise self._exists() from e
+            raise RefusedError(f"REST catalog {self.catalog.name} rejected registering {self.identifier} "
+                               f"(nothing was registered): {e.detail}") from e
+        location, md, answer = self._result(answer, "register")
+        if metadata.table_uuid and md.table_uuid != metadata.table_uuid:  # another client's table answered for the name
+            raise self._exists()
+        self.io = table_file_io(self.catalog.io, md.location, answer)
+        return location, md
+
+    def drop(self, base: Current) -> list[str]:
+        """``DELETE .../tables/{t}`` without ``purgeRequested``, as Spark's purgeTable drops before it
+        deletes the files itself. The REST protocol has no condition on the current metadata."""
+        try:
+            self.catalog.client.send("DELETE", self.url)
+        except NotFoundError as e:
+            raise NotFoundError(f"table {self.identifier} was dropped from REST catalog {self.catalog.name} "
+                                "by another client meanwhile") from e
+        except ResponseError as e:
+            raise RefusedError(f"REST catalog {self.catalog.name} rejected dropping {self.identifier} "
+                               f"(nothing was dropped): {e.detail}") from e
+        return []

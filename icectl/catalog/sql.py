@@ -173,6 +173,24 @@ class SqlCatalog:
             sql += self._tables_only(c)
             return c.execute(sql, (new, expected, self.name, ".".join(namespace), table, expected)) == 1
 
+    def delete_table_entry(self, namespace: tuple[str, ...], table: str, expected: str) -> bool:
+        """JdbcUtil's DROP_TABLE_SQL, conditioned on the pointer: remove the row only while it names
+        ``expected`` (one atomic DELETE). False when it names another file now; NotFoundError when
+        there is no such table (of type TABLE: a view of that name is never dropped)."""
+        sql = ("DELETE FROM iceberg_tables WHERE catalog_name = ? AND table_namespace = ? AND table_name = ? "
+               "AND metadata_location = ?")
+        self.require_db()
+        with self.db.connect() as c:
+            try:
+                sql += self._tables_only(c)
+                deleted = c.execute(sql, (self.name, ".".join(namespace), table, expected))
+            except NoCatalogTables:
+                deleted = 0
+        if deleted:
+            return True
+        self.load_metadata_location(namespace, table)  # NotFoundError when it is gone
+        return False
+
     def namespace_exists(self, namespace: tuple[str, ...]) -> bool:
         """As JdbcUtil.namespaceExists: the namespace or a child of it holds a table or properties."""
         name = ".".join(namespace)
@@ -238,3 +256,6 @@ class SqlOperations(MetastoreOperations):
 
     def insert_pointer(self, location: str, metadata: TableMetadata) -> None:
         self.catalog.create_table_entry(self.namespace, self.name, location)
+
+    def delete_pointer(self, expected_location: str) -> bool:
+        return self.catalog.delete_table_entry(self.namespace, self.name, expected_location)

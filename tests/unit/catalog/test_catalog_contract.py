@@ -4,7 +4,7 @@ Each catalog kind is a fixture that returns a config (the ``[catalog.c]`` table 
 fresh, empty place in it: a warehouse directory, a SQLite file, and the real servers of
 tests/support (PostgreSQL, SeaweedFS's REST catalog, moto's Glue), which skip with the reason when
 their server cannot run here. The same steps then run on each: namespaces, create, load, a commit,
-a lost race and its retry, a missing table, a name already taken.
+a lost race and its retry, a missing table, a name already taken; register and drop (--purge).
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from icectl.catalog.operations import CommitFailedError, LocalCommits
 from icectl.config import Config, parse_config
 from icectl.errors import ExitCode, NotFoundError, RefusedError
 from icectl.ops.create.metadata import new_table_metadata
+from icectl.ops.register_drop import drop_table, register_table
 from icectl.spec.metadata import TableMetadata
 from icectl.spec.requirements import RequirementFailedError
 from icectl.spec.schema import NestedField, Schema, parse_primitive
@@ -175,3 +176,112 @@ def test_a_change_that_changes_nothing_writes_no_version(config: Config) -> None
     before = load_table(ident, config, io).metadata_location
     result = commit(load_table(ident, config, io), props("same", "1"))
     assert not result.committed and load_table(ident, config, io).metadata_location == before
+
+
+# --------------------------------------------------------------------------- register and drop
+
+
+def test_register_points_a_new_name_at_a_tables_metadata_and_refuses_a_taken_one(config: Config) -> None:
+    io = io_for(config)
+    ident = created_table(config, io)
+    _, ns, _ = ident.split(".")
+    source = load_table(ident, config, io)
+    commit(source, props("registered", "yes"))
+    source = load_table(ident, config, io)
+    catalog = open_catalog(config, io, "c")
+    res = register_table(catalog, (ns, "copy"), source.metadata_location)
+    kind = config.catalog("c").type
+    copy = load_table(f"c.{ns}.copy", config, io)
+    assert res.metadata_location == copy.metadata_location and res.table_uuid == source.metadata.table_uuid
+    if kind == "hadoop":  # HadoopTableOperations.commit(null, md): the new table's v1
+        assert copy.metadata_location.endswith(f"/{ns}/copy/metadata/v1.metadata.json")
+    else:  # a pointer to the given file, no copy (the REST server was asked for exactly that)
+        assert copy.metadata_location == source.metadata_location
+    if kind != "rest":
+        # SeaweedFS answers the register request with the registered metadata (checked by the
+        # client: same table uuid), but its later loads serve a table of its own making (another
+        # uuid, no properties): a server limitation, so the loaded copy is compared elsewhere only.
+        assert copy.metadata.table_uuid == source.metadata.table_uuid
+        assert copy.metadata.properties["registered"] == "yes"
+        assert copy.metadata.location == source.metadata.location
+    assert (ns, "copy") in catalog.list_tables((ns,))
+    for name in ("copy", "t"):  # both names are taken now
+        before = load_table(f"c.{ns}.{name}", config, io).metadata_location
+        with pytest.raises(RefusedError) as e:
+            register_table(open_catalog(config, io, "c"), (ns, name), source.metadata_location)
+        assert e.value.exit_code == ExitCode.REFUSED
+        assert load_table(f"c.{ns}.{name}", config, io).metadata_location == before
+    if kind == "rest":
+        return  # SeaweedFS serves its registered tables with a new uuid per load: no commit can follow
+    # A change to the registered table is its own: the source does not move.
+    commit(load_table(f"c.{ns}.copy", config, io), props("only", "copy"))
+    assert "only" not in load_table(ident, config, io).metadata.properties
+    assert load_table(f"c.{ns}.copy", config, io).metadata.properties["only"] == "copy"
+
+
+def test_register_into_a_missing_namespace_is_what_java_makes_of_it(config: Config) -> None:
+    io = io_for(config)
+    ident = created_table(config, io)
+    location = load_table(ident, config, io).metadata_location
+    catalog = open_catalog(config, io, "c")
+    ns = fresh_namespace()
+    kind = config.catalog("c").type
+    if kind in ("glue", "rest"):  # GlueCatalog / RESTSessionCatalog: NoSuchNamespaceException
+        with pytest.raises(NotFoundError) as e:
+            register_table(catalog, (*ns, "x"), location)
+        assert e.value.exit_code == ExitCode.NOT_FOUND
+        with pytest.raises(NotFoundError):
+            load_table(f"c.{ns[0]}.x", config, io)
+    else:  # HadoopCatalog makes the folders; JdbcCatalog checks only in strict mode
+        register_table(catalog, (*ns, "x"), location)
+        assert load_table(f"c.{ns[0]}.x", config, io).metadata.table_uuid is not None
+
+
+def test_drop_removes_the_entry_and_keeps_the_files(config: Config) -> None:
+    io = io_for(config)
+    ident = created_table(config, io)
+    _, ns, name = ident.split(".")
+    table = load_table(ident, config, io)
+    if config.catalog("c").type == "hadoop":  # the version files are the entry: --purge or nothing
+        with pytest.raises(RefusedError) as e:
+            drop_table(table)
+        assert e.value.exit_code == ExitCode.REFUSED and "--purge" in (e.value.hint or "")
+        assert load_table(ident, config, io).metadata_location == table.metadata_location
+        return
+    preview = drop_table(table, dry_run=True)
+    assert preview.would_drop and load_table(ident, config, io).metadata_location == table.metadata_location
+    res = drop_table(table)
+    assert res.dropped is True
+    with pytest.raises(NotFoundError):
+        load_table(ident, config, io)
+    assert (ns, name) not in open_catalog(config, io, "c").list_tables((ns,))
+    if config.catalog("c").type != "rest":  # SeaweedFS's server removes a dropped table's files itself
+        assert io.exists(table.metadata_location)  # without --purge the files stay
+    with pytest.raises(NotFoundError) as e:  # dropped meanwhile: exit 3, nothing else happens
+        drop_table(table)
+    assert e.value.exit_code == ExitCode.NOT_FOUND
+
+
+def test_drop_purge_deletes_every_metadata_file_after_the_entry_and_refuses_gc_disabled(config: Config) -> None:
+    io = io_for(config)
+    ident = created_table(config, io)
+    commit(load_table(ident, config, io), props("gc.enabled", "false"))
+    table = load_table(ident, config, io)
+    with pytest.raises(RefusedError) as e:
+        drop_table(table, purge=True)
+    assert e.value.exit_code == ExitCode.REFUSED and "gc.enabled" in e.value.message
+    assert load_table(ident, config, io).metadata_location == table.metadata_location  # nothing changed
+    commit(table, props("gc.enabled", "true"))
+    table = load_table(ident, config, io)
+    files = [table.metadata_location, *(e.metadata_file for e in table.metadata.metadata_log)]
+    assert len(files) == 3 and all(io.exists(f) for f in files)
+    preview = drop_table(table, purge=True, dry_run=True)
+    assert isinstance(preview.would_delete, dict)
+    listed = set(preview.would_delete["metadata_files"])
+    assert {f.removeprefix("file:") for f in files} <= {p.removeprefix("file:") for p in listed}
+    assert all(io.exists(f) for f in files)
+    res = drop_table(table, purge=True)
+    assert res.dropped is True and not res.failures and res.deleted["metadata_files"] >= 3
+    with pytest.raises(NotFoundError):
+        load_table(ident, config, io)
+    assert not any(io.exists(f) for f in files)

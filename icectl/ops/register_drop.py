@@ -1,0 +1,407 @@
+"""`icectl register` and `icectl drop [--purge]`: a table enters or leaves its catalog.
+
+Register (Spark's ``register_table`` procedure, Java's ``BaseMetastoreCatalog.registerTable``):
+refused when the name exists; the metadata file is read and must be sound (it parses, Java would
+load it, and every branch and tag head's manifest list or root is readable) before anything is
+registered; then ``ops.commit(null, metadata)``: a SQL or Glue catalog points at the given file
+(no copy), a REST server is asked to (``POST .../register``), a Hadoop warehouse gets the file as
+the new table directory's ``v1.metadata.json``. A missing namespace is what Java makes of it: Hadoop
+and SQL (non-strict JDBC) catalogs accept it, Glue and REST refuse (exit 3).
+
+Drop (Java's ``dropTable``; ``--purge`` as Spark's ``purgeTable``): the catalog entry goes, only
+while it still names the metadata this run read (a commit in between is a conflict: replanned,
+nothing deleted). With ``--purge``, refused up front when ``gc.enabled=false``; the files are
+planned before the drop (unreadable metadata or manifests: exit 4, nothing dropped) and deleted
+only after the entry is gone: everything the last metadata reaches (Spark's
+DeleteReachableFiles: live content files of every snapshot, manifests, manifest lists and v4 roots,
+leaves and manifest-DV Puffins, statistics and partition-statistics files, every metadata file of
+the metadata log, recursively through older logs, the current one and the version hint), and only
+inside the table location (:func:`icectl.table.delete_fence.table_fence`; files outside are kept
+and reported), then the emptied folders of the table, up to its location. Nothing outside it.
+
+A file-system table (a Hadoop warehouse, a table directory) has no catalog entry apart from its
+metadata files, and Java's HadoopCatalog deletes the whole directory even without purge: icectl
+refuses a drop without ``--purge`` there (exit 6), and with it deletes the version hint and
+version files first (the entry), then the rest as above; files in the directory that the table
+does not reach (orphans of failed writes) stay and are not listed.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+
+from icectl.catalog import Catalog, is_metadata_file
+from icectl.catalog.hadoop import FileSystemOperations, check_table_dir_name, version_of
+from icectl.catalog.operations import (
+    CommitFailedError,
+    Current,
+    TableOperations,
+    metadata_codec,
+    metadata_extension,
+)
+from icectl.catalog.rest import MAX_REST_FORMAT_VERSION, RestOperations
+from icectl.catalog.sql import SqlOperations
+from icectl.errors import CorruptInputError, ExitCode, IcectlError, NotFoundError, RefusedError, UsageError
+from icectl.ops.admin_results import DROP_CATEGORIES, DropResult, RegisterResult
+from icectl.ops.expire import FileSet, delete_files, reachable_files, statistics_files
+from icectl.spec.metadata import TableMetadata
+from icectl.spec.properties import GC_ENABLED, WRITE_METADATA_PATH
+from icectl.storage import FileIO, checksum_sidecar, join, local_path, parent, scheme_of
+from icectl.table import Table, read_table_metadata
+from icectl.table.commit import operations_for
+from icectl.table.delete_fence import Fence, file_identity, identity_cache, table_fence
+from icectl.table.scan import manifests_of
+from icectl.table.write_guard import check_metadata_sound
+
+DROP_ATTEMPTS = 3  # a commit between planning and dropping: plan again on the new metadata
+MAX_LOG_DEPTH = 1000  # older metadata logs followed (Spark's recursive metadataFileLocations)
+
+
+# --------------------------------------------------------------------------- register
+
+
+def _split(identifier: str | Sequence[str]) -> tuple[tuple[str, ...], str]:
+    parts = identifier.split(".") if isinstance(identifier, str) else list(identifier)
+    if len(parts) < 2 or any(not p for p in parts):
+        raise UsageError(f"'{'.'.join(parts)}' is not namespace.table",
+                         hint="register names a catalog table: [catalog.]namespace.table")
+    for part in parts:
+        check_table_dir_name(part)
+    return tuple(parts[:-1]), parts[-1]
+
+
+def _absolute(metadata_file: str) -> str:
+    text = metadata_file.strip()
+    if not text:
+        raise UsageError("cannot register an empty metadata file location")
+    if scheme_of(text) == "file":
+        return os.path.abspath(os.path.expanduser(local_path(text)))
+    return text
+
+
+def read_sound_metadata(io: FileIO, location: str) -> TableMetadata:
+    """The metadata at ``location`` if it can be registered: it parses, Iceberg Java would load it
+    (:func:`check_metadata_sound`), it has a location, and the manifest list or root of every
+    branch and tag head (the current snapshot included) can be read. NotFoundError (exit 3) for a
+    missing file, CorruptInputError (exit 4) for anything damaged or missing that it names."""
+    md = read_table_metadata(io, location)
+    check_metadata_sound(md, location)
+    if not md.location:
+        raise CorruptInputError(f"table metadata {location} has no location", path=location)
+    heads = {s.snapshot_id: s for s in (md.snapshot_for_ref(r) for r in md.refs) if s is not None}
+    current = md.current_snapshot()
+    if current is not None:
+        heads[current.snapshot_id] = current
+    for snap in heads.values():
+        try:
+            manifests_of(md, snap, io)
+        except NotFoundError as e:
+            raise CorruptInputError(f"table metadata {location}: snapshot {snap.snapshot_id} names a file that "
+                                    f"does not exist ({e.message})", path=e.path or location,
+                                    hint="register a metadata file whose snapshots' files are all there") from None
+    return md
+
+
+def register_table(catalog: Catalog, identifier: str | Sequence[str], metadata_file: str, *,
+                   dry_run: bool = False) -> RegisterResult:
+    """Register the table whose metadata is ``metadata_file`` as ``namespace.table`` of ``catalog``."""
+    namespace, name = _split(identifier)
+    full = f"{catalog.name}.{'.'.join((*namespace, name))}"
+    location = _absolute(metadata_file)
+    if not is_metadata_file(location):
+        raise UsageError(f"{metadata_file} is not a table metadata file (*.metadata.json)",
+                         hint="give the table's current metadata file, e.g. .../metadata/v3.metadata.json")
+    ops = catalog.table_operations(namespace, name)
+    md = read_sound_metadata(catalog.io, location)
+    _check_register_target(catalog, ops, namespace, full, md)
+    snap = md.current_snapshot()
+    summary = snap.summary if snap is not None else {}
+    res = RegisterResult(table=full, dry_run=dry_run, metadata_file=location, format_version=md.format_version,
+                         table_uuid=md.table_uuid, current_snapshot_id=snap.snapshot_id if snap else None,
+                         total_records_count=_int(summary.get("total-records")),
+                         total_data_files_count=_int(summary.get("total-data-files")))
+    if dry_run:
+        if isinstance(ops, FileSystemOperations):
+            v1 = f"v1{metadata_extension(metadata_codec(md.properties))}"
+            res.would_write = [f"{join(ops.metadata_dir, v1)} (a copy of {location}) and its version-hint.text"]
+        else:
+            res.would_write = [f"a catalog entry {full} pointing at {location}"]
+        res.title = f"Would register {full} at {location}"
+        return res
+    registered, _ = ops.register(location, md)
+    res.metadata_location = registered
+    res.title = f"Registered {full} at {registered}"
+    return res
+
+
+def _check_register_target(catalog: Catalog, ops: TableOperations, namespace: tuple[str, ...], full: str,
+                           md: TableMetadata) -> None:
+    """What the catalog will refuse, checked before anything is written (so a dry run says it too)."""
+    try:
+        ops.refresh()
+    except NotFoundError:
+        pass
+    else:
+        raise RefusedError(f"table {full} already exists", hint="choose another name, or drop the table first")
+    if isinstance(ops, FileSystemOperations) and WRITE_METADATA_PATH in md.properties:
+        raise RefusedError(f"{WRITE_METADATA_PATH} is set in the metadata: a file-system table cannot keep its "
+                           "metadata elsewhere", hint="register it in a SQL, REST or Glue catalog")
+    if isinstance(ops, RestOperations) and md.format_version > MAX_REST_FORMAT_VERSION:
+        raise RefusedError(f"cannot register a format version {md.format_version} table in REST catalog "
+                           f"{catalog.name}: the REST protocol has no representation of v4 root manifests")
+    if not isinstance(ops, (FileSystemOperations, SqlOperations)):
+        catalog.list_tables(namespace)  # Glue and REST: NotFoundError for a missing namespace, as Java
+
+
+def _int(value: str | None) -> int | None:
+    try:
+        return int(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+# --------------------------------------------------------------------------- drop
+
+
+class _Plan:
+    """What a purge deletes, split by the fence: content files (expire's categories) and metadata."""
+
+    def __init__(self) -> None:
+        self.content = FileSet()
+        self.metadata: dict[str, str] = {}  # identity -> path as written
+        self.kept: dict[str, str] = {}
+        self.home: str | None = None  # the fence's home: emptied folders are removed up to it
+
+    def by_category(self) -> dict[str, list[str]]:
+        out = self.content.by_category()
+        out["metadata_files"] = sorted(self.metadata.values())
+        return {c: out[c] for c in DROP_CATEGORIES}
+
+    def fence(self, fence: Fence) -> None:
+        self.home = fence.home
+        for key, (path, _c) in list(self.content.files.items()):
+            if not fence.contains(path):
+                self.kept[key] = self.content.files.pop(key)[0]
+        for key, path in list(self.metadata.items()):
+            if not fence.contains(path):
+                self.kept[key] = self.metadata.pop(key)
+
+
+def metadata_files(current: Current, io: FileIO) -> list[str]:
+    """The current metadata file and every file of its metadata log, and (as Spark's recursive
+    ``metadataFileLocations``) of the logs of the oldest readable earlier file, and so on."""
+    out = dict.fromkeys([current.location, *(e.metadata_file for e in current.metadata.metadata_log)])
+    log = [e.metadata_file for e in current.metadata.metadata_log]
+    for _ in range(MAX_LOG_DEPTH):
+        older: list[str] | None = None
+        for path in log:  # Java reads the first entry that can be read
+            try:
+                older = [e.metadata_file for e in read_table_metadata(io, path).metadata_log]
+                break
+            except IcectlError:
+                continue
+        new = [p for p in older or () if p not in out]
+        if not new:
+            break
+        out.update(dict.fromkeys(new))
+        log = new
+    return list(out)
+
+
+def plan_purge(table: Table, current: Current, io: FileIO) -> _Plan:
+    """Every file the table's last metadata reaches, the ones outside the table location set apart."""
+    md = current.metadata
+    plan = _Plan()
+    try:
+        plan.content, _ = reachable_files(md, [s.snapshot_id for s in md.snapshots], io)
+    except NotFoundError as e:
+        raise CorruptInputError(f"cannot plan the purge of {table.identifier}: {e.message}; nothing was dropped",
+                                path=e.path, hint="'icectl validate --deep' shows what is missing") from None
+    for p in sorted(statistics_files(md)):
+        plan.content.add(p, "statistics_files")
+    for p in metadata_files(current, io):
+        plan.metadata.setdefault(file_identity(p), p)
+    if md.location:
+        hint = join(md.location, "metadata", "version-hint.text")
+        if io.exists(hint):
+            plan.metadata.setdefault(file_identity(hint), hint)
+    for key in [k for k in plan.content.files if k in plan.metadata]:
+        plan.metadata.pop(key)  # a file named twice (a manifest list in the log?) counts once
+    _refuse_newer_metadata(table, current, plan, io)
+    plan.fence(table_fence(table, md))
+    return plan
+
+
+def _refuse_newer_metadata(table: Table, current: Current, plan: _Plan, io: FileIO) -> None:
+    """Refuse when the table's metadata folder holds a version newer than the one being dropped that
+    the drop does not know: another catalog entry or a file-system table at the same location
+    committed after it (a table registered twice), and its files would go with this purge."""
+    mine = version_of(current.location)
+    if mine is None or not current.metadata.location:
+        return
+    folder = join(current.metadata.location, "metadata")
+    try:
+        names = io.list_names(folder)
+    except IcectlError:
+        return  # no folder to look at: nothing newer there
+    for name in sorted(names):
+        theirs = version_of(name) if is_metadata_file(name) else None
+        path = join(folder, name)
+        if theirs is not None and theirs > mine and file_identity(path) not in plan.metadata:
+            raise RefusedError(
+                f"cannot purge {table.identifier}: {path} is a newer metadata version than the one being "
+                f"dropped ({current.location}); another catalog entry or a file-system table at "
+                f"{current.metadata.location} uses these files; nothing was dropped",
+                path=path, hint="drop without --purge, or purge the table that owns the newer version")
+
+
+def drop_table(table: Table, *, purge: bool = False, dry_run: bool = False,
+               max_concurrent_deletes: int = 8) -> DropResult:
+    """Drop ``table`` from its catalog; with ``purge``, then delete every file it reaches."""
+    if max_concurrent_deletes < 1:
+        raise UsageError("--max-concurrent-deletes must be 1 or more")
+    with identity_cache():
+        return _drop(table, purge=purge, dry_run=dry_run, workers=max_concurrent_deletes)
+
+
+def _drop(table: Table, *, purge: bool, dry_run: bool, workers: int) -> DropResult:
+    ops = operations_for(table)
+    file_system = isinstance(ops, FileSystemOperations)
+    if file_system and not purge:
+        raise RefusedError(
+            f"{table.identifier} is a file-system table: it has no catalog entry apart from its metadata "
+            "files, so dropping it without --purge would leave every file in place and no way back (Spark's "
+            "Hadoop catalog deletes the whole directory instead)",
+            hint=f"icectl drop --purge {table.identifier} deletes the table's files (--dry-run lists them)")
+    for attempt in range(DROP_ATTEMPTS):
+        current = ops.refresh()
+        io = ops.io
+        md = current.metadata
+        res = DropResult(table=table.identifier, dry_run=dry_run, purge=purge, metadata_location=current.location)
+        plan: _Plan | None = None
+        if purge:
+            if not GC_ENABLED.parse(md.properties):
+                raise RefusedError(f"cannot purge {table.identifier}: gc.enabled is false (deleting its files "
+                                   "may corrupt other tables that share them); nothing was dropped",
+                                   hint="drop it without --purge, or set gc.enabled=true if no other table "
+                                        "uses its files")
+            check_metadata_sound(md, current.location)
+            plan = plan_purge(table, current, io)
+        if dry_run:
+            return _dry_run(res, table, ops, current, plan)
+        try:
+            entry = ops.drop(current)
+        except CommitFailedError:
+            if attempt == DROP_ATTEMPTS - 1:
+                raise
+            continue
+        res.dropped = True
+        if plan is None:
+            res.title = f"Dropped {table.identifier} (its files are kept)"
+            return res
+        return _purge(res, table.identifier, plan, entry, io, workers)
+    raise AssertionError("unreachable")
+
+
+def _dry_run(res: DropResult, table: Table, ops: TableOperations, current: Current, plan: _Plan | None) -> DropResult:
+    if isinstance(ops, FileSystemOperations):
+        res.would_drop = f"the version files and version-hint.text in {ops.metadata_dir}"
+    else:
+        res.would_drop = f"the catalog entry {table.identifier} (pointing at {current.location})"
+    if plan is None:
+        res.title = f"Would drop {table.identifier} (its files are kept)"
+        return res
+    res.would_delete = plan.by_category()
+    res.deleted = {c: len(v) for c, v in res.would_delete.items()}
+    res.kept_external_files = sorted(plan.kept.values())
+    res.title = f"Would drop {table.identifier} and delete {sum(res.deleted.values())} files" + _kept_note(plan)
+    return res
+
+
+def _purge(res: DropResult, identifier: str, plan: _Plan, entry: list[str], io: FileIO, workers: int) -> DropResult:
+    """After the entry is gone: delete the planned files, then the folders they leave empty."""
+    done = {file_identity(p) for p in entry}
+    for key in done:
+        plan.metadata.pop(key, None)
+    outcome = delete_files(io, plan.content, workers)
+    deleted = dict(outcome.deleted)
+    meta_deleted, meta_gone, meta_failures = _delete_metadata(io, plan.metadata, workers)
+    deleted["metadata_files"] = len(entry) + meta_deleted
+    res.deleted = {c: deleted.get(c, 0) for c in DROP_CATEGORIES}
+    res.already_gone = outcome.already_gone + meta_gone
+    res.failures = outcome.failures + meta_failures
+    res.kept_external_files = sorted(plan.kept.values())
+    res.removed_directories = _remove_empty_folders([*plan.content.files, *plan.metadata, *done], plan.home)
+    res.title = f"Dropped {identifier} and deleted {sum(res.deleted.values())} files" + _kept_note(plan)
+    res.exit_code = ExitCode.STORAGE if res.failures else ExitCode.OK
+    return res
+
+
+def _delete_metadata(io: FileIO, files: dict[str, str], workers: int) -> tuple[int, int, list[str]]:
+    def one(item: tuple[str, str]) -> bool | str:
+        key, path = item
+        target = key if scheme_of(path) == "file" else path  # local: the real path the fence judged
+        try:
+            gone = io.delete(target)
+        except IcectlError as e:
+            return f"{path}: {e.one_line()}"
+        sidecar = checksum_sidecar(target)
+        if sidecar is not None:
+            try:
+                io.delete(sidecar)
+            except IcectlError:
+                pass  # a stray checksum is litter, not a table file
+        return gone
+
+    deleted = gone = 0
+    failures: list[str] = []
+    with ThreadPoolExecutor(max(1, workers)) as pool:
+        for result in pool.map(one, sorted(files.items(), key=lambda kv: kv[1])):
+            if result is True:
+                deleted += 1
+            elif result is False:
+                gone += 1
+            else:
+                failures.append(str(result))
+    return deleted, gone, failures
+
+
+def _remove_empty_folders(identities: Iterable[str], home: str | None) -> list[str]:
+    """Remove the local folders the deleted files were in, and their parents, while empty and inside
+    ``home`` (the table's own root, itself included); never a folder outside it."""
+    if home is None or not home.startswith("/"):
+        return []  # object storage has no folders
+    root = home.rstrip("/")
+    folders = {parent(k) for k in identities if k.startswith(root + "/")}
+    removed: list[str] = []
+    for folder in sorted(folders, key=lambda f: -f.count("/")):
+        current = folder.rstrip("/")
+        while current == root or current.startswith(root + "/"):
+            try:
+                names = os.listdir(current)
+            except OSError:
+                break
+            if [n for n in names if not n.startswith(".") or not n.endswith(".crc")]:
+                break
+            try:
+                for n in names:  # only Hadoop checksum sidecars are left: litter of deleted files
+                    os.remove(os.path.join(current, n))
+                os.rmdir(current)
+            except OSError:
+                break
+            removed.append(current)
+            if current == root:
+                break
+            current = parent(current).rstrip("/")
+    return removed
+
+
+def _kept_note(plan: _Plan) -> str:
+    if not plan.kept:
+        return ""
+    return f"; kept {len(plan.kept)} file(s) outside the table location"
+
+
+__all__ = ["drop_table", "metadata_files", "plan_purge", "read_sound_metadata", "register_table"]
