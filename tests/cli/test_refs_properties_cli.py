@@ -7,6 +7,8 @@ import json
 import os
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 from unit.ops.test_refs import table_dir  # noqa: F401  (a fixture)
@@ -77,3 +79,30 @@ def test_inspect_refs_shows_durations_on_a_terminal_and_ms_in_json(table_dir: Pa
     assert "172800000 (2d)" in out
     _, out, _ = run("inspect", "refs", t, "--json")
     assert {r["name"]: r for r in json.loads(out)["rows"]}["t"]["max_reference_age_in_ms"] == 172_800_000
+
+
+def test_through_a_sql_catalog(tmp_path: Path) -> None:
+    """The commit goes through the table's catalog: a SQLite catalog's pointer moves, and the
+    next command (by catalog address) sees the ref and the property."""
+    cfg = tmp_path / "icectl.toml"
+    cfg.write_text(f'default-catalog = "prod"\n[catalog.prod]\ntype = "sql"\nuri = "{tmp_path / "cat.db"}"\n'
+                   f'warehouse = "{tmp_path / "wh"}"\n')
+
+    def cli(*args: str) -> dict[str, object]:
+        rc, out, err = run("--config", str(cfg), *args, "--json")
+        assert rc == 0, err
+        return json.loads(out)
+
+    cli("namespace", "create", "db")
+    cli("create", "prod.db.t", "--schema", "id long")
+    f = tmp_path / "f.parquet"
+    pq.write_table(pa.table({"id": pa.array([1], pa.int64())}), f)
+    cli("add-files", "prod.db.t", str(f))
+    first = cli("tag", "create", "prod.db.t", "v1", "--max-ref-age", "7d")["metadata_location"]
+    second = cli("properties", "set", "prod.db.t", "gc.enabled=false")["metadata_location"]
+    assert first != second
+    assert [r["name"] for r in cli("tag", "list", "prod.db.t")["rows"]] == ["v1"]
+    rows = {r["key"]: r for r in cli("properties", "list", "prod.db.t")["rows"]}
+    assert rows["gc.enabled"]["value"] == "false"
+    assert cli("tag", "drop", "prod.db.t", "v1")["changed"] is True
+    assert cli("tag", "list", "prod.db.t")["rows"] == []
