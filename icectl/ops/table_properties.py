@@ -27,6 +27,7 @@ from icectl.spec.metadata import TableMetadata
 from icectl.spec.properties import (
     DEFAULT_NAME_MAPPING,
     INTERPRETED_PROPERTIES,
+    OWN_PATH_PROPERTIES,
     check_not_reserved,
     check_property_value,
     default_text,
@@ -34,6 +35,7 @@ from icectl.spec.properties import (
 from icectl.spec.updates import TableChange, property_updates
 from icectl.table import Table
 from icectl.table.commit import commit
+from icectl.table.delete_fence import file_identity, table_fence
 
 
 def check_value(key: str, value: str) -> None:
@@ -119,7 +121,17 @@ def set_properties(table: Table, updates: Mapping[str, str], *, dry_run: bool = 
         raise UsageError("give at least one KEY=VALUE")
     for key, value in updates.items():
         check_value(key, value)
-    return _change(table, dict(updates), (), dry_run=dry_run)
+    res = _change(table, dict(updates), (), dry_run=dry_run)
+    home = table_fence(table).home  # the table's folder as the delete fence knows it
+    for key in OWN_PATH_PROPERTIES:
+        value = updates.get(key)
+        if value is None or key not in res.changes or not home:
+            continue
+        if not (file_identity(value).rstrip("/") + "/").startswith(home.rstrip("/") + "/"):
+            res.warnings.append(f"{key}={value} is outside the table location {table.location}: icectl counts "
+                                "files under it as the table's own when deleting (expire-snapshots, "
+                                "remove-orphan-files)")
+    return res
 
 
 def unset_properties(table: Table, keys: Iterable[str], *, dry_run: bool = False) -> PropertiesChangeResult:

@@ -184,10 +184,15 @@ def check_property_value(key: str, value: str) -> None:
     """Refuse (:class:`UsageError`, exit 2) setting ``key`` to ``value`` when ``key`` is reserved
     or a property icectl interprets and ``value`` is not one it (and Java) would read as meant:
     integers in Java's range and icectl's minimum, booleans ``true``/``false`` only, the codec and
-    file format names. Other keys take any text."""
+    file format names; the table's own folders (``write.data.path``, ...) absolute paths or URIs.
+    Other keys take any text."""
     if not key or key != key.strip():
         raise UsageError(f"table property key {key!r} is empty or starts or ends with blanks")
     check_not_reserved(key)
     prop = INTERPRETED_PROPERTIES.get(key)
     if prop is not None:
         prop.check(value)
+    if key in OWN_PATH_PROPERTIES and not re.match(r"/|[A-Za-z][A-Za-z0-9+.-]*:/", value):
+        # A relative path would name a different place for every reader and writer, and the
+        # delete fence (table/delete_fence.py) counts these folders as the table's own.
+        raise UsageError(f"{key}={value!r} is not an absolute path or URI (s3://bucket/path, /data/path)")

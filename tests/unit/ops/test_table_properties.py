@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from icectl.errors import ExitCode, UsageError
+from icectl.errors import ExitCode, RefusedError, UsageError
 from icectl.ops.table_properties import (
     list_properties,
     parse_assignments,
@@ -118,3 +118,19 @@ def test_list_with_and_without_defaults(table_dir: Path) -> None:  # noqa: F811
     assert rows["commit.retry.num-retries"] == {"key": "commit.retry.num-retries", "value": "4", "source": "default"}
     assert rows["history.expire.max-ref-age-ms"]["value"] == str((1 << 63) - 1)
     assert list(rows) == sorted(rows)
+
+
+def test_a_data_path_outside_the_table_is_set_with_a_warning(table_dir: Path, tmp_path: Path) -> None:  # noqa: F811
+    inside = set_properties(load_table(str(table_dir)), {"write.data.path": f"{table_dir}/data2"})
+    assert inside.warnings == []
+    outside = set_properties(load_table(str(table_dir)), {"write.data.path": str(tmp_path / "elsewhere")})
+    assert len(outside.warnings) == 1 and "outside the table location" in outside.warnings[0]
+    assert props(table_dir)["write.data.path"] == str(tmp_path / "elsewhere")
+
+
+def test_write_metadata_path_is_refused_by_a_file_system_table(table_dir: Path) -> None:  # noqa: F811
+    """HadoopTableOperations' precondition, met at commit time: nothing written, exit 6."""
+    n = versions(table_dir)
+    with pytest.raises(RefusedError, match="file-system tables cannot relocate metadata"):
+        set_properties(load_table(str(table_dir)), {"write.metadata.path": f"{table_dir}/meta2"})
+    assert versions(table_dir) == n

@@ -85,3 +85,18 @@ def test_reserved_keys_are_refused_with_a_pointer(key: str) -> None:
 def test_blank_keys_are_refused(key: str) -> None:
     with pytest.raises(UsageError, match="empty or starts or ends with blanks"):
         check_property_value(key, "x")
+
+
+@pytest.mark.parametrize("value, ok", [
+    ("s3://bucket/data", True), ("/srv/t/data", True), ("file:/srv/t/data", True), ("hdfs://nn:8020/d", True),
+    ("data", False), ("./data", False), ("", False), ("bucket/data", False),
+])
+def test_own_folders_must_be_absolute(value: str, ok: bool) -> None:
+    """write.data.path and its kin widen the delete fence: a relative path would put the fence
+    wherever the command happens to run."""
+    for key in ("write.data.path", "write.metadata.path", "write.object-storage.path", "write.folder-storage.path"):
+        if ok:
+            check_property_value(key, value)
+        else:
+            with pytest.raises(UsageError, match="is not an absolute path or URI"):
+                check_property_value(key, value)
