@@ -106,3 +106,23 @@ def test_through_a_sql_catalog(tmp_path: Path) -> None:
     assert rows["gc.enabled"]["value"] == "false"
     assert cli("tag", "drop", "prod.db.t", "v1")["changed"] is True
     assert cli("tag", "list", "prod.db.t")["rows"] == []
+
+
+@pytest.mark.parametrize("damage, args", [
+    (lambda md: md["refs"]["main"].update(type=7), ("branch", "list", "{t}")),
+    (lambda md: md["refs"].update(b={"snapshot-id": "x", "type": "branch"}), ("tag", "create", "{t}", "v")),
+    (lambda md: md.update(properties=["not", "a", "map"]), ("properties", "set", "{t}", "a=1")),
+    (lambda md: md["refs"].update(gone={"snapshot-id": 1, "type": "tag"}), ("tag", "drop", "{t}", "gone")),
+])
+def test_damaged_metadata_is_one_line_and_nothing_written(table_dir: Path, damage: object,  # noqa: F811
+                                                          args: tuple[str, ...]) -> None:
+    meta = table_dir / "metadata"
+    current = meta / f"v{(meta / 'version-hint.text').read_text().strip()}.metadata.json"
+    md = json.loads(current.read_text())
+    damage(md)  # type: ignore[operator]
+    current.write_text(json.dumps(md))
+    before = sorted(os.listdir(meta))
+    rc, out, err = run(*(a.replace("{t}", str(table_dir)) for a in args))
+    assert rc == 4, err  # corrupt input
+    assert out == "" and err.startswith("icectl: error: ") and len(err.strip().splitlines()) == 1
+    assert sorted(os.listdir(meta)) == before and json.loads(current.read_text()) == md

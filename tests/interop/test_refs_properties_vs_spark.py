@@ -98,3 +98,30 @@ def test_branch_tag_and_property_ddl_match_spark(spark: Any, spark_clone: Any) -
     spark.sql(f"REFRESH TABLE {by_icectl.name}")
     for ref in sorted(refs):
         assert _rows_at(spark, by_icectl.name, ref) == _rows_at(spark, a, ref), ref
+
+
+def test_v1_table_refs_and_properties_match_spark(spark: Any, spark_clone: Any) -> None:
+    """Format v1 keeps refs and properties the same way: a tag and a branch with retention from an
+    older snapshot, a property set and unset, on twins of v1_unpart."""
+    by_spark, by_icectl = spark_clone("v1_unpart"), spark_clone("v1_unpart")
+    md = load_table(str(by_spark.location)).metadata
+    first = min(md.snapshots, key=lambda s: s.timestamp_ms).snapshot_id
+    a, b = by_spark.name, str(by_icectl.location)
+    for ddl, args in [
+        (f"CREATE TAG v1tag AS OF VERSION {first} RETAIN 7 DAYS",
+         ["tag", "create", b, "v1tag", "--snapshot", str(first), "--max-ref-age", "7d"]),
+        (f"CREATE BRANCH v1b AS OF VERSION {first} WITH SNAPSHOT RETENTION 4 SNAPSHOTS",
+         ["branch", "create", b, "v1b", "--snapshot", str(first), "--retain-last", "4"]),
+        ("SET TBLPROPERTIES ('history.expire.min-snapshots-to-keep'='3', 'note'='x')",
+         ["properties", "set", b, "history.expire.min-snapshots-to-keep=3", "note=x"]),
+        ("UNSET TBLPROPERTIES ('note')", ["properties", "unset", b, "note"]),
+    ]:
+        spark.sql(f"ALTER TABLE {a} {ddl}")
+        icectl(*args)
+    state = _state(by_icectl)
+    assert state == _state(by_spark)
+    assert state["refs"]["v1b"] == {"snapshot-id": first, "type": "branch", "min-snapshots-to-keep": 4}
+    assert state["properties"]["history.expire.min-snapshots-to-keep"] == "3" and "note" not in state["properties"]
+    spark.sql(f"REFRESH TABLE {by_icectl.name}")
+    for ref in ("v1tag", "v1b", "main"):
+        assert _rows_at(spark, by_icectl.name, ref) == _rows_at(spark, a, ref), ref
