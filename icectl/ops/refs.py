@@ -28,6 +28,7 @@ branch, icectl does not). Tags have no ``min-snapshots-to-keep`` or ``max-snapsh
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -138,7 +139,8 @@ def _outcome(table: Table, action: str, kind: RefKind, name: str, before: Snapsh
 
 
 def _commit_ref(table: Table, res: RefChangeResult, name: str, kind: RefKind, before: SnapshotRef | None,
-                after: SnapshotRef | None, *, on_created_meanwhile: Any) -> RefChangeResult:
+                after: SnapshotRef | None, *,
+                on_created_meanwhile: Callable[[SnapshotRef], str] | None) -> RefChangeResult:
     """One commit moving ``name`` from ``before`` to ``after``, only while it is ``before``."""
     gave_up: list[str] = []
 
@@ -146,7 +148,7 @@ def _commit_ref(table: Table, res: RefChangeResult, name: str, kind: RefKind, be
         gave_up.clear()
         fresh = base.refs.get(name)
         if fresh != before:
-            if before is None and fresh is not None:
+            if before is None and fresh is not None and on_created_meanwhile is not None:
                 gave_up.append(on_created_meanwhile(fresh))  # raises unless it is nothing to do
                 return TableChange()
             if before is not None and fresh is None and after is None:
