@@ -17,6 +17,7 @@ from icectl.codec.puffin import decode_deletion_vector
 from icectl.errors import CorruptInputError, IcectlError, NotFoundError
 from icectl.ops.results import SchemaBrief, SnapshotBrief, SortOrderBrief, SpecBrief, TableOverview, TableViewMeta
 from icectl.results import UNSET, RowsResult
+from icectl.spec.durations import human_duration
 from icectl.spec.manifest import DataFile, DataFileContent, ManifestContent, ManifestEntry, ManifestFile
 from icectl.spec.metadata import TableMetadata
 from icectl.spec.schema import NestedField, StructType
@@ -171,12 +172,24 @@ def history_rows(table: Table) -> RowsResult:
                       _meta(table))
 
 
+class Millis(int):
+    """Milliseconds that JSON writes as the number and a terminal shows with the duration people
+    read: ``432000000 (5d)`` (``json`` encodes an int subclass as ``int``; the terminal's cell is ``str``)."""
+
+    def __str__(self) -> str:
+        return f"{int(self)} ({human_duration(int(self))})"
+
+
+def _millis(ms: int | None) -> Millis | None:
+    return None if ms is None else Millis(ms)
+
+
 def ref_rows(table: Table) -> RowsResult:
-    """Spark's ``refs``."""
+    """Spark's ``refs``; retention in milliseconds, shown with its duration on a terminal."""
     md = table.metadata
     rows = [{"name": name, "type": r.type.upper(), "snapshot_id": r.snapshot_id,
-             "max_reference_age_in_ms": r.max_ref_age_ms, "min_snapshots_to_keep": r.min_snapshots_to_keep,
-             "max_snapshot_age_in_ms": r.max_snapshot_age_ms}
+             "max_reference_age_in_ms": _millis(r.max_ref_age_ms), "min_snapshots_to_keep": r.min_snapshots_to_keep,
+             "max_snapshot_age_in_ms": _millis(r.max_snapshot_age_ms)}
             for name, r in sorted(md.refs.items())]
     return RowsResult("refs", f"Refs of {table.identifier}",
                       ["name", "type", "snapshot_id", "max_reference_age_in_ms", "min_snapshots_to_keep",
