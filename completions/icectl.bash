@@ -6,15 +6,24 @@ _icectl() {
         w="${COMP_WORDS[i]}"
         case "$path|$w" in
             "|add-files") path="add-files" ;;
+            "|branch") path="branch" ;;
             "|compact") path="compact" ;;
             "|create") path="create" ;;
+            "|drop") path="drop" ;;
             "|expire-snapshots") path="expire-snapshots" ;;
             "|inspect") path="inspect" ;;
             "|list") path="list" ;;
             "|namespace") path="namespace" ;;
+            "|properties") path="properties" ;;
+            "|register") path="register" ;;
             "|remove-files") path="remove-files" ;;
+            "|tag") path="tag" ;;
             "|upgrade") path="upgrade" ;;
             "|validate") path="validate" ;;
+            "branch|create") path="branch create" ;;
+            "branch|drop") path="branch drop" ;;
+            "branch|list") path="branch list" ;;
+            "branch|replace") path="branch replace" ;;
             "inspect|dvs") path="inspect dvs" ;;
             "inspect|entries") path="inspect entries" ;;
             "inspect|files") path="inspect files" ;;
@@ -29,11 +38,28 @@ _icectl() {
             "inspect|tree") path="inspect tree" ;;
             "namespace|create") path="namespace create" ;;
             "namespace|list") path="namespace list" ;;
+            "properties|list") path="properties list" ;;
+            "properties|set") path="properties set" ;;
+            "properties|unset") path="properties unset" ;;
+            "tag|create") path="tag create" ;;
+            "tag|drop") path="tag drop" ;;
+            "tag|list") path="tag list" ;;
+            "tag|replace") path="tag replace" ;;
         esac
     done
     case "$path|$prev" in
         "|--config") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "add-files|--branch"|"add-files|-b") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "branch create|--snapshot"|"branch create|-s") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "branch create|--ref"|"branch create|-r") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "branch create|--retain-last") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "branch create|--max-snapshot-age") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "branch create|--max-ref-age") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "branch replace|--snapshot"|"branch replace|-s") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "branch replace|--ref"|"branch replace|-r") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "branch replace|--retain-last") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "branch replace|--max-snapshot-age") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "branch replace|--max-ref-age") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "compact|--catalog"|"compact|-c") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "compact|--spec-id") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "compact|--content") COMPREPLY=($(compgen -f -- "$cur")); return ;;
@@ -48,6 +74,7 @@ _icectl() {
         "create|--sort-by") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "create|--property") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "create|--format-version") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "drop|--max-concurrent-deletes") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "expire-snapshots|--catalog"|"expire-snapshots|-c") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "expire-snapshots|--older-than") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "expire-snapshots|--retain-last") COMPREPLY=($(compgen -f -- "$cur")); return ;;
@@ -74,6 +101,12 @@ _icectl() {
         "namespace list|--catalog"|"namespace list|-c") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "remove-files|--where") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "remove-files|--branch"|"remove-files|-b") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "tag create|--snapshot"|"tag create|-s") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "tag create|--ref"|"tag create|-r") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "tag create|--max-ref-age") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "tag replace|--snapshot"|"tag replace|-s") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "tag replace|--ref"|"tag replace|-r") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "tag replace|--max-ref-age") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "upgrade|--to") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "validate|--rule") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "validate|--skip") COMPREPLY=($(compgen -f -- "$cur")); return ;;
@@ -83,11 +116,41 @@ _icectl() {
             if [[ "$cur" == -* ]]; then
                 COMPREPLY=($(compgen -W "--debug --config --version --help -h" -- "$cur"))
             else
-                COMPREPLY=($(compgen -W "add-files compact create expire-snapshots inspect list namespace remove-files upgrade validate" -- "$cur"))
+                COMPREPLY=($(compgen -W "add-files branch compact create drop expire-snapshots inspect list namespace properties register remove-files tag upgrade validate" -- "$cur"))
             fi ;;
         "add-files")
             if [[ "$cur" == -* ]]; then
                 COMPREPLY=($(compgen -W "--branch -b --create-branch --dry-run --json --help -h" -- "$cur"))
+            else
+                COMPREPLY=($(compgen -f -- "$cur"))
+            fi ;;
+        "branch")
+            if [[ "$cur" == -* ]]; then
+                COMPREPLY=($(compgen -W "--help -h" -- "$cur"))
+            else
+                COMPREPLY=($(compgen -W "create drop list replace" -- "$cur"))
+            fi ;;
+        "branch create")
+            if [[ "$cur" == -* ]]; then
+                COMPREPLY=($(compgen -W "--snapshot -s --ref -r --retain-last --max-snapshot-age --max-ref-age --replace --if-not-exists --dry-run --json --help -h" -- "$cur"))
+            else
+                COMPREPLY=($(compgen -f -- "$cur"))
+            fi ;;
+        "branch drop")
+            if [[ "$cur" == -* ]]; then
+                COMPREPLY=($(compgen -W "--if-exists --dry-run --json --help -h" -- "$cur"))
+            else
+                COMPREPLY=($(compgen -f -- "$cur"))
+            fi ;;
+        "branch list")
+            if [[ "$cur" == -* ]]; then
+                COMPREPLY=($(compgen -W "--json --help -h" -- "$cur"))
+            else
+                COMPREPLY=($(compgen -f -- "$cur"))
+            fi ;;
+        "branch replace")
+            if [[ "$cur" == -* ]]; then
+                COMPREPLY=($(compgen -W "--snapshot -s --ref -r --retain-last --max-snapshot-age --max-ref-age --dry-run --json --help -h" -- "$cur"))
             else
                 COMPREPLY=($(compgen -f -- "$cur"))
             fi ;;
@@ -100,6 +163,12 @@ _icectl() {
         "create")
             if [[ "$cur" == -* ]]; then
                 COMPREPLY=($(compgen -W "--schema --schema-file --like --partition-by -p --sort-by --property --format-version --dry-run --json --help -h" -- "$cur"))
+            else
+                COMPREPLY=($(compgen -f -- "$cur"))
+            fi ;;
+        "drop")
+            if [[ "$cur" == -* ]]; then
+                COMPREPLY=($(compgen -W "--purge --max-concurrent-deletes --dry-run --json --help -h" -- "$cur"))
             else
                 COMPREPLY=($(compgen -f -- "$cur"))
             fi ;;
@@ -211,9 +280,69 @@ _icectl() {
             else
                 COMPREPLY=($(compgen -f -- "$cur"))
             fi ;;
+        "properties")
+            if [[ "$cur" == -* ]]; then
+                COMPREPLY=($(compgen -W "--help -h" -- "$cur"))
+            else
+                COMPREPLY=($(compgen -W "list set unset" -- "$cur"))
+            fi ;;
+        "properties list")
+            if [[ "$cur" == -* ]]; then
+                COMPREPLY=($(compgen -W "--all --json --help -h" -- "$cur"))
+            else
+                COMPREPLY=($(compgen -f -- "$cur"))
+            fi ;;
+        "properties set")
+            if [[ "$cur" == -* ]]; then
+                COMPREPLY=($(compgen -W "--dry-run --json --help -h" -- "$cur"))
+            else
+                COMPREPLY=($(compgen -f -- "$cur"))
+            fi ;;
+        "properties unset")
+            if [[ "$cur" == -* ]]; then
+                COMPREPLY=($(compgen -W "--dry-run --json --help -h" -- "$cur"))
+            else
+                COMPREPLY=($(compgen -f -- "$cur"))
+            fi ;;
+        "register")
+            if [[ "$cur" == -* ]]; then
+                COMPREPLY=($(compgen -W "--dry-run --json --help -h" -- "$cur"))
+            else
+                COMPREPLY=($(compgen -f -- "$cur"))
+            fi ;;
         "remove-files")
             if [[ "$cur" == -* ]]; then
                 COMPREPLY=($(compgen -W "--where --branch -b --dry-run --json --help -h" -- "$cur"))
+            else
+                COMPREPLY=($(compgen -f -- "$cur"))
+            fi ;;
+        "tag")
+            if [[ "$cur" == -* ]]; then
+                COMPREPLY=($(compgen -W "--help -h" -- "$cur"))
+            else
+                COMPREPLY=($(compgen -W "create drop list replace" -- "$cur"))
+            fi ;;
+        "tag create")
+            if [[ "$cur" == -* ]]; then
+                COMPREPLY=($(compgen -W "--snapshot -s --ref -r --max-ref-age --replace --if-not-exists --dry-run --json --help -h" -- "$cur"))
+            else
+                COMPREPLY=($(compgen -f -- "$cur"))
+            fi ;;
+        "tag drop")
+            if [[ "$cur" == -* ]]; then
+                COMPREPLY=($(compgen -W "--if-exists --dry-run --json --help -h" -- "$cur"))
+            else
+                COMPREPLY=($(compgen -f -- "$cur"))
+            fi ;;
+        "tag list")
+            if [[ "$cur" == -* ]]; then
+                COMPREPLY=($(compgen -W "--json --help -h" -- "$cur"))
+            else
+                COMPREPLY=($(compgen -f -- "$cur"))
+            fi ;;
+        "tag replace")
+            if [[ "$cur" == -* ]]; then
+                COMPREPLY=($(compgen -W "--snapshot -s --ref -r --max-ref-age --dry-run --json --help -h" -- "$cur"))
             else
                 COMPREPLY=($(compgen -f -- "$cur"))
             fi ;;

@@ -40,6 +40,7 @@ class CommandDoc:
     arguments: list[str]
     subcommands: list[CommandDoc]
     usage: str
+    argument_help: dict[str, str] = field(default_factory=dict)  # metavar -> its help text
 
 
 def _first_line(text: str) -> str:
@@ -69,18 +70,21 @@ def _metavar(annotation: Any) -> str:
 def _describe(cmd: Any, path: list[str]) -> CommandDoc:
     options: list[OptionDoc] = []
     arguments: list[str] = []
+    argument_help: dict[str, str] = {}
     for p in cmd.params:
         if getattr(p, "hidden", False):
             continue
         if p.param_type_name == "argument":
             arguments.append((p.metavar or p.name or "").upper())
+            argument_help[arguments[-1]] = " ".join((getattr(p, "help", None) or "").split())
             continue
         names = list(p.opts) + list(getattr(p, "secondary_opts", []))
         annotation = _annotation(p)
         choices = [m.value for m in annotation] if isinstance(annotation, type) and issubclass(
             annotation, enum.Enum) else []
         takes_value = not getattr(p, "is_flag", False) and not getattr(p, "count", False)
-        metavar = _metavar(annotation) if takes_value else ""
+        # The option's own metavar (--retain-last N) reads better than its type's name.
+        metavar = (p.metavar or _metavar(annotation)) if takes_value else ""
         options.append(OptionDoc(names, " ".join((p.help or "").split()), takes_value, metavar,
                                  [str(c) for c in choices]))
     options.append(OptionDoc(["--help", "-h"], "Show the help and exit.", False, ""))
@@ -94,7 +98,7 @@ def _describe(cmd: Any, path: list[str]) -> CommandDoc:
     usage_bits = ["icectl", *path, "[OPTIONS]"]
     usage_bits += ["COMMAND [ARGS]..."] if subs else arguments
     return CommandDoc(path, help_text, _first_line(cmd.short_help or help_text), options, arguments,
-                      subs, " ".join(usage_bits))
+                      subs, " ".join(usage_bits), argument_help)
 
 
 def walk(doc: CommandDoc) -> Iterator[CommandDoc]:
@@ -241,8 +245,9 @@ def man_page(doc: CommandDoc) -> str:
     if doc.arguments:
         out.append(".SH ARGUMENTS")
         for a in doc.arguments:
-            out += [".TP", f".B {a}", "A *.metadata.json path or URL, a table directory, or "
-                    "[catalog.]namespace.table." if a == "TABLE" else a]
+            text = doc.argument_help.get(a) or ("A *.metadata.json path or URL, a table directory, or "
+                                                "[catalog.]namespace.table." if a == "TABLE" else a)
+            out += [".TP", f".B {_roff(a)}", _roff(text)]
     out.append(".SH OPTIONS")
     for o in doc.options:
         spelled = ", ".join(o.names) + (f" {o.metavar}" if o.takes_value else "")
