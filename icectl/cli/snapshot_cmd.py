@@ -85,12 +85,14 @@ def register(app: typer.Typer) -> None:
         """Apply one snapshot's change to main, as Spark's cherrypick_snapshot.
 
         When the snapshot's parent is main's head, main fast-forwards to it (no new snapshot).
-        Otherwise an append is re-applied: a new append snapshot on main's head adds the same data
-        files, its summary records source-snapshot-id (and published-wap-id for a staged
+        Otherwise its change is re-applied on main's head as a new snapshot: an append adds the
+        same data files; a dynamic overwrite (INSERT OVERWRITE with replace-partitions) adds and
+        deletes the same data files, if no commit since its parent touched the partitions it
+        replaces. The summary records source-snapshot-id (and published-wap-id for a staged
         write-audit-publish snapshot). Refused (exit 6) as Iceberg refuses: a snapshot main already
-        has or already picked, a wap id already published, any other operation that is not a
-        fast-forward. Not yet done by icectl (refused, exit 6): a dynamic overwrite
-        (replace-partitions) that is not a fast-forward, and a new snapshot on a v4 table.
+        has or already picked, a wap id already published, an overwrite not based on main's
+        history or whose partitions changed, any other operation that is not a fast-forward. Not
+        yet done by icectl (refused, exit 6): a new snapshot on a v4 table.
         """
         config, io = load_config_and_io()
         return cherrypick(load_table(table, config, io), snapshot_id, dry_run=dry_run)

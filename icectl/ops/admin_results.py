@@ -28,7 +28,8 @@ class RefMove(Part):
 
 @dataclass
 class NewSnapshot(Part):
-    """The snapshot a cherry-pick writes: its operation, summary and the data files it re-adds.
+    """The snapshot a cherry-pick writes: its operation, summary and the data files it re-adds
+    (and, for a dynamic overwrite, removes).
 
     ``snapshot_id`` and ``summary`` of a dry run are what the commit would use on the table as it
     is now (the timestamp, and the id on a retry, are the commit's own)."""
@@ -38,6 +39,7 @@ class NewSnapshot(Part):
     operation: str
     summary: dict[str, str]
     added_data_files: list[str]
+    removed_data_files: list[str] | Unset = UNSET  # a dynamic overwrite's
 
 
 @dataclass(kw_only=True)

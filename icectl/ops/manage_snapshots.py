@@ -12,7 +12,9 @@ with the same checks refusing the same things:
   a branch that does not exist is created there (Java's ``replaceBranch(from, to, true)``);
 * :func:`cherrypick`: main gets a snapshot's change: a fast-forward when the snapshot's parent is
   main's head (no new snapshot), else an ``append`` is re-applied as a new snapshot that adds the
-  same data files (``source-snapshot-id``, and ``published-wap-id`` for a staged write);
+  same data files, and a dynamic overwrite (``replace-partitions``) as a new ``overwrite`` that
+  adds and deletes the same files when the partitions it replaces did not change since its parent
+  (``source-snapshot-id``, and ``published-wap-id`` for a staged write);
 * :func:`publish`: cherry-pick the staged snapshot whose summary has ``wap.id`` (write-audit-publish).
 
 Each is one commit through the table's catalog with the usual retries. Every check is made again
@@ -20,8 +22,7 @@ on the fresh base of each attempt (a concurrent writer's commit is never lost: t
 still be where that base has it, ``assert-ref-snapshot-id``). Moving main appends to the
 snapshot-log, as Java's ``setBranchSnapshot`` does.
 
-Not done (refused, exit 6): cherry-picking a dynamic overwrite (``replace-partitions=true``) that
-is not a fast-forward, and a cherry-pick that needs a new snapshot on a v4 table.
+Not done (refused, exit 6): a cherry-pick that needs a new snapshot on a v4 table.
 """
 
 from __future__ import annotations
@@ -30,9 +31,7 @@ import dataclasses
 import datetime
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
-from icectl.codec.manifest_writer import UNASSIGNED_SEQ, write_manifest
 from icectl.codec.root_manifest import FORMAT_VERSION as V4
 from icectl.errors import CommitConflictError, NotFoundError, RefusedError
 from icectl.ops.admin_results import (
@@ -45,16 +44,23 @@ from icectl.ops.admin_results import (
     SetCurrentResult,
     SnapshotManagementResult,
 )
+from icectl.ops.manage_snapshots_pick import (
+    SourceFiles,
+    check_replaced_partitions,
+    rewrite_deletes,
+    source_files,
+    would_rewrite,
+    write_added_manifests,
+)
 from icectl.ops.results import NEXT_METADATA
-from icectl.spec.manifest import DataFile, ManifestContent, ManifestEntry, ManifestEntryStatus, ManifestFile
 from icectl.spec.metadata import TableMetadata
 from icectl.spec.requirements import AssertRefSnapshotId
 from icectl.spec.snapshots import MAIN_BRANCH, Snapshot, SnapshotRef, ancestors_of
 from icectl.spec.updates import SetSnapshotRef, TableChange
+from icectl.storage import delete_quietly
 from icectl.table import Table
 from icectl.table.commit import commit, discard_on_failure, new_snapshot_id
 from icectl.table.layout.manifest_list import ManifestListLayout, manifest_list_path, manifest_path
-from icectl.table.scan import iter_entries, manifests_of
 from icectl.table.snapshot_writer import SnapshotChange, write_snapshot
 from icectl.table.summary import SummaryBuilder
 from icectl.table.write_guard import check_writable
@@ -314,64 +320,12 @@ def plan_pick(md: TableMetadata, snapshot_id: int, identifier: str) -> tuple[str
         if fast_forward:
             return "fast-forward", source, wap_id
         _check_not_picked(ancestors, source)
-        raise RefusedError(f"cannot cherry-pick snapshot {snapshot_id}: it is a dynamic overwrite "
-                           "(replace-partitions) and main moved past its parent; icectl does not re-apply "
-                           "partition overwrites yet",
-                           hint="Spark's CALL <catalog>.system.cherrypick_snapshot(...) can, when the "
-                                "replaced partitions did not change meanwhile")
+        return "overwrite", source, wap_id
     if fast_forward:
         return "fast-forward", source, source.summary.get(STAGED_WAP_ID) or None
     raise RefusedError(f"cannot cherry-pick snapshot {snapshot_id}: not an append, a dynamic overwrite or a "
                        f"fast-forward (operation {operation}; its parent {source.parent_snapshot_id} is not "
                        f"main's head {head_id})")
-
-
-@dataclass
-class _Added:
-    """The data files a snapshot added, by partition spec, with their partition paths."""
-
-    by_spec: dict[int, list[tuple[DataFile, str]]] = field(default_factory=dict)
-
-    @property
-    def paths(self) -> list[str]:
-        return [f.file_path for files in self.by_spec.values() for f, _ in files]
-
-
-def added_data_files(table: Table, md: TableMetadata, source: Snapshot) -> _Added:
-    """Java's ``Snapshot.addedDataFiles``: the ADDED entries of the data manifests ``source``
-    wrote, each file without its ``first_row_id`` (Java's ``suppressFirstRowId``: the new
-    snapshot assigns row ids again)."""
-    mine = [m for m in manifests_of(md, source, table.io)
-            if m.content == ManifestContent.DATA and m.added_snapshot_id == source.snapshot_id]
-    out = _Added()
-    for m, e in iter_entries(md, table.io, mine):
-        if e.status != ManifestEntryStatus.ADDED:
-            continue
-        spec = md.spec_by_id(m.partition_spec_id)
-        assert spec is not None  # iter_entries resolved the partition type of every manifest
-        f = dataclasses.replace(e.data_file, first_row_id=None)
-        key = spec.partition_path(f.partition or (), md.schema(), md.schemas) if not spec.is_unpartitioned else ""
-        out.by_spec.setdefault(m.partition_spec_id, []).append((f, key))
-    return out
-
-
-def _write_manifests(table: Table, added: _Added, commit_id: str, snapshot_id: int,
-                     written: list[str]) -> list[ManifestFile]:
-    """One manifest of ADDED entries per partition spec, as Java's ``MergingSnapshotProducer``."""
-    md = table.metadata
-    out = []
-    for i, (spec_id, files) in enumerate(sorted(added.by_spec.items())):
-        spec = md.spec_by_id(spec_id)
-        assert spec is not None
-        path = manifest_path(table.metadata_folder, commit_id, i)
-        written.append(path)  # before writing: a half-written manifest goes too
-        entries = [ManifestEntry(ManifestEntryStatus.ADDED, snapshot_id, None, None, f) for f, _ in files]
-        result = write_manifest(entries, schema=md.schema(), spec=spec, partition_type=md.partition_type(spec),
-                                format_version=md.format_version, content=ManifestContent.DATA,
-                                snapshot_id=snapshot_id)
-        table.io.write(path, result.data)
-        out.append(result.to_manifest_file(path, len(result.data), spec_id, snapshot_id, UNASSIGNED_SEQ))
-    return out
 
 
 def cherrypick(table: Table, snapshot_id: int, *, dry_run: bool = False,
@@ -397,23 +351,31 @@ def cherrypick(table: Table, snapshot_id: int, *, dry_run: bool = False,
         except _NoLongerFastForward:
             mode, source, wap_id = plan_pick(table.metadata, snapshot_id, ident)  # as the commit saw it
             res.mode = mode
-    return _pick_title(_pick_append(table, source, wap_id, res, dry_run=dry_run))  # type: ignore[return-value]
+    return _pick_title(_pick_new(table, source, wap_id, res, dry_run=dry_run))  # type: ignore[return-value]
 
 
-def _pick_append(table: Table, source: Snapshot, wap_id: str | None, res: SnapshotManagementResult, *,
-                 dry_run: bool) -> SnapshotManagementResult:
+def _pick_new(table: Table, source: Snapshot, wap_id: str | None, res: SnapshotManagementResult, *,
+              dry_run: bool) -> SnapshotManagementResult:
+    """A new snapshot on main re-applying ``source``: an append's added files, or a dynamic
+    overwrite's added and removed files (:mod:`icectl.ops.manage_snapshots_pick`)."""
     md, ident = table.metadata, table.identifier
+    operation = source.operation or "append"
     if md.format_version >= V4:
         raise RefusedError(f"cannot cherry-pick snapshot {source.snapshot_id} into table {ident}: it needs a new "
                            "snapshot, and icectl does not re-apply a change to a v4 root yet",
                            hint="a snapshot whose parent is main's head can be picked (a fast-forward)")
-    added = added_data_files(table, md, source)
+    files = source_files(table, md, source)
+    removed = set(SourceFiles.paths(files.removed)) if operation == "overwrite" else set()
     extra = {PUBLISHED_WAP_ID: wap_id} if wap_id else {}
     extra[SOURCE_SNAPSHOT_ID] = str(source.snapshot_id)
     summary = SummaryBuilder()
-    for files in added.by_spec.values():
-        for f, key in files:
+    for fs in files.added.values():
+        for f, key in fs:
             summary.added_file(f, key)
+    if removed:
+        for fs in files.removed.values():
+            for f, key in fs:
+                summary.removed_file(f, key)
     new_id = new_snapshot_id(md)
     commit_id = str(uuid.uuid4())
     head = md.snapshot_for_ref(MAIN_BRANCH)
@@ -422,34 +384,57 @@ def _pick_append(table: Table, source: Snapshot, wap_id: str | None, res: Snapsh
     res.changed = True
     res.previous_snapshot_id, res.current_snapshot_id = head_id, new_id
     res.ref = RefMove(MAIN_BRANCH, head_id, new_id, created=md.ref(MAIN_BRANCH) is None)
-    res.new_snapshot = NewSnapshot(new_id, head_id, "append",
-                                   summary.build("append", head.summary if head else None, extra), added.paths)
+    res.new_snapshot = NewSnapshot(new_id, head_id, operation,
+                                   summary.build(operation, head.summary if head else None, extra),
+                                   SourceFiles.paths(files.added), removed_data_files=sorted(removed))
+    if operation == "overwrite":
+        check_replaced_partitions(table, md, head, source, files)
     if dry_run:
         folder = table.metadata_folder
-        res.would_write = [*(manifest_path(folder, commit_id, i) for i in range(len(added.by_spec))),
+        count = len(files.added) + would_rewrite(table, md, head, removed)
+        res.would_write = [*(manifest_path(folder, commit_id, i) for i in range(count)),
                            manifest_list_path(folder, new_id, 1, commit_id), NEXT_METADATA]
         res.would_delete = []
         return res
 
+    layout = ManifestListLayout(commit_id, [])
+    change = SnapshotChange(operation, layout, summary, extra=lambda _index: dict(extra))
+    attempt_files: list[list[str]] = []
+
     def still_a_pick(base: TableMetadata) -> None:
-        """Java's ``validate`` on the fresh base: not picked meanwhile, wap id not published."""
-        if plan_pick(base, source.snapshot_id, ident)[0] != "append":
+        """Java's ``validate`` on the fresh base: not picked meanwhile, wap id not published, for an
+        overwrite the replaced partitions unchanged; then the head's manifests holding the files it
+        deletes are rewritten for this attempt."""
+        if plan_pick(base, source.snapshot_id, ident)[0] != operation:
             raise CommitConflictError(f"main of table {ident} moved meanwhile to the parent of snapshot "
                                       f"{source.snapshot_id}", hint="run cherrypick again")
-        missing = [s for s in added.by_spec if base.spec_by_id(s) is None]
+        missing = [s for s in files.added if base.spec_by_id(s) is None]
         if missing:
             raise CommitConflictError(f"partition spec {missing[0]} of table {ident} was removed meanwhile")
+        if operation != "overwrite":
+            return
+        base_head = base.snapshot_for_ref(MAIN_BRANCH)
+        check_replaced_partitions(table, base, base_head, source, files)
+        mine: list[str] = []
+        attempt_files.append(mine)
+        rewritten, replaced = rewrite_deletes(table, base, base_head, source, removed, commit_id,
+                                              len(files.added) + sum(map(len, attempt_files[:-1])), new_id, mine)
+        change.written.extend(mine)
+        layout.added, layout.replaced = [*added, *rewritten], replaced
 
-    layout = ManifestListLayout(commit_id, [])
-    change = SnapshotChange("append", layout, summary, extra=lambda _index: dict(extra))
     with discard_on_failure(table.io, change.written):
-        layout.added = _write_manifests(table, added, commit_id, new_id, change.written)
+        added = write_added_manifests(table, files.added, commit_id, new_id, change.written)
+        layout.added = added
         done = write_snapshot(table, MAIN_BRANCH, change, snapshot_id=new_id, check=still_a_pick)
+    for lost in attempt_files[:-1]:  # manifests rewritten for attempts that lost a conflict
+        for p in lost:
+            delete_quietly(table.io, p)
     committed = done.snapshot
     res.previous_snapshot_id = committed.parent_snapshot_id
     res.ref = RefMove(MAIN_BRANCH, committed.parent_snapshot_id, new_id, created=res.ref.created)
-    res.new_snapshot = NewSnapshot(new_id, committed.parent_snapshot_id, committed.operation or "append",
-                                   dict(committed.summary), added.paths)
+    res.new_snapshot = NewSnapshot(new_id, committed.parent_snapshot_id, committed.operation or operation,
+                                   dict(committed.summary), SourceFiles.paths(files.added),
+                                   removed_data_files=sorted(removed))
     res.metadata_location, res.commit_attempts = done.metadata_location, done.attempts
     return res
 
@@ -491,6 +476,6 @@ def publish(table: Table, wap_id: str, *, dry_run: bool = False) -> PublishResul
 
 
 __all__ = [
-    "PUBLISHED_WAP_ID", "SOURCE_SNAPSHOT_ID", "STAGED_WAP_ID", "added_data_files", "cherrypick", "fast_forward",
+    "PUBLISHED_WAP_ID", "SOURCE_SNAPSHOT_ID", "STAGED_WAP_ID", "cherrypick", "fast_forward",
     "latest_ancestor_older_than", "plan_pick", "publish", "rollback", "set_current", "staged_snapshot",
 ]

@@ -169,3 +169,28 @@ def test_publish_staged_writes_matches_spark(spark: Any, spark_clone: Callable[.
     _refused_alike(twins, "publish_changes('{t}', 'w2')", ["publish", "w2"], 6)
     twins.reads_alike([staged["w1"], staged["w2"]])
     assert table_rows_digest(spark, f"SELECT * FROM {ours.name} WHERE note = 'wap'")[0] == 4
+
+
+def test_dynamic_overwrite_pick_matches_spark(spark: Any, spark_clone: Callable[..., FixtureTable]) -> None:
+    """v2_part's dynamic INSERT OVERWRITE (replace-partitions), picked after main went back to its
+    parent and got another append: a new overwrite snapshot that deletes and adds the same files
+    (rewriting the manifests that held the deleted ones), as Spark's cherrypick_snapshot does."""
+    base = spark_clone("v2_part")
+    chain = _main_chain(latest_metadata_json(base.location))
+    ins2, overwrite = chain[1]["snapshot-id"], chain[2]["snapshot-id"]
+    assert chain[2]["summary"].get("replace-partitions") == "true" and int(chain[2]["summary"]["deleted-data-files"])
+    spark.sql(f"CALL local.system.rollback_to_snapshot('{base.name.split('.', 1)[1]}', {ins2})")
+    spark.sql(f"INSERT INTO {base.name} VALUES (9001, 'late', 'red', 1, 1.0, 1.0, 1.00, true, "
+              "TIMESTAMP '2030-01-01 00:00:00', TIMESTAMP_NTZ '2030-01-01 00:00:00', DATE '2030-01-01', X'01', "
+              "array('a'), map('k', 'v'), named_struct('x', 1.0D, 'y', 2.0D), 'n')")
+    theirs, ours = spark_clone(base.name), spark_clone(base.name)
+    twins = Twins(spark, ours, theirs)
+    dry = CliRunner().invoke(app, ["cherrypick", str(ours.location), str(overwrite), "--dry-run", "--json"])
+    assert dry.exit_code == 0, dry.stderr
+    doc = twins.step(f"cherrypick_snapshot('{{t}}', {overwrite})", "cherrypick", str(overwrite))
+    assert doc["mode"] == "cherry-pick" and doc["new_snapshot"]["operation"] == "overwrite"
+    assert json.loads(dry.stdout)["new_snapshot"]["removed_data_files"] == doc["new_snapshot"]["removed_data_files"]
+    new = next(s for s in twins.md(ours)["snapshots"] if s["snapshot-id"] == doc["current_snapshot_id"])
+    assert int(new["summary"]["deleted-data-files"]) == len(doc["new_snapshot"]["removed_data_files"]) > 0
+    _refused_alike(twins, f"cherrypick_snapshot('{{t}}', {overwrite})", ["cherrypick", str(overwrite)], 6)
+    twins.reads_alike(list(twins.ids))

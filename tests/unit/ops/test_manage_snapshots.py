@@ -255,11 +255,10 @@ def test_what_java_refuses_to_pick(tmp_path: Path) -> None:
     # ... but any operation fast-forwards when its parent is main's head (s4's parent s2: roll back there)
     rollback(h.table(), to_snapshot=h.ids["s2"])
     assert plan_pick(_md_with(h, "s4", operation="delete"), h.ids["s4"], ident)[0] == "fast-forward"
-    # a dynamic overwrite based on an ancestor: fast-forward when it can, else icectl refuses (not done yet)
+    # a dynamic overwrite based on an ancestor: fast-forward when it can, else re-applied as an overwrite
     dyn = {"operation": "overwrite", "replace-partitions": "true"}
     assert plan_pick(_md_with(h, "s4", **dyn), h.ids["s4"], ident)[0] == "fast-forward"
-    with pytest.raises(RefusedError, match="dynamic overwrite"):
-        plan_pick(_dyn_not_ff(h), h.ids["s3"], ident)
+    assert plan_pick(_dyn_not_ff(h), h.ids["s3"], ident)[0] == "overwrite"
     # a dynamic overwrite whose parent is not in main's history
     with pytest.raises(RefusedError, match="not an ancestor of main's head"):
         plan_pick(_md_with(h, "s4", **dyn).replace(refs={"main": SnapshotRef(h.ids["s3"], "branch")},
