@@ -14,14 +14,20 @@ from __future__ import annotations
 import datetime
 import json
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 from support.fixtures import FixtureTable
+from support.forge import property_change
 from support.spark import latest_metadata_json, table_rows_digest
 from typer.testing import CliRunner
 
+import icectl.ops.manage_snapshots as ms
 from icectl.cli.app import app
+from icectl.table import load_table
+from icectl.table.commit import commit
+from icectl.table.scan import manifests_of
 
 # Summary keys that name the engine or a process, not what the commit did.
 _ENGINE_KEYS = {"engine-name", "engine-version", "iceberg-version", "app-id", "spark.app.id"}
@@ -171,10 +177,13 @@ def test_publish_staged_writes_matches_spark(spark: Any, spark_clone: Callable[.
     assert table_rows_digest(spark, f"SELECT * FROM {ours.name} WHERE note = 'wap'")[0] == 4
 
 
-def test_dynamic_overwrite_pick_matches_spark(spark: Any, spark_clone: Callable[..., FixtureTable]) -> None:
+def test_dynamic_overwrite_pick_matches_spark(spark: Any, spark_clone: Callable[..., FixtureTable],
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
     """v2_part's dynamic INSERT OVERWRITE (replace-partitions), picked after main went back to its
     parent and got another append: a new overwrite snapshot that deletes and adds the same files
-    (rewriting the manifests that held the deleted ones), as Spark's cherrypick_snapshot does."""
+    (rewriting the manifests that held the deleted ones), as Spark's cherrypick_snapshot does.
+    icectl's first attempt loses to a concurrent commit: the retry rewrites again, and the lost
+    attempt's files go."""
     base = spark_clone("v2_part")
     chain = _main_chain(latest_metadata_json(base.location))
     ins2, overwrite = chain[1]["snapshot-id"], chain[2]["snapshot-id"]
@@ -187,8 +196,27 @@ def test_dynamic_overwrite_pick_matches_spark(spark: Any, spark_clone: Callable[
     twins = Twins(spark, ours, theirs)
     dry = CliRunner().invoke(app, ["cherrypick", str(ours.location), str(overwrite), "--dry-run", "--json"])
     assert dry.exit_code == 0, dry.stderr
+    real_plan, calls = ms.plan_pick, []
+
+    def racing(md: Any, sid: int, ident: str) -> Any:
+        calls.append(sid)
+        if len(calls) == 2:  # the first attempt's check: another writer commits first
+            commit(load_table(str(ours.location)), lambda base: property_change({"owner": "ops"}))
+        return real_plan(md, sid, ident)
+
+    monkeypatch.setattr(ms, "plan_pick", racing)
+    folder = Path(ours.location) / "metadata"
+    files_before = set(folder.glob("*.avro"))
     doc = twins.step(f"cherrypick_snapshot('{{t}}', {overwrite})", "cherrypick", str(overwrite))
+    monkeypatch.undo()
     assert doc["mode"] == "cherry-pick" and doc["new_snapshot"]["operation"] == "overwrite"
+    assert doc["commit_attempts"] == 2
+    table = load_table(str(ours.location))
+    new_snap = table.metadata.snapshots_by_id[doc["current_snapshot_id"]]
+    referenced = {Path(new_snap.manifest_list or "").name} | {
+        Path(m.manifest_path).name for m in manifests_of(table.metadata, new_snap, table.io)
+        if m.added_snapshot_id == new_snap.snapshot_id}
+    assert {p.name for p in set(folder.glob("*.avro")) - files_before} == referenced  # nothing of attempt 1 left
     assert json.loads(dry.stdout)["new_snapshot"]["removed_data_files"] == doc["new_snapshot"]["removed_data_files"]
     new = next(s for s in twins.md(ours)["snapshots"] if s["snapshot-id"] == doc["current_snapshot_id"])
     assert int(new["summary"]["deleted-data-files"]) == len(doc["new_snapshot"]["removed_data_files"]) > 0

@@ -30,6 +30,7 @@ from icectl.ops.manage_snapshots import (
     rollback,
     set_current,
 )
+from icectl.ops.manage_snapshots_pick import rewrite_deletes
 from icectl.spec.manifest import ManifestContent
 from icectl.spec.metadata import TableMetadata
 from icectl.spec.snapshots import SnapshotRef
@@ -440,3 +441,58 @@ def test_damaged_source_manifest_list_is_one_line_and_no_change(tmp_path: Path) 
     r = invoke("cherrypick", h.dir, h.ids["s3"])
     assert r.exit_code in (3, 4, 8) and len(r.stderr.strip().splitlines()) == 1, r.stderr
     assert version_of(h) == version
+
+
+# --------------------------------------------------------------------------- dynamic overwrite
+
+
+def _as_dynamic_overwrite(h: History, name: str) -> None:
+    sid = h.ids[name]
+    forge_commit(h.table(), lambda md: md.replace(snapshots=tuple(
+        dataclasses.replace(s, summary={**s.summary, "operation": "overwrite", "replace-partitions": "true"})
+        if s.snapshot_id == sid else s for s in md.snapshots)))
+
+
+def test_dynamic_overwrite_pick_checks_replaced_partitions(tmp_path: Path) -> None:
+    """s3 (dev, parent s1) made a dynamic overwrite: it replaces the partitions of the files it
+    added. Unpartitioned, main's s2 and s4 added files to that one partition since s1: refused as
+    Java's validateReplacedPartitions. Partitioned by id, nothing changed there: a new overwrite."""
+    h = build(tmp_path)
+    _as_dynamic_overwrite(h, "s3")
+    before = version_of(h)
+    with pytest.raises(RefusedError, match="changed partition"):
+        cherrypick(h.table(), h.ids["s3"])
+    assert version_of(h) == before
+
+    p = tmp_path / "p"
+    p.mkdir()
+    d = str(p / "t")
+    assert invoke("create", d, "--schema", "id long, name string", "--partition-by", "id").exit_code == 0
+    ids = {}
+    for n, branch in ((1, "main"), (2, "main"), (3, "dev"), (4, "main")):
+        if n == 3:
+            commit(load_table(d), lambda md: ref_change("dev", SnapshotRef(ids[1], "branch")))
+        ids[n] = add_files(load_table(d), [_file(p, n)], branch=branch).data["snapshot_id"]
+    hp = History(d, {}, {f"s{k}": v for k, v in ids.items()})
+    _as_dynamic_overwrite(hp, "s3")
+    out = cherrypick(hp.table(), ids[3])
+    new = hp.table().metadata.current_snapshot()
+    assert new is not None and new.operation == "overwrite" and out.data["new_snapshot"]["removed_data_files"] == []
+    assert new.summary["source-snapshot-id"] == str(ids[3]) and "replace-partitions" not in new.summary
+    assert live_files(hp.table()) == {"f1.parquet", "f2.parquet", "f3.parquet", "f4.parquet"}
+
+
+def test_overwrite_pick_refuses_files_main_no_longer_has(tmp_path: Path) -> None:
+    """Java's failMissingDeletePaths: every file the overwrite deletes must still be live on main."""
+    h = build(tmp_path)
+    t = h.table()
+    head = t.metadata.current_snapshot()
+    source = t.metadata.snapshots_by_id[h.ids["s3"]]
+    written: list[str] = []
+    with pytest.raises(RefusedError, match="not in main any more"):
+        rewrite_deletes(t, t.metadata, head, source, {h.files["s3"]}, "c", 0, 1, written)
+    assert written == []
+    # a live file: its manifest is rewritten, the file DELETED, the rest EXISTING
+    new, replaced = rewrite_deletes(t, t.metadata, head, source, {h.files["s2"]}, "c0ffee", 0, 99, written)
+    assert len(new) == 1 and len(replaced) == 1 and written == [new[0].manifest_path]
+    assert new[0].deleted_files_count == 1 and new[0].existing_files_count == 0
