@@ -293,8 +293,14 @@ def _check_not_picked(ancestors: list[Snapshot], source: Snapshot) -> None:
                                f"snapshot {s.snapshot_id} of main")
 
 
+def _reapplicable(source: Snapshot) -> bool:
+    """An append, or a dynamic overwrite: a change a new snapshot can re-apply."""
+    return source.operation == "append" or (
+        source.operation == "overwrite" and source.summary.get(REPLACE_PARTITIONS, "").lower() == "true")
+
+
 def plan_pick(md: TableMetadata, snapshot_id: int, identifier: str) -> tuple[str, Snapshot, str | None]:
-    """``("fast-forward" | "append", source, staged wap id)``, or the refusal Java's
+    """``("fast-forward" | "append" | "overwrite", source, staged wap id)``, or the refusal Java's
     ``CherryPickOperation`` makes (in its order)."""
     source = md.snapshot_by_id(snapshot_id)
     if source is None:
@@ -311,7 +317,7 @@ def plan_pick(md: TableMetadata, snapshot_id: int, identifier: str) -> tuple[str
             return "fast-forward", source, wap_id
         _check_not_picked(ancestors, source)
         return "append", source, wap_id
-    if operation == "overwrite" and source.summary.get(REPLACE_PARTITIONS, "").lower() == "true":
+    if _reapplicable(source):  # a dynamic overwrite
         parent = source.parent_snapshot_id
         if parent is not None and parent not in {s.snapshot_id for s in ancestors}:
             raise RefusedError(f"cannot cherry-pick overwrite snapshot {snapshot_id}: its parent {parent} is not "
@@ -331,8 +337,9 @@ def plan_pick(md: TableMetadata, snapshot_id: int, identifier: str) -> tuple[str
 def cherrypick(table: Table, snapshot_id: int, *, dry_run: bool = False,
                _result_cls: type[SnapshotManagementResult] = CherrypickResult) -> CherrypickResult:
     """Apply snapshot ``snapshot_id``'s change to main (Java's ``CherryPickOperation``; Spark's
-    ``cherrypick_snapshot``): a fast-forward when its parent is main's head, else an append is
-    re-applied as a new ``append`` snapshot (``source-snapshot-id``, ``published-wap-id``)."""
+    ``cherrypick_snapshot``): a fast-forward when its parent is main's head, else an append (or a
+    dynamic overwrite) is re-applied as a new ``append`` (``overwrite``) snapshot
+    (``source-snapshot-id``, ``published-wap-id``)."""
     check_writable(table)
     ident = table.identifier
     mode, source, wap_id = plan_pick(table.metadata, snapshot_id, ident)
@@ -349,8 +356,11 @@ def cherrypick(table: Table, snapshot_id: int, *, dry_run: bool = False,
             _move(table, MAIN_BRANCH, target, res, dry_run=dry_run)
             return _pick_title(res)  # type: ignore[return-value]
         except _NoLongerFastForward:
-            mode, source, wap_id = plan_pick(table.metadata, snapshot_id, ident)  # as the commit saw it
-            res.mode = mode
+            # Java's retry: an append or a dynamic overwrite becomes a new snapshot (re-checked on
+            # each attempt's base), anything else only ever fast-forwards.
+            if not _reapplicable(source):
+                raise RefusedError(f"cannot cherry-pick snapshot {snapshot_id}: main moved meanwhile and "
+                                   f"{source.operation} snapshots can only be fast-forwarded") from None
     return _pick_title(_pick_new(table, source, wap_id, res, dry_run=dry_run))  # type: ignore[return-value]
 
 
