@@ -496,3 +496,25 @@ def test_overwrite_pick_refuses_files_main_no_longer_has(tmp_path: Path) -> None
     new, replaced = rewrite_deletes(t, t.metadata, head, source, {h.files["s2"]}, "c0ffee", 0, 99, written)
     assert len(new) == 1 and len(replaced) == 1 and written == [new[0].manifest_path]
     assert new[0].deleted_files_count == 1 and new[0].existing_files_count == 0
+
+
+def test_a_delete_that_can_no_longer_fast_forward_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    h = build(tmp_path)
+    sid = h.ids["s4"]
+    forge_commit(h.table(), lambda md: md.replace(snapshots=tuple(
+        dataclasses.replace(s, summary={**s.summary, "operation": "delete"}) if s.snapshot_id == sid else s
+        for s in md.snapshots)))
+    rollback(h.table(), to_snapshot=h.ids["s2"])  # s4's parent: a fast-forward
+    extra = _file(tmp_path, 5)
+    real, calls = ms.plan_pick, []
+
+    def racing(md: TableMetadata, s: int, ident: str) -> Any:
+        calls.append(s)
+        if len(calls) == 2:  # another writer appends to main before the fast-forward commits
+            add_files(load_table(h.dir), [extra])
+        return real(md, s, ident)
+
+    monkeypatch.setattr(ms, "plan_pick", racing)
+    with pytest.raises(RefusedError, match="can only be fast-forwarded"):
+        cherrypick(h.table(), sid)
+    assert live_files(h.table()) == {"f1.parquet", "f2.parquet", "f5.parquet"}  # theirs kept, nothing of ours
