@@ -515,6 +515,6 @@ def test_a_delete_that_can_no_longer_fast_forward_is_refused(tmp_path: Path, mon
         return real(md, s, ident)
 
     monkeypatch.setattr(ms, "plan_pick", racing)
-    with pytest.raises(RefusedError, match="can only be fast-forwarded"):
+    with pytest.raises(RefusedError, match="not an append, a dynamic overwrite or a fast-forward"):
         cherrypick(h.table(), sid)
     assert live_files(h.table()) == {"f1.parquet", "f2.parquet", "f5.parquet"}  # theirs kept, nothing of ours
