@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from icectl.results import UNSET, CommandResult, Part, Unset, json_key
+from icectl.results import UNSET, CommandResult, Part, Unset
 
 # --------------------------------------------------------------------------- snapshot management
 # (rollback, set-current, cherrypick, publish, fast-forward)
@@ -18,11 +18,11 @@ from icectl.results import UNSET, CommandResult, Part, Unset, json_key
 
 @dataclass
 class RefMove(Part):
-    """A branch that moves (or is created, or stays where it is: ``from`` == ``to``)."""
+    """A branch that moves (or is created, or stays where it is: ``from_snapshot_id`` == ``to_snapshot_id``)."""
 
     ref: str
-    from_snapshot_id: int | None = field(metadata=json_key("from"))
-    to_snapshot_id: int = field(metadata=json_key("to"))
+    from_snapshot_id: int | None
+    to_snapshot_id: int
     created: bool = False
 
 

@@ -167,7 +167,7 @@ def test_fast_forward(tmp_path: Path) -> None:
     assert md.current_snapshot_id == h.ids["s3"] and md.snapshot_log[-1].snapshot_id == h.ids["s3"]
     # a branch the table lacks is created at the target, as Java's replaceBranch(from, to, true)
     out = fast_forward(h.table(), "fresh", "main")
-    assert out.data["ref"] == {"ref": "fresh", "from": None, "to": h.ids["s3"], "created": True}
+    assert out.data["ref"] == {"ref": "fresh", "from_snapshot_id": None, "to_snapshot_id": h.ids["s3"], "created": True}
     commit(h.table(), lambda md: ref_change("t1", SnapshotRef(h.ids["s1"], "tag")))
     with pytest.raises(RefusedError, match="is a tag"):
         fast_forward(h.table(), "t1", "main")
@@ -412,7 +412,7 @@ def test_cli_exit_codes_one_line_and_table_unchanged(tmp_path: Path) -> None:
     assert version_of(h) == version
     r = invoke("rollback", h.dir, "--to-snapshot", h.ids["s2"], "--json")
     doc = json.loads(r.stdout)
-    assert r.exit_code == 0 and doc["view"] == "rollback" and doc["ref"]["from"] == h.ids["s4"]
+    assert r.exit_code == 0 and doc["view"] == "rollback" and doc["ref"]["from_snapshot_id"] == h.ids["s4"]
     assert load_table(h.dir).metadata.current_snapshot_id == h.ids["s2"]
 
 
