@@ -91,8 +91,10 @@ def register(app: typer.Typer) -> None:
         replaces. The summary records source-snapshot-id (and published-wap-id for a staged
         write-audit-publish snapshot). Refused (exit 6) as Iceberg refuses: a snapshot main already
         has or already picked, a wap id already published, an overwrite not based on main's
-        history or whose partitions changed, any other operation that is not a fast-forward. Not
-        yet done by icectl (refused, exit 6): a new snapshot on a v4 table.
+        history or whose partitions changed, any other operation that is not a fast-forward. On a
+        v4 table an append is re-applied in a new root (root-level entries, or new leaves past
+        write.v4.root-max-added-files); not yet done there (refused, exit 6): a dynamic overwrite,
+        and a new snapshot while main is at a snapshot of before the upgrade to v4.
         """
         config, io = load_config_and_io()
         return cherrypick(load_table(table, config, io), snapshot_id, dry_run=dry_run)

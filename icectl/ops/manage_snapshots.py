@@ -22,7 +22,8 @@ on the fresh base of each attempt (a concurrent writer's commit is never lost: t
 still be where that base has it, ``assert-ref-snapshot-id``). Moving main appends to the
 snapshot-log, as Java's ``setBranchSnapshot`` does.
 
-Not done (refused, exit 6): a cherry-pick that needs a new snapshot on a v4 table.
+Not done (refused, exit 6): re-applying a dynamic overwrite to a v4 table (an append is re-applied
+as root-level entries or new leaves; fast-forwards and ref moves work on every format version).
 """
 
 from __future__ import annotations
@@ -49,6 +50,8 @@ from icectl.ops.manage_snapshots_pick import (
     check_replaced_partitions,
     rewrite_deletes,
     source_files,
+    v4_layout,
+    v4_to_leaf,
     would_rewrite,
     write_added_manifests,
 )
@@ -57,10 +60,11 @@ from icectl.spec.metadata import TableMetadata
 from icectl.spec.requirements import AssertRefSnapshotId
 from icectl.spec.snapshots import MAIN_BRANCH, Snapshot, SnapshotRef, ancestors_of
 from icectl.spec.updates import SetSnapshotRef, TableChange
-from icectl.storage import delete_quietly
+from icectl.storage import delete_quietly, join
 from icectl.table import Table
 from icectl.table.commit import commit, discard_on_failure, new_snapshot_id
 from icectl.table.layout.manifest_list import ManifestListLayout, manifest_list_path, manifest_path
+from icectl.table.layout.root import RootLayout
 from icectl.table.snapshot_writer import SnapshotChange, write_snapshot
 from icectl.table.summary import SummaryBuilder
 from icectl.table.write_guard import check_writable
@@ -370,10 +374,17 @@ def _pick_new(table: Table, source: Snapshot, wap_id: str | None, res: SnapshotM
     overwrite's added and removed files (:mod:`icectl.ops.manage_snapshots_pick`)."""
     md, ident = table.metadata, table.identifier
     operation = source.operation or "append"
-    if md.format_version >= V4:
-        raise RefusedError(f"cannot cherry-pick snapshot {source.snapshot_id} into table {ident}: it needs a new "
-                           "snapshot, and icectl does not re-apply a change to a v4 root yet",
+    v4 = md.format_version >= V4
+    if v4 and operation != "append":
+        raise RefusedError(f"cannot cherry-pick {operation} snapshot {source.snapshot_id} into v4 table {ident}: "
+                           "icectl re-applies only appends to a v4 root yet",
                            hint="a snapshot whose parent is main's head can be picked (a fast-forward)")
+    head = md.snapshot_for_ref(MAIN_BRANCH)
+    if v4 and head is not None and head.root_manifest is None:
+        raise RefusedError(f"cannot cherry-pick snapshot {source.snapshot_id} into v4 table {ident}: main's head "
+                           f"{head.snapshot_id} is a snapshot of before the upgrade to v4 (no root manifest to "
+                           "build on)",
+                           hint="a snapshot written since the upgrade has one: move main there first (set-current)")
     files = source_files(table, md, source)
     removed = set(SourceFiles.paths(files.removed)) if operation == "overwrite" else set()
     extra = {PUBLISHED_WAP_ID: wap_id} if wap_id else {}
@@ -388,7 +399,6 @@ def _pick_new(table: Table, source: Snapshot, wap_id: str | None, res: SnapshotM
                 summary.removed_file(f, key)
     new_id = new_snapshot_id(md)
     commit_id = str(uuid.uuid4())
-    head = md.snapshot_for_ref(MAIN_BRANCH)
     head_id = head.snapshot_id if head is not None else None
     res.mode = "cherry-pick"
     res.changed = True
@@ -401,13 +411,18 @@ def _pick_new(table: Table, source: Snapshot, wap_id: str | None, res: SnapshotM
         check_replaced_partitions(table, md, head, source, files)
     if dry_run:
         folder = table.metadata_folder
-        count = len(files.added) + would_rewrite(table, md, head, removed)
-        res.would_write = [*(manifest_path(folder, commit_id, i) for i in range(count)),
-                           manifest_list_path(folder, new_id, 1, commit_id), NEXT_METADATA]
+        if v4:
+            leaves = len(files.added) if v4_to_leaf(md, files.added) else 0
+            res.would_write = [*(join(folder, f"<uuid>-m{i}.avro") for i in range(leaves)),
+                               join(folder, f"root-{new_id}-<uuid>.avro"), NEXT_METADATA]
+        else:
+            count = len(files.added) + would_rewrite(table, md, head, removed)
+            res.would_write = [*(manifest_path(folder, commit_id, i) for i in range(count)),
+                               manifest_list_path(folder, new_id, 1, commit_id), NEXT_METADATA]
         res.would_delete = []
         return res
 
-    layout = ManifestListLayout(commit_id, [])
+    layout: ManifestListLayout | RootLayout = ManifestListLayout(commit_id, [])
     change = SnapshotChange(operation, layout, summary, extra=lambda _index: dict(extra))
     attempt_files: list[list[str]] = []
 
@@ -430,11 +445,15 @@ def _pick_new(table: Table, source: Snapshot, wap_id: str | None, res: SnapshotM
         rewritten, replaced = rewrite_deletes(table, base, base_head, source, removed, commit_id,
                                               len(files.added) + sum(map(len, attempt_files[:-1])), new_id, mine)
         change.written.extend(mine)
+        assert isinstance(layout, ManifestListLayout)
         layout.added, layout.replaced = [*added, *rewritten], replaced
 
     with discard_on_failure(table.io, change.written):
-        added = write_added_manifests(table, files.added, commit_id, new_id, change.written)
-        layout.added = added
+        if v4:
+            change.layout = v4_layout(table, files.added, change.written)
+        else:
+            added = write_added_manifests(table, files.added, commit_id, new_id, change.written)
+            layout.added = added
         done = write_snapshot(table, MAIN_BRANCH, change, snapshot_id=new_id, check=still_a_pick)
     for lost in attempt_files[:-1]:  # manifests rewritten for attempts that lost a conflict
         for p in lost:

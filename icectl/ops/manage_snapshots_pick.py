@@ -11,6 +11,10 @@
   one of them is rewritten as ``ManifestFilterManager`` does: its live entries, those files
   DELETED (by the new snapshot, sequence numbers kept), the others EXISTING.
 
+On a v4 table an append's files become ADDED root-level entries (or new leaves past
+``write.v4.root-max-added-files``), from any source snapshot (a manifest list of before the
+upgrade, or a v4 root: its ADDED root-level entries and the leaves it added).
+
 Everything is computed from the base of one commit attempt; :mod:`icectl.ops.manage_snapshots`
 runs it through the snapshot writer.
 """
@@ -18,19 +22,24 @@ runs it through the snapshot writer.
 from __future__ import annotations
 
 import dataclasses
+import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from icectl.codec.manifest_writer import UNASSIGNED_SEQ, write_manifest
+from icectl.codec.root_manifest import content_entry_of
 from icectl.errors import RefusedError
 from icectl.ops.compact.plan import as_existing
 from icectl.spec.manifest import DataFile, ManifestContent, ManifestEntry, ManifestEntryStatus, ManifestFile
 from icectl.spec.metadata import TableMetadata
-from icectl.spec.snapshots import Snapshot, ancestors_of
+from icectl.spec.snapshots import MAIN_BRANCH, Snapshot, ancestors_of
+from icectl.storage import join
 from icectl.table import Table
 from icectl.table.layout.manifest_list import manifest_path
+from icectl.table.layout.root import NewLeaf, RootLayout, root_max_added_files, write_leaf
 from icectl.table.scan import iter_entries, manifests_of
+from icectl.table.scan_v4 import TreeManifest
 
 BySpec = dict[int, list[tuple[DataFile, str]]]  # spec id -> [(file, partition path)]
 
@@ -51,10 +60,16 @@ class SourceFiles:
 
 
 def _own_entries(table: Table, md: TableMetadata, snapshot: Snapshot) -> Iterable[tuple[ManifestFile, ManifestEntry]]:
-    """Entries of the data manifests ``snapshot`` wrote itself (Java's ``cacheDataFileChanges``)."""
-    mine = [m for m in manifests_of(md, snapshot, table.io)
-            if m.content == ManifestContent.DATA and m.added_snapshot_id == snapshot.snapshot_id]
-    return iter_entries(md, table.io, mine)
+    """Entries of the data manifests ``snapshot`` wrote itself (Java's ``cacheDataFileChanges``);
+    of a v4 snapshot, its leaves and the root-level entries it wrote (those carried over from the
+    head are EXISTING, the head's DELETED ones are gone)."""
+    sid = snapshot.snapshot_id
+    mine = [m for m in manifests_of(md, snapshot, table.io) if m.content == ManifestContent.DATA
+            and (m.added_snapshot_id == sid or (isinstance(m, TreeManifest) and m.is_root_group))]
+    for m, e in iter_entries(md, table.io, mine):
+        if isinstance(m, TreeManifest) and m.is_root_group and e.snapshot_id not in (None, sid):
+            continue
+        yield m, e
 
 
 def source_files(table: Table, md: TableMetadata, source: Snapshot) -> SourceFiles:
@@ -155,6 +170,33 @@ def rewrite_deletes(table: Table, base: TableMetadata, head: Snapshot | None, so
     return new, replaced
 
 
+def v4_to_leaf(md: TableMetadata, files: BySpec) -> bool:
+    """Whether a v4 pick adds its files in new leaves (past ``write.v4.root-max-added-files``, as
+    add-files does) rather than as root-level entries."""
+    return sum(map(len, files.values())) > root_max_added_files(md)
+
+
+def v4_layout(table: Table, files: BySpec, written: list[str]) -> RootLayout:
+    """The root layout of a v4 pick: ADDED root-level entries, or one new leaf per partition spec
+    (written now); row ids come from the commit (``first_row_id`` from ``next-row-id``)."""
+    md = table.metadata
+    layout = RootLayout(MAIN_BRANCH)
+    to_leaf = v4_to_leaf(md, files)
+    for spec_id, fs in sorted(files.items()):
+        ptype = md.partition_type(spec_id)
+        entries = [content_entry_of(ManifestEntry(ManifestEntryStatus.ADDED, None, None, None, f), spec_id, ptype)
+                   for f, _ in fs]
+        if not to_leaf:
+            layout.added.extend(entries)
+            continue
+        path = join(table.metadata_folder, f"{uuid.uuid4()}-m{len(layout.new_leaves)}.avro")
+        written.append(path)  # before writing: a half-written leaf goes too
+        leaf = write_leaf(table.io, md, path, entries, ManifestContent.DATA, spec_id)
+        assert leaf.manifest_stats is not None
+        layout.new_leaves.append(NewLeaf(leaf, leaf.manifest_stats.added_rows_count))
+    return layout
+
+
 def would_rewrite(table: Table, base: TableMetadata, head: Snapshot | None, removed: set[str]) -> int:
     """How many head manifests a pick removing ``removed`` rewrites (for a dry run)."""
     if not removed or head is None:
@@ -164,5 +206,5 @@ def would_rewrite(table: Table, base: TableMetadata, head: Snapshot | None, remo
                 if e.data_file.file_path in removed})
 
 
-__all__ = ["SourceFiles", "check_replaced_partitions", "rewrite_deletes", "source_files", "would_rewrite",
-           "write_added_manifests"]
+__all__ = ["SourceFiles", "check_replaced_partitions", "rewrite_deletes", "source_files", "v4_layout", "v4_to_leaf",
+           "would_rewrite", "write_added_manifests"]

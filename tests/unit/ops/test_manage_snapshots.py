@@ -14,7 +14,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from support.forge import forge_commit, ref_change
+from support.forge import forge_commit, property_change, ref_change
 from typer.testing import CliRunner
 
 import icectl.ops.manage_snapshots as ms
@@ -416,7 +416,7 @@ def test_cli_exit_codes_one_line_and_table_unchanged(tmp_path: Path) -> None:
     assert load_table(h.dir).metadata.current_snapshot_id == h.ids["s2"]
 
 
-def test_v4_moves_refs_and_refuses_a_new_snapshot(tmp_path: Path) -> None:
+def test_v4_moves_refs_and_picks_appends_into_the_root(tmp_path: Path) -> None:
     h = build(tmp_path, version=4)
     md = h.table().metadata
     assert md.format_version == 4
@@ -425,11 +425,39 @@ def test_v4_moves_refs_and_refuses_a_new_snapshot(tmp_path: Path) -> None:
     fast_forward(h.table(), "main", "dev")
     assert h.table().metadata.current_snapshot_id == dev_head
     set_current(h.table(), h.ids["s2"])
-    assert cherrypick(h.table(), h.ids["s4"]).data["mode"] == "fast-forward"  # only a ref moves: fine on v4
+    assert cherrypick(h.table(), h.ids["s4"]).data["mode"] == "fast-forward"  # only a ref moves
     set_current(h.table(), dev_head)
-    r = invoke("cherrypick", h.dir, h.ids["s4"])  # would need a new v4 root
-    assert r.exit_code == 6 and "v4" in r.stderr, r.stderr
-    assert h.table().metadata.current_snapshot_id == dev_head
+    # s4 (a manifest-list snapshot of before the upgrade) re-applied as a root-level entry of a new root
+    before = h.table().metadata
+    out = cherrypick(h.table(), h.ids["s4"])
+    new = h.table().metadata.current_snapshot()
+    assert new is not None and new.root_manifest is not None and new.parent_snapshot_id == dev_head
+    assert out.data["new_snapshot"]["summary"]["source-snapshot-id"] == str(h.ids["s4"])
+    assert live_files(h.table()) == {"f1.parquet", "f3.parquet", "f4.parquet"}
+    assert new.first_row_id == before.next_row_id and h.table().metadata.next_row_id == before.next_row_id + 1
+    # a v4 snapshot as the source, its files added in a new leaf (root-max-added-files 0)
+    commit(h.table(), lambda md: ref_change("x", SnapshotRef(dev_head, "branch")))
+    x = add_files(h.table(), [_file(tmp_path, 6)], branch="x").data["snapshot_id"]
+    commit(h.table(), lambda md: property_change({"write.v4.root-max-added-files": "0"}))
+    dry = cherrypick(h.table(), x, dry_run=True)
+    assert [Path(p).name.split("-")[0] for p in dry.data["would_write"][:2]] == ["<uuid>", "root"]
+    out = cherrypick(h.table(), x)
+    assert out.data["mode"] == "cherry-pick"
+    assert live_files(h.table()) == {"f1.parquet", "f3.parquet", "f4.parquet", "f6.parquet"}
+    r = invoke("validate", h.dir, "--deep")
+    assert r.exit_code == 0, r.stdout + r.stderr
+    # a dynamic overwrite is not re-applied to a v4 root (refused before anything is written)
+    _as_dynamic_overwrite(h, "s2")  # parent s1, an ancestor of main; main is past it: no fast-forward
+    version = version_of(h)
+    with pytest.raises(RefusedError, match="re-applies only appends"):
+        cherrypick(h.table(), h.ids["s2"])
+    assert version_of(h) == version
+    # main at a snapshot of before the upgrade has no root to build on
+    set_current(h.table(), h.ids["s4"])
+    version = version_of(h)
+    r = invoke("cherrypick", h.dir, x)
+    assert r.exit_code == 6 and "before the upgrade" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    assert version_of(h) == version
 
 
 def test_damaged_source_manifest_list_is_one_line_and_no_change(tmp_path: Path) -> None:
