@@ -403,6 +403,9 @@ def test_cli_exit_codes_one_line_and_table_unchanged(tmp_path: Path) -> None:
         r = invoke(*args)
         assert r.exit_code == code, (args, r.exit_code, r.stderr)
         assert len(r.stderr.strip().splitlines()) == 1, (args, r.stderr)
+    for args in (["rollback", h.dir, "--to-snapshot", "abc"], ["cherrypick", h.dir, "12x"]):  # the parser's own
+        r = invoke(*args)
+        assert r.exit_code == 2 and "Invalid value" in r.stderr, r.stderr
     for args in (["rollback", h.dir, "--to-snapshot", h.ids["s1"]], ["set-current", h.dir, "-s", h.ids["s3"]],
                  ["cherrypick", h.dir, h.ids["s3"]], ["fast-forward", h.dir, "dev2", "--to", "main"]):
         r = invoke(*args, "--dry-run", "--json")
@@ -467,7 +470,11 @@ def test_damaged_source_manifest_list_is_one_line_and_no_change(tmp_path: Path) 
     Path(snap.manifest_list.removeprefix("file:")).write_bytes(b"not avro")
     version = version_of(h)
     r = invoke("cherrypick", h.dir, h.ids["s3"])
-    assert r.exit_code in (3, 4, 8) and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert r.exit_code == 4 and "not an Avro file" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    assert version_of(h) == version
+    Path(snap.manifest_list.removeprefix("file:")).unlink()
+    r = invoke("cherrypick", h.dir, h.ids["s3"], "--dry-run")
+    assert r.exit_code == 3 and "not found" in r.stderr and len(r.stderr.strip().splitlines()) == 1
     assert version_of(h) == version
 
 
