@@ -19,6 +19,7 @@ from typer.testing import CliRunner
 
 import icectl.ops.manage_snapshots as ms
 from icectl.cli.app import app
+from icectl.config import load_config
 from icectl.errors import CommitConflictError, NotFoundError, RefusedError
 from icectl.ops.add_files import add_files
 from icectl.ops.manage_snapshots import (
@@ -37,6 +38,7 @@ from icectl.spec.snapshots import SnapshotRef
 from icectl.table import Table, load_table
 from icectl.table.commit import commit
 from icectl.table.scan import iter_entries, manifests_of
+from unit.table.test_commit import write_sql_config
 
 
 @dataclasses.dataclass
@@ -553,3 +555,24 @@ def test_a_delete_that_can_no_longer_fast_forward_is_refused(tmp_path: Path, mon
     with pytest.raises(RefusedError, match="not an append, a dynamic overwrite or a fast-forward"):
         cherrypick(h.table(), sid)
     assert live_files(h.table()) == {"f1.parquet", "f2.parquet", "f5.parquet"}  # theirs kept, nothing of ours
+
+
+def test_through_a_sql_catalog(tmp_path: Path) -> None:
+    """Addressed as catalog.namespace.table, the commit swaps the SQL catalog's pointer."""
+    cfg = write_sql_config(tmp_path)
+    env = {"ICECTL_CONFIG": str(cfg)}
+
+    def run(*args: Any) -> Any:
+        r = CliRunner().invoke(app, [str(a) for a in args], env=env)
+        assert r.exit_code == 0, r.stderr
+        return json.loads(r.stdout) if "--json" in args else r
+
+    run("create", "prod.db.t", "--schema", "id long, name string")
+    ids = [run("add-files", "prod.db.t", _file(tmp_path, n), "--json")["snapshot_id"] for n in (1, 2)]
+    doc = run("rollback", "prod.db.t", "--to-snapshot", ids[0], "--json")
+    assert doc["metadata_location"].startswith(str(tmp_path / "sqlwh"))
+    config = load_config(cfg)
+    assert load_table("prod.db.t", config).metadata.current_snapshot_id == ids[0]
+    run("fast-forward", "prod.db.t", "main", "--to", "main")  # a no-op: nothing written
+    run("set-current", "prod.db.t", "--snapshot", ids[1])
+    assert load_table("prod.db.t", config).metadata.current_snapshot_id == ids[1]
