@@ -7,16 +7,21 @@ _icectl() {
         case "$path|$w" in
             "|add-files") path="add-files" ;;
             "|branch") path="branch" ;;
+            "|cherrypick") path="cherrypick" ;;
             "|compact") path="compact" ;;
             "|create") path="create" ;;
             "|drop") path="drop" ;;
             "|expire-snapshots") path="expire-snapshots" ;;
+            "|fast-forward") path="fast-forward" ;;
             "|inspect") path="inspect" ;;
             "|list") path="list" ;;
             "|namespace") path="namespace" ;;
             "|properties") path="properties" ;;
+            "|publish") path="publish" ;;
             "|register") path="register" ;;
             "|remove-files") path="remove-files" ;;
+            "|rollback") path="rollback" ;;
+            "|set-current") path="set-current" ;;
             "|tag") path="tag" ;;
             "|upgrade") path="upgrade" ;;
             "|validate") path="validate" ;;
@@ -81,6 +86,7 @@ _icectl() {
         "expire-snapshots|--snapshot-id") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "expire-snapshots|--max-deletes") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "expire-snapshots|--max-concurrent-deletes") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "fast-forward|--to") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "inspect dvs|--snapshot"|"inspect dvs|-s") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "inspect dvs|--ref"|"inspect dvs|-r") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "inspect entries|--snapshot"|"inspect entries|-s") COMPREPLY=($(compgen -f -- "$cur")); return ;;
@@ -101,6 +107,12 @@ _icectl() {
         "namespace list|--catalog"|"namespace list|-c") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "remove-files|--where") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "remove-files|--branch"|"remove-files|-b") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "rollback|--to-snapshot") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "rollback|--to-timestamp") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "rollback|--branch"|"rollback|-b") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "set-current|--snapshot"|"set-current|-s") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "set-current|--ref"|"set-current|-r") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "set-current|--branch"|"set-current|-b") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "tag create|--snapshot"|"tag create|-s") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "tag create|--ref"|"tag create|-r") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "tag create|--max-ref-age") COMPREPLY=($(compgen -f -- "$cur")); return ;;
@@ -116,7 +128,7 @@ _icectl() {
             if [[ "$cur" == -* ]]; then
                 COMPREPLY=($(compgen -W "--debug --config --version --help -h" -- "$cur"))
             else
-                COMPREPLY=($(compgen -W "add-files branch compact create drop expire-snapshots inspect list namespace properties register remove-files tag upgrade validate" -- "$cur"))
+                COMPREPLY=($(compgen -W "add-files branch cherrypick compact create drop expire-snapshots fast-forward inspect list namespace properties publish register remove-files rollback set-current tag upgrade validate" -- "$cur"))
             fi ;;
         "add-files")
             if [[ "$cur" == -* ]]; then
@@ -154,6 +166,12 @@ _icectl() {
             else
                 COMPREPLY=($(compgen -f -- "$cur"))
             fi ;;
+        "cherrypick")
+            if [[ "$cur" == -* ]]; then
+                COMPREPLY=($(compgen -W "--dry-run --json --help -h" -- "$cur"))
+            else
+                COMPREPLY=($(compgen -f -- "$cur"))
+            fi ;;
         "compact")
             if [[ "$cur" == -* ]]; then
                 COMPREPLY=($(compgen -W "--all --catalog -c --spec-id --content --min-manifests --target-size --sort-by --branch --dry-run --json --help -h" -- "$cur"))
@@ -175,6 +193,12 @@ _icectl() {
         "expire-snapshots")
             if [[ "$cur" == -* ]]; then
                 COMPREPLY=($(compgen -W "--all --catalog -c --older-than --retain-last --snapshot-id --clean-expired-metadata --max-deletes --allow-external-deletes --max-concurrent-deletes --dry-run --json --help -h" -- "$cur"))
+            else
+                COMPREPLY=($(compgen -f -- "$cur"))
+            fi ;;
+        "fast-forward")
+            if [[ "$cur" == -* ]]; then
+                COMPREPLY=($(compgen -W "--to --dry-run --json --help -h" -- "$cur"))
             else
                 COMPREPLY=($(compgen -f -- "$cur"))
             fi ;;
@@ -304,6 +328,12 @@ _icectl() {
             else
                 COMPREPLY=($(compgen -f -- "$cur"))
             fi ;;
+        "publish")
+            if [[ "$cur" == -* ]]; then
+                COMPREPLY=($(compgen -W "--dry-run --json --help -h" -- "$cur"))
+            else
+                COMPREPLY=($(compgen -f -- "$cur"))
+            fi ;;
         "register")
             if [[ "$cur" == -* ]]; then
                 COMPREPLY=($(compgen -W "--dry-run --json --help -h" -- "$cur"))
@@ -313,6 +343,18 @@ _icectl() {
         "remove-files")
             if [[ "$cur" == -* ]]; then
                 COMPREPLY=($(compgen -W "--where --branch -b --dry-run --json --help -h" -- "$cur"))
+            else
+                COMPREPLY=($(compgen -f -- "$cur"))
+            fi ;;
+        "rollback")
+            if [[ "$cur" == -* ]]; then
+                COMPREPLY=($(compgen -W "--to-snapshot --to-timestamp --branch -b --dry-run --json --help -h" -- "$cur"))
+            else
+                COMPREPLY=($(compgen -f -- "$cur"))
+            fi ;;
+        "set-current")
+            if [[ "$cur" == -* ]]; then
+                COMPREPLY=($(compgen -W "--snapshot -s --ref -r --branch -b --dry-run --json --help -h" -- "$cur"))
             else
                 COMPREPLY=($(compgen -f -- "$cur"))
             fi ;;

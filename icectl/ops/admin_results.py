@@ -8,7 +8,7 @@ stays readable. One section per command family.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from icectl.results import UNSET, CommandResult, Part, Unset
 
@@ -209,6 +209,8 @@ class DropResult(CommandResult):
     deleted: dict[str, int] = field(default_factory=dict)  # count per category (dry run: would delete)
 
 
-
-__all__: list[str] = []
-_UNUSED = (dataclass, field, Any, ClassVar, UNSET, CommandResult, Part, Unset)  # until the sections fill
+__all__ = [
+    "DROP_CATEGORIES", "CherrypickResult", "DropResult", "FastForwardResult", "NewSnapshot", "PropertiesChangeResult",
+    "PropertyChange", "PublishResult", "RefChangeResult", "RefMove", "RefState", "RegisterResult", "RollbackResult",
+    "SetCurrentResult", "SnapshotManagementResult",
+]
