@@ -163,6 +163,8 @@ class Matcher:
     def judge(self, path: str) -> tuple[str, tuple[str, str] | None]:
         """``valid``, ``orphan`` or ``mismatch`` (with the first differing (valid, listed) pair)."""
         u = file_uri(path, self.equal_schemes, self.equal_authorities)
+        if u.scheme is None:  # a listed local file: Hadoop lists it qualified, as file:/...
+            u = FileURI(self.equal_schemes.get("file", "file"), None, u.path)
         spellings = self.by_path.get(u.path)
         if spellings:
             for scheme, authority in spellings:
