@@ -293,6 +293,8 @@ def _remove_orphan_files(table: Table, *, older_than_ms: int | None, location: s
     md = table.metadata
     fence = table_fence(table)
     where = location or md.location
+    if where and scheme_of(where) == "file" and not where.startswith("file:"):
+        where = os.path.abspath(where)  # listed paths are compared with the metadata's absolute ones
     if not where:
         raise UsageError("the table metadata names no location: give --location")
     if not _inside(fence, where):

@@ -219,11 +219,15 @@ def test_a_file_reached_through_an_in_table_link_is_valid(history: HistoryBuilde
     assert os.path.exists(target)
 
 
-def test_location_narrows_the_run(history: HistoryBuilder) -> None:
+def test_location_narrows_the_run(history: HistoryBuilder, monkeypatch: pytest.MonkeyPatch) -> None:
     d = history.table_dir
     old, _ = plant_every_kind(d)
     doc, _ = cli(str(d), "--location", str(d / "metadata"), "--dry-run")
     assert paths(doc) == {p for p in old | history.orphans if "/metadata/" in p}
+    monkeypatch.chdir(d)  # a relative folder is the same folder
+    doc, _ = cli(str(d), "--location", "metadata")
+    assert paths(doc) == {p for p in old | history.orphans if "/metadata/" in p}
+    assert all(os.path.exists(p) for p in old if "/metadata/" not in p)
 
 
 def _commit_stats_named(d: Path, path: str) -> None:
