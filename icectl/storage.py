@@ -376,9 +376,8 @@ class FileIO:
 
 @dataclass(frozen=True)
 class ListedFile:
-    """One file a recursive listing found: its path (in the spelling of the folder listed), its
-    modification time in epoch milliseconds (truncated, as Hadoop reports it), its size, and
-    whether it is a symbolic link (local disks only; the listing never follows a link to a folder)."""
+    """A listed file: path (spelled as the folder listed), mtime in epoch ms (truncated, as Hadoop
+    gives it), size, and whether it is a symbolic link (local disks; folder links are not entered)."""
 
     path: str
     mtime_ms: int
@@ -391,35 +390,43 @@ _LIST_BATCH = 512  # files handed from a listing worker to the consumer at a tim
 
 def walk_files(io: FileIO, location: str, accept: Callable[[str], bool], *,
                workers: int = 8) -> Iterator[ListedFile]:
-    """Every file under the folder ``location``, streamed, the top-level folders listed in parallel.
+    """Every file under the folder ``location``, streamed; folders listed in parallel (the first
+    levels on the caller's thread until there are ``workers`` folders, as Java's driver does).
 
-    ``accept(name)`` is asked for every file and folder name below ``location`` (not for
-    ``location`` itself); a folder it refuses is not entered (Hadoop's ``listStatus`` with a path
-    filter). Local disks: ``os.scandir``; a symbolic link to a folder is never entered, a link to
-    a file is reported with ``is_link``. Object storage: one flat listing per top-level prefix.
-    Entries are yielded as the workers find them (order unspecified); the listing holds at most
-    a few batches in memory. A folder that vanishes during the walk is skipped; any other
-    listing failure raises :class:`StorageError` (a partial listing must not pass for a whole one).
+    ``accept(name)`` is asked for every name below ``location``; a folder it refuses is not
+    entered (Hadoop's ``listStatus`` with a path filter). Local disks: ``os.scandir``, a link to
+    a folder is never entered, a link to a file is reported with ``is_link``. Object storage: a
+    flat listing per folder handed out. A folder that vanishes meanwhile is skipped; any other
+    failure raises :class:`StorageError` (a partial listing must not pass for a whole one).
     """
     if scheme_of(location) == "file":
         root = local_path(location).rstrip("/") or "/"
         base = location.rstrip("/")
         if not os.path.isdir(root):
             raise NotFoundError(f"folder not found: {root}", path=root)
-        return _parallel(lambda: _scan(root, base, accept),
+        return _parallel(lambda d: _scan(*(d or (root, base)), accept),
                          lambda d: _local_tree(d[0], d[1], accept), workers, location)
     fs, p = io.filesystem(location)
     prefix = location.split("://", 1)[0] + "://"
     p = p.rstrip("/")
-    return _parallel(lambda: _object_top(io, fs, p, prefix, location, accept),
+    return _parallel(lambda d: _object_top(io, fs, d[0] if d else p, prefix, location, accept, root=not d),
                      lambda d: _object_tree(io, fs, d[0], prefix, location, accept), workers, location)
 
 
-def _parallel(top: Callable[[], tuple[list[ListedFile], list[tuple[str, str]]]],
+def _parallel(scan: Callable[[tuple[str, str] | None], tuple[list[ListedFile], list[tuple[str, str]]]],
               tree: Callable[[tuple[str, str]], Iterator[list[ListedFile]]], workers: int,
               location: str) -> Iterator[ListedFile]:
-    files, folders = top()
+    files, folders = scan(None)  # (None: the root) its files, and its folders as (listing, spelling)
     yield from files
+    for _level in range(2):  # up to 3 levels here while there are fewer folders than workers
+        if not folders or len(folders) >= workers:
+            break
+        deeper: list[tuple[str, str]] = []
+        for folder in folders:
+            files, subs = scan(folder)
+            yield from files
+            deeper += subs
+        folders = deeper
     if not folders:
         return
     out: queue.Queue[list[ListedFile] | BaseException | None] = queue.Queue(maxsize=4 * max(1, workers))
@@ -480,12 +487,11 @@ def _local_entry(entry: os.DirEntry[str], path: str) -> ListedFile | None:
 def _scan(folder: str, base: str, accept: Callable[[str], bool]
           ) -> tuple[list[ListedFile], list[tuple[str, str]]]:
     """One folder: its accepted files, and its accepted sub-folders (real folders only)."""
-    files: list[ListedFile] = []
-    subs: list[tuple[str, str]] = []
+    files, subs = [], []
     try:
         it = os.scandir(folder)
     except (FileNotFoundError, NotADirectoryError):  # vanished during the walk
-        return files, subs
+        return [], []
     except OSError as e:
         raise StorageError(f"storage error listing {folder}: {e}", path=folder) from e
     with it:
@@ -495,30 +501,24 @@ def _scan(folder: str, base: str, accept: Callable[[str], bool]
             path = f"{base}/{entry.name}"
             try:
                 is_dir = entry.is_dir(follow_symlinks=False)
-            except OSError:
+            except FileNotFoundError:  # vanished during the walk
                 continue
             if is_dir:
                 subs.append((entry.path, path))
-                continue
-            found = _local_entry(entry, path)
-            if found is not None:
+            elif (found := _local_entry(entry, path)) is not None:
                 files.append(found)
     return files, subs
 
 
 def _local_tree(folder: str, base: str, accept: Callable[[str], bool]) -> Iterator[list[ListedFile]]:
-    todo = [(folder, base)]
-    batch: list[ListedFile] = []
+    todo, batch = [(folder, base)], []
     while todo:
-        f, b = todo.pop()
-        files, subs = _scan(f, b, accept)
-        batch.extend(files)
-        todo.extend(subs)
-        if len(batch) >= _LIST_BATCH:
+        files, subs = _scan(*todo.pop(), accept)
+        batch += files
+        todo += subs
+        if len(batch) >= _LIST_BATCH or not todo:
             yield batch
             batch = []
-    if batch:
-        yield batch
 
 
 def _object_info(info: dict[str, Any], path: str) -> ListedFile:
@@ -527,12 +527,14 @@ def _object_info(info: dict[str, Any], path: str) -> ListedFile:
     return ListedFile(path, ms, int(info.get("size") or info.get("Size") or 0))
 
 
-def _object_top(io: FileIO, fs: Any, p: str, prefix: str, location: str, accept: Callable[[str], bool]
-                ) -> tuple[list[ListedFile], list[tuple[str, str]]]:
+def _object_top(io: FileIO, fs: Any, p: str, prefix: str, location: str, accept: Callable[[str], bool],
+                *, root: bool) -> tuple[list[ListedFile], list[tuple[str, str]]]:
     with io._errors(location, "listing"):
         try:
             entries = fs.ls(p, detail=True, refresh=True)
         except FileNotFoundError:
+            if not root:  # vanished during the walk
+                return [], []
             raise NotFoundError(f"folder not found: {location}", path=location) from None
     files: list[ListedFile] = []
     folders: list[tuple[str, str]] = []
