@@ -1,0 +1,391 @@
+"""`icectl remove-orphan-files`: delete the files under a table's location that no metadata reaches.
+
+Iceberg Java's DeleteOrphanFiles (Spark's ``remove_orphan_files`` procedure), with its safety:
+
+* **Valid files** (:func:`valid_files`): everything any snapshot of the table reaches (manifest
+  lists or v4 roots, manifests and leaves, live data, delete and DV Puffin files, Puffin files of
+  manifest DVs; :func:`icectl.ops.expire.reachable_files` over ALL snapshots, every manifest read
+  in full: an unreadable one stops the run, it is never taken for empty), the statistics and
+  partition-statistics files, the current metadata file and every one in its metadata log, and
+  ``<location>/metadata/version-hint.text``. A Hadoop checksum sidecar ``.<name>.crc`` of a valid
+  file is valid.
+* **Listing** (:func:`icectl.storage.walk_files`): recursive under ``location``; names starting
+  with ``_`` or ``.`` are hidden (neither listed nor entered), except partition folders of a
+  partition field whose name starts with one of them (``_bucket=3``): Java's
+  ``PartitionAwareHiddenPathFilter``. A file is a candidate only when modified strictly before
+  the cutoff: a younger file may belong to a commit in flight.
+* **Matching** (Java's ``FileURI``): a listed file and a valid file are the same when their URI
+  paths are equal; then their schemes (after ``equal_schemes``, default ``s3a,s3n -> s3``) and
+  authorities (after ``equal_authorities``) must agree too (a valid file without one agrees with
+  any). Equal paths with a differing scheme or authority are a *prefix mismatch*: mode ``error``
+  (default) deletes nothing and names them, ``ignore`` keeps such files, ``delete`` deletes them.
+  Where Java joins row by row, a listed file here is valid when ANY valid spelling of its path
+  agrees (Java's ``delete`` mode may delete a file another spelling keeps valid).
+* **Beyond Java**: a local file that IS a valid file under another name (an in-table symbolic
+  link) is valid; symbolic links are never deleted and never followed out of the table; only
+  files inside the table's delete fence (:func:`icectl.table.delete_fence.table_fence`) are
+  deleted, so ``--location`` must lie inside it; after listing the table is read again and, if
+  another writer committed meanwhile, its new files are valid too; ``max_deletes`` refuses a
+  larger run; a cutoff less than 24 hours ago is refused unless ``allow_recent``.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import re
+import time
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from urllib.parse import urlsplit
+
+from icectl import progress
+from icectl.errors import IcectlError, RefusedError, StorageError, UsageError
+from icectl.ops.admin_results import RemoveOrphanFilesResult
+from icectl.ops.expire import ReadCache, reachable_files, statistics_files
+from icectl.spec.metadata import TableMetadata
+from icectl.spec.properties import GC_ENABLED
+from icectl.storage import FileIO, ListedFile, checksum_sidecar, join, local_path, scheme_of
+from icectl.table import Table
+from icectl.table.commit import operations_for
+from icectl.table.delete_fence import Fence, file_identity, identity_cache, table_fence
+from icectl.table.write_guard import check_metadata_sound, check_writable
+
+DAY_MS = 24 * 3600 * 1000
+DEFAULT_OLDER_THAN_MS = 3 * DAY_MS  # Java's default cutoff: three days ago
+EQUAL_SCHEMES_DEFAULT: dict[str, str] = {"s3a": "s3", "s3n": "s3"}
+PREFIX_MISMATCH_MODES = ("error", "ignore", "delete")
+VERSION_HINT = "version-hint.text"
+_CRC = re.compile(r"^\.(.+)\.crc$")
+
+
+# --------------------------------------------------------------------------- valid files
+
+
+@dataclass
+class ValidFiles:
+    """Every file the table reaches: path as written -> kind (Spark's FileInfo type names:
+    data_files, position_delete_files, equality_delete_files, manifest_files, manifest_lists,
+    statistics_files, metadata_files)."""
+
+    paths: dict[str, str] = field(default_factory=dict)
+    metadata_location: str = ""
+
+    def add(self, path: str, kind: str) -> None:
+        self.paths.setdefault(path, kind)
+
+
+def valid_files(table: Table, metadata: TableMetadata | None = None, metadata_location: str | None = None,
+                cache: ReadCache | None = None) -> ValidFiles:
+    """The files ``metadata`` (default: the table's current) keeps valid; see the module doc.
+    Raises on any read failure: a manifest that cannot be read is never taken for empty."""
+    md = metadata if metadata is not None else table.metadata
+    location = metadata_location or table.metadata_location
+    out = ValidFiles(metadata_location=location)
+    reached, _ = reachable_files(md, [s.snapshot_id for s in md.snapshots], table.io, cache=cache)
+    for path, kind in reached.files.values():
+        out.add(path, kind)
+    for p in statistics_files(md):
+        out.add(p, "statistics_files")
+    out.add(location, "metadata_files")
+    for entry in md.metadata_log:
+        out.add(entry.metadata_file, "metadata_files")
+    out.add(join(md.location or table.address.table_dir or "", "metadata", VERSION_HINT), "metadata_files")
+    return out
+
+
+# --------------------------------------------------------------------------- matching (Java's FileURI)
+
+
+def parse_equal_map(text: str | None, option: str) -> dict[str, str]:
+    """``s3a=s3,s3n=s3`` (Spark's ``map('s3a', 's3', ...)``) as a dict; {} for None or ''."""
+    out: dict[str, str] = {}
+    for part in (text or "").split(","):
+        if not part.strip():
+            continue
+        key, sep, value = part.partition("=")
+        if not sep or not key.strip() or not value.strip():
+            raise UsageError(f"{option} {text!r}: expected FROM=TO pairs separated by commas (s3a=s3,s3n=s3)")
+        out[key.strip()] = value.strip()
+    return out
+
+
+@dataclass(frozen=True)
+class FileURI:
+    scheme: str | None
+    authority: str | None
+    path: str
+
+
+def file_uri(path: str, equal_schemes: Mapping[str, str], equal_authorities: Mapping[str, str]) -> FileURI:
+    """Hadoop's ``new Path(s).toUri()`` reduced to what the match needs, schemes and authorities
+    mapped. A bare path has no scheme; ``file:/x`` and ``file:///x`` have no authority."""
+    if re.match(r"^[A-Za-z][A-Za-z0-9+.-]*:", path) and not re.match(r"^[A-Za-z]:[\\/]", path):
+        parts = urlsplit(path)
+        scheme: str | None = parts.scheme or None
+        authority: str | None = parts.netloc or None
+        rest = parts.path + (f"?{parts.query}" if parts.query else "")
+    else:
+        scheme, authority, rest = None, None, path
+    rest = re.sub(r"/{2,}", "/", rest)
+    if len(rest) > 1:
+        rest = rest.rstrip("/")
+    if scheme is not None:
+        scheme = equal_schemes.get(scheme, scheme)
+    if authority is not None:
+        authority = equal_authorities.get(authority, authority)
+    return FileURI(scheme, authority, rest)
+
+
+def _agrees(valid: str | None, actual: str | None) -> bool:
+    return not valid or (actual is not None and valid.lower() == actual.lower())
+
+
+@dataclass
+class Matcher:
+    """The valid files indexed by URI path (and, on a local disk, by real path)."""
+
+    equal_schemes: Mapping[str, str]
+    equal_authorities: Mapping[str, str]
+    by_path: dict[str, list[tuple[str | None, str | None]]] = field(default_factory=dict)
+    identities: set[str] | None = None  # local real paths of the valid files, built when first needed
+    local: list[str] = field(default_factory=list)
+
+    def index(self, valid: ValidFiles) -> None:
+        for p in valid.paths:
+            u = file_uri(p, self.equal_schemes, self.equal_authorities)
+            self.by_path.setdefault(u.path, []).append((u.scheme, u.authority))
+            if scheme_of(p) == "file":
+                self.local.append(p)
+        self.identities = None
+
+    def judge(self, path: str) -> tuple[str, tuple[str, str] | None]:
+        """``valid``, ``orphan`` or ``mismatch`` (with the first differing (valid, listed) pair)."""
+        u = file_uri(path, self.equal_schemes, self.equal_authorities)
+        if u.scheme is None:  # a listed local file: Hadoop lists it qualified, as file:/...
+            u = FileURI(self.equal_schemes.get("file", "file"), None, u.path)
+        spellings = self.by_path.get(u.path)
+        if spellings:
+            for scheme, authority in spellings:
+                if _agrees(scheme, u.scheme) and _agrees(authority, u.authority):
+                    return "valid", None
+            scheme, authority = spellings[0]
+            if not _agrees(scheme, u.scheme):
+                return "mismatch", (str(scheme), str(u.scheme))
+            return "mismatch", (str(authority), str(u.authority))
+        if scheme_of(path) == "file":
+            if self.identities is None:
+                self.identities = {file_identity(p) for p in self.local}
+            if file_identity(path) in self.identities:
+                return "valid", None  # the same file as a valid one, reached by another name
+        return "orphan", None
+
+
+def _hidden_filter(md: TableMetadata) -> Callable[[str], bool]:
+    """Java's PartitionAwareHiddenPathFilter: ``_x`` and ``.x`` are hidden, except names starting
+    with ``<field>=`` for a partition field (of any spec) whose name starts with ``_`` or ``.``."""
+    allowed = tuple(sorted({f"{f.name}=" for spec in md.partition_specs for f in spec.fields
+                            if f.name.startswith(("_", "."))}))
+
+    def accept(name: str) -> bool:
+        if allowed and name.startswith(allowed):
+            return True
+        return not name.startswith(("_", "."))
+
+    return accept
+
+
+def _is_valid_sidecar(path: str, matcher: Matcher) -> bool:
+    head, name = posixpath.split(path)
+    m = _CRC.match(name)
+    return bool(m) and matcher.judge(f"{head}/{m.group(1)}")[0] == "valid"
+
+
+# --------------------------------------------------------------------------- the operation
+
+
+@dataclass
+class _Found:
+    listed: int = 0
+    too_young: int = 0
+    orphans: list[str] = field(default_factory=list)
+    mismatched: list[str] = field(default_factory=list)
+    conflicts: set[tuple[str, str]] = field(default_factory=set)
+    links: list[str] = field(default_factory=list)
+
+
+def _scan(io: FileIO, location: str, md: TableMetadata, matcher: Matcher, older_than_ms: int) -> _Found:
+    found = _Found()
+    accept = _hidden_filter(md)
+    with progress.task(f"listing {location}") as advance:
+        for f in io.walk_files(location, accept):
+            found.listed += 1
+            advance(1)
+            _judge(f, matcher, older_than_ms, found)
+    return found
+
+
+def _judge(f: ListedFile, matcher: Matcher, older_than_ms: int, found: _Found) -> None:
+    if f.mtime_ms >= older_than_ms:
+        found.too_young += 1
+        return
+    verdict, conflict = matcher.judge(f.path)
+    if verdict == "valid" or _is_valid_sidecar(f.path, matcher):
+        return
+    if verdict == "mismatch":
+        assert conflict is not None
+        found.conflicts.add(conflict)
+        found.mismatched.append(f.path)
+    elif f.is_link:
+        found.links.append(f.path)  # never deleted: removing a link loses nothing, following one might
+    else:
+        found.orphans.append(f.path)
+
+
+def _inside(fence: Fence, location: str) -> bool:
+    ident = file_identity(location).rstrip("/")
+    return any(ident == r.rstrip("/") or ident.startswith(r.rstrip("/") + "/") for r in fence.roots)
+
+
+def remove_orphan_files(table: Table, *, older_than_ms: int | None = None, location: str | None = None,
+                        prefix_mismatch_mode: str = "error", equal_schemes: Mapping[str, str] | None = None,
+                        equal_authorities: Mapping[str, str] | None = None, max_deletes: int | None = None,
+                        max_concurrent_deletes: int = 8, dry_run: bool = False, allow_recent: bool = False,
+                        now_ms: int | None = None) -> RemoveOrphanFilesResult:
+    """Find the files under ``location`` (default: the table location) that no metadata of the
+    table reaches and that were last modified before ``older_than_ms`` (default: 3 days ago);
+    delete them unless ``dry_run``. See the module doc for the rules."""
+    with identity_cache():
+        return _remove_orphan_files(
+            table, older_than_ms=older_than_ms, location=location, mode=prefix_mismatch_mode,
+            equal_schemes=equal_schemes, equal_authorities=equal_authorities, max_deletes=max_deletes,
+            workers=max_concurrent_deletes, dry_run=dry_run, allow_recent=allow_recent, now_ms=now_ms)
+
+
+def _check_options(table: Table, *, older_than_ms: int, now: int, mode: str, workers: int,
+                   max_deletes: int | None, allow_recent: bool) -> None:
+    if mode not in PREFIX_MISMATCH_MODES:
+        raise UsageError(f"--prefix-mismatch-mode {mode!r}: expected one of {', '.join(PREFIX_MISMATCH_MODES)}")
+    if workers < 1:
+        raise UsageError(f"--max-concurrent-deletes must be 1 or more, not {workers}")
+    if max_deletes is not None and max_deletes < 0:
+        raise UsageError("--max-deletes must be 0 or more")
+    if not GC_ENABLED.parse(table.metadata.properties):
+        raise RefusedError("cannot delete orphan files: gc.enabled is false on this table (its files may "
+                           "belong to other tables too)", hint="set gc.enabled=true if this table owns its files")
+    if now - older_than_ms < DAY_MS and not allow_recent:
+        raise RefusedError(
+            "refusing to remove orphan files younger than 24 hours: a commit in flight (a Spark job, a "
+            "streaming write) has written files it has not committed yet, and they would be deleted",
+            hint="use --older-than 1d or more; --allow-recent overrides when no other writer is running")
+
+
+def _remove_orphan_files(table: Table, *, older_than_ms: int | None, location: str | None, mode: str,
+                         equal_schemes: Mapping[str, str] | None, equal_authorities: Mapping[str, str] | None,
+                         max_deletes: int | None, workers: int, dry_run: bool, allow_recent: bool,
+                         now_ms: int | None) -> RemoveOrphanFilesResult:
+    now = now_ms if now_ms is not None else int(time.time() * 1000)
+    cutoff = older_than_ms if older_than_ms is not None else now - DEFAULT_OLDER_THAN_MS
+    _check_options(table, older_than_ms=cutoff, now=now, mode=mode, workers=workers, max_deletes=max_deletes,
+                   allow_recent=allow_recent)
+    check_writable(table)
+    md = table.metadata
+    fence = table_fence(table)
+    where = location or md.location
+    if where and scheme_of(where) == "file" and not where.startswith("file:"):
+        where = os.path.abspath(where)  # listed paths are compared with the metadata's absolute ones
+    if not where:
+        raise UsageError("the table metadata names no location: give --location")
+    if not _inside(fence, where):
+        raise RefusedError(f"--location {where} is outside the table location {fence.describe()}: "
+                           "icectl deletes only the table's own files", hint="give a folder inside the table")
+    matcher = Matcher({**EQUAL_SCHEMES_DEFAULT, **(equal_schemes or {})}, dict(equal_authorities or {}))
+    cache = ReadCache()
+    try:
+        valid = valid_files(table, cache=cache)
+        matcher.index(valid)
+        found = _scan(table.io, where, md, matcher, cutoff)
+        # Another writer may have committed while we listed: what it reaches is valid too.
+        fresh = operations_for(table).refresh()
+        if fresh.location != valid.metadata_location:
+            check_metadata_sound(fresh.metadata, fresh.location)
+            matcher.index(valid_files(table, fresh.metadata, fresh.location, cache=cache))
+            found.orphans = [p for p in found.orphans if matcher.judge(p)[0] != "valid"]
+    except IcectlError as e:
+        e.message = f"{e.message}; no file deleted (the table's files could not all be read)"
+        raise
+    res = RemoveOrphanFilesResult(
+        table=table.identifier, dry_run=dry_run, location=where, older_than_ms=cutoff,
+        prefix_mismatch_mode=mode, listed_file_count=found.listed, too_young_count=found.too_young,
+        valid_file_count=len(valid.paths))
+    if found.conflicts and mode == "error":
+        pairs = ", ".join(f"{a} (metadata) vs {b} (listed)" for a, b in sorted(found.conflicts))
+        raise RefusedError(
+            f"cannot tell whether {len(found.mismatched)} file(s) under {where} are orphans: the metadata names "
+            f"them with another scheme or authority: {pairs}; nothing deleted",
+            hint="declare equal spellings with --equal-schemes/--equal-authorities (e.g. s3a=s3), or "
+                 "--prefix-mismatch-mode ignore to keep those files (delete only if sure they differ)")
+    orphans = sorted(found.orphans + (found.mismatched if mode == "delete" else []))
+    outside = [p for p in orphans if not fence.contains(p)]
+    if outside:
+        orphans = [p for p in orphans if fence.contains(p)]
+    res.kept_prefix_mismatch = sorted(found.mismatched) if mode == "ignore" else []
+    res.kept_links = sorted(found.links)
+    res.kept_external_files = sorted(outside)
+    if max_deletes is not None and len(orphans) > max_deletes:
+        raise RefusedError(f"remove-orphan-files would delete {len(orphans)} files, more than --max-deletes "
+                           f"{max_deletes}; nothing deleted", hint="check the list with --dry-run, then raise "
+                                                                   "--max-deletes")
+    res.orphan_file_locations = orphans
+    if dry_run:
+        res.would_write, res.would_delete = [], orphans
+        res.title = f"Would delete {len(orphans)} orphan file(s) of {table.identifier} under {where}"
+        return res
+    deleted, gone, failures = _delete(table.io, orphans, fence, workers)
+    res.deleted_count, res.already_gone, res.failures = deleted, gone, failures
+    res.title = f"Deleted {deleted} orphan file(s) of {table.identifier} under {where}"
+    if failures:
+        res.exit_code = StorageError.exit_code
+    return res
+
+
+def _delete(io: FileIO, paths: list[str], fence: Fence, workers: int) -> tuple[int, int, list[str]]:
+    """Delete ``paths`` (and their Hadoop checksum sidecars): (deleted, already gone, failures)."""
+
+    def one(path: str) -> bool | str:
+        if scheme_of(path) == "file":
+            # Judged again right before the delete, links resolved afresh (not from the run's
+            # cache): a folder turned into a link since the listing must not lead out of the table.
+            real = os.path.realpath(local_path(path))
+            if os.path.islink(local_path(path)) or not any(real.startswith(r.rstrip("/") + "/")
+                                                           for r in fence.roots):
+                return f"{path}: not deleted: it now leads outside the table location"
+        try:
+            done = io.delete(path)
+        except IcectlError as e:
+            return e.one_line()
+        sidecar = checksum_sidecar(path)
+        if sidecar is not None:
+            try:
+                io.delete(sidecar)
+            except IcectlError:
+                pass  # a stray checksum is litter, not a lost table file
+        return done
+
+    deleted = gone = 0
+    failures: list[str] = []
+    with progress.task("deleting orphan files", len(paths)) as advance, ThreadPoolExecutor(workers) as pool:
+        for outcome in pool.map(one, paths):
+            advance(1)
+            if outcome is True:
+                deleted += 1
+            elif outcome is False:
+                gone += 1
+            else:
+                failures.append(str(outcome))
+    return deleted, gone, failures
+
+
+__all__ = ["DEFAULT_OLDER_THAN_MS", "EQUAL_SCHEMES_DEFAULT", "PREFIX_MISMATCH_MODES", "FileURI", "Matcher",
+           "ValidFiles", "file_uri", "parse_equal_map", "remove_orphan_files", "valid_files"]
