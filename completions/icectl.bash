@@ -20,6 +20,7 @@ _icectl() {
             "|publish") path="publish" ;;
             "|register") path="register" ;;
             "|remove-files") path="remove-files" ;;
+            "|remove-orphan-files") path="remove-orphan-files" ;;
             "|rollback") path="rollback" ;;
             "|set-current") path="set-current" ;;
             "|tag") path="tag" ;;
@@ -107,6 +108,13 @@ _icectl() {
         "namespace list|--catalog"|"namespace list|-c") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "remove-files|--where") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "remove-files|--branch"|"remove-files|-b") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "remove-orphan-files|--older-than") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "remove-orphan-files|--location") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "remove-orphan-files|--prefix-mismatch-mode") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "remove-orphan-files|--equal-schemes") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "remove-orphan-files|--equal-authorities") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "remove-orphan-files|--max-deletes") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "remove-orphan-files|--max-concurrent-deletes") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "rollback|--to-snapshot") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "rollback|--to-timestamp") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "rollback|--branch"|"rollback|-b") COMPREPLY=($(compgen -f -- "$cur")); return ;;
@@ -128,7 +136,7 @@ _icectl() {
             if [[ "$cur" == -* ]]; then
                 COMPREPLY=($(compgen -W "--debug --config --version --help -h" -- "$cur"))
             else
-                COMPREPLY=($(compgen -W "add-files branch cherrypick compact create drop expire-snapshots fast-forward inspect list namespace properties publish register remove-files rollback set-current tag upgrade validate" -- "$cur"))
+                COMPREPLY=($(compgen -W "add-files branch cherrypick compact create drop expire-snapshots fast-forward inspect list namespace properties publish register remove-files remove-orphan-files rollback set-current tag upgrade validate" -- "$cur"))
             fi ;;
         "add-files")
             if [[ "$cur" == -* ]]; then
@@ -343,6 +351,12 @@ _icectl() {
         "remove-files")
             if [[ "$cur" == -* ]]; then
                 COMPREPLY=($(compgen -W "--where --branch -b --dry-run --json --help -h" -- "$cur"))
+            else
+                COMPREPLY=($(compgen -f -- "$cur"))
+            fi ;;
+        "remove-orphan-files")
+            if [[ "$cur" == -* ]]; then
+                COMPREPLY=($(compgen -W "--older-than --allow-recent --location --prefix-mismatch-mode --equal-schemes --equal-authorities --max-deletes --max-concurrent-deletes --dry-run --json --help -h" -- "$cur"))
             else
                 COMPREPLY=($(compgen -f -- "$cur"))
             fi ;;

@@ -8,7 +8,7 @@ stays readable. One section per command family.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from icectl.results import UNSET, CommandResult, Part, Unset
 
@@ -247,6 +247,6 @@ class DropResult(CommandResult):
 
 __all__ = [
     "DROP_CATEGORIES", "CherrypickResult", "DropResult", "FastForwardResult", "NewSnapshot", "PropertiesChangeResult",
-    "PropertyChange", "PublishResult", "RefChangeResult", "RefMove", "RefState", "RegisterResult", "RollbackResult",
-    "SetCurrentResult", "SnapshotManagementResult",
+    "PropertyChange", "PublishResult", "RefChangeResult", "RefMove", "RefState", "RegisterResult",
+    "RemoveOrphanFilesResult", "RollbackResult", "SetCurrentResult", "SnapshotManagementResult",
 ]
