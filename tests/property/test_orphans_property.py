@@ -17,6 +17,11 @@ icectl's own command, say) is judged all the same. After the run:
 
 To add a history step kind: a strategy in ``STEPS`` and, for a step that is not a
 ``support.history`` operation, a handler in ``HANDLERS`` (``handler(builder, step)``).
+
+After the builder's steps, icectl's own snapshot management runs on the table (``FINALS``):
+cherry-picks of random snapshots onto main (appends re-applied as new snapshots with new
+manifests, dynamic overwrites, fast-forwards; what Java refuses is skipped) and fast-forwards
+of random branches. They come last because the builder's model would not know them.
 """
 
 from __future__ import annotations
@@ -51,7 +56,10 @@ from support.history import (
     read_current_metadata,
 )
 
+from icectl.errors import IcectlError
+from icectl.ops.manage_snapshots import cherrypick, fast_forward
 from icectl.ops.remove_orphan_files import remove_orphan_files
+from icectl.spec.snapshots import ancestors_of
 from icectl.table import load_table
 
 DAY_MS = 86_400_000
@@ -93,6 +101,50 @@ def apply_step(b: HistoryBuilder, step: Any) -> None:
     else:
         b.apply(step)
 
+
+@dataclass(frozen=True)
+class CherryPick:
+    pick: int  # index into the table's snapshots, in commit order
+
+
+@dataclass(frozen=True)
+class FastForward:
+    branch: int  # index into the table's branches other than main
+    to: int  # index into every ref
+
+
+def apply_final(b: HistoryBuilder, step: CherryPick | FastForward) -> str:
+    """One of icectl's own snapshot-management commands on the table as it is now."""
+    table = load_table(str(b.table_dir))
+    md = table.metadata
+    try:
+        if isinstance(step, CherryPick):
+            main = md.snapshot_for_ref("main")
+            on_main = {s.snapshot_id for s in ancestors_of(main.snapshot_id if main else None, md.snapshots_by_id)}
+            # Mostly snapshots main lacks (what a cherry-pick is for); any snapshot now and then.
+            # Newest first: the staged append comes first.
+            candidates = [s for s in reversed(md.snapshots) if s.snapshot_id not in on_main] or list(md.snapshots)
+            if not candidates:
+                return "no snapshot"
+            got = cherrypick(table, candidates[step.pick % len(candidates)].snapshot_id)
+        else:
+            branches = sorted(n for n, r in md.refs.items() if r.is_branch and n != "main")
+            if not branches:
+                return "no branch"
+            names = sorted(md.refs)
+            got = fast_forward(table, branches[step.branch % len(branches)], names[step.to % len(names)])
+    except IcectlError as e:  # refused as Java refuses it (not an ancestor, already picked, ...)
+        return f"refused: {e.one_line()[:120]}"
+    return json.dumps(got.to_json(), default=str)[:300]
+
+
+_finals = st.lists(st.one_of(st.builds(CherryPick, pick=st.integers(0, 40)),
+                             st.builds(FastForward, branch=st.integers(0, 3), to=st.integers(0, 6))), max_size=3)
+
+# Before cherry-picks: a branch off some snapshot and an append on it, so that there is
+# usually something main lacks to pick.
+_staging = st.tuples(st.builds(SetRef, name=st.integers(0, 2), at=st.integers(0, 40), gap=_gap),
+                     st.builds(Append, branch=st.integers(1, 3), files=st.integers(1, 2), gap=_gap))
 
 _histories = st.tuples(_append, st.integers(3, 20).flatmap(
     lambda n: st.lists(st.one_of(STEPS), min_size=n, max_size=n))).map(lambda t: [t[0], *t[1]])
@@ -141,14 +193,21 @@ def _hidden(rel: str) -> bool:
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(format_version=st.sampled_from([2, 3]), spelling=st.sampled_from(SPELLINGS), checksums=st.booleans(),
-       steps=_histories, planted=_planted, ages=st.lists(_OFFSETS, min_size=1, max_size=8))
+       steps=_histories, staging=_staging, finals=_finals, planted=_planted,
+       ages=st.lists(_OFFSETS, min_size=1, max_size=8))
 def test_orphans_older_than_the_cutoff_go_and_everything_reached_stays(
-        format_version: int, spelling: str, checksums: bool, steps: list[Any], planted: list[Planted],
-        ages: list[int]) -> None:
+        format_version: int, spelling: str, checksums: bool, steps: list[Any], staging: tuple[Any, Any],
+        finals: list[Any],
+        planted: list[Planted], ages: list[int]) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         b = HistoryBuilder(Path(tmp) / "t", format_version=format_version, spelling=spelling, checksums=checksums)
         for step in steps:
             apply_step(b, step)
+        if any(isinstance(f, CherryPick) for f in finals):
+            for step in staging:
+                apply_step(b, step)
+        for final in finals:
+            b.applied.append(f"{final!r} -> {apply_final(b, final)}")
         d = b.table_dir
         # Every file written gets a random age: valid files must stay whatever their age.
         files = sorted(os.path.join(r, n) for r, _ds, ns in os.walk(d) for n in ns)
