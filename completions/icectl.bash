@@ -108,6 +108,7 @@ _icectl() {
         "namespace list|--catalog"|"namespace list|-c") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "remove-files|--where") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "remove-files|--branch"|"remove-files|-b") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "remove-orphan-files|--catalog"|"remove-orphan-files|-c") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "remove-orphan-files|--older-than") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "remove-orphan-files|--location") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "remove-orphan-files|--prefix-mismatch-mode") COMPREPLY=($(compgen -f -- "$cur")); return ;;
@@ -356,7 +357,7 @@ _icectl() {
             fi ;;
         "remove-orphan-files")
             if [[ "$cur" == -* ]]; then
-                COMPREPLY=($(compgen -W "--older-than --allow-recent --location --prefix-mismatch-mode --equal-schemes --equal-authorities --max-deletes --max-concurrent-deletes --dry-run --json --help -h" -- "$cur"))
+                COMPREPLY=($(compgen -W "--all --catalog -c --older-than --allow-recent --location --prefix-mismatch-mode --equal-schemes --equal-authorities --max-deletes --max-concurrent-deletes --dry-run --json --help -h" -- "$cur"))
             else
                 COMPREPLY=($(compgen -f -- "$cur"))
             fi ;;

@@ -4,45 +4,20 @@ for one table or every table of a catalog or namespace (``--all``)."""
 from __future__ import annotations
 
 import time
-import traceback
-from collections.abc import Callable, Iterator
 from typing import Annotated
 
 import typer
 
-from icectl.catalog import open_catalog, walk_tables
 from icectl.cli.catalog_cmd import CatalogOpt
-from icectl.cli.framework import command, load_config_and_io, state
+from icectl.cli.each_table import each_table
+from icectl.cli.framework import command, load_config_and_io
 from icectl.cli.options import DryRunOpt, JsonOpt
-from icectl.config import Config
-from icectl.errors import ExitCode, IcectlError, UsageError
+from icectl.errors import UsageError
 from icectl.ops.compact.manifests import compact
 from icectl.ops.compact.plan import CompactOptions, parse_size
 from icectl.ops.expire import ExpirePolicy, expire_snapshots, parse_older_than
-from icectl.results import MultiResult, Result, TableFailure
-from icectl.storage import FileIO
-from icectl.table import Table, load_catalog_table, load_table
-
-
-def _each_table(config: Config, io: FileIO, catalog: str | None, namespace: str | None, view: str,
-                run: Callable[[Table], Result]) -> Iterator[Result]:
-    """``run`` on every table of the catalog (or of one namespace), one result per table (``--all``)."""
-    cat = open_catalog(config, io, catalog)
-    ns = tuple(namespace.split(".")) if namespace else ()
-    for ident in walk_tables(cat, ns):
-        name = ".".join(ident)
-        try:
-            table = load_catalog_table(cat, ident)
-            yield run(table)
-        except IcectlError as e:  # one broken table must not stop the nightly run
-            yield TableFailure(view=view, title=f"{name}: failed", table=name, error=e.one_line(),
-                               exit_code=e.exit_code)
-        except Exception as e:  # nor may an icectl bug met on one table: report it (exit 1), go on
-            if state.debug:
-                traceback.print_exc()
-            error = f"internal error: {type(e).__name__}: {' '.join(str(e).split())}"
-            yield TableFailure(view=view, title=f"{name}: failed", table=name, error=error,
-                               exit_code=ExitCode.INTERNAL)
+from icectl.results import MultiResult, Result
+from icectl.table import load_table
 
 
 def register(app: typer.Typer) -> None:
@@ -95,7 +70,7 @@ def register(app: typer.Typer) -> None:
         if all_tables:
             if policy.snapshot_ids:
                 raise UsageError("--snapshot-id names one table's snapshots; it cannot go with --all")
-            return MultiResult("expire_snapshots", _each_table(
+            return MultiResult("expire_snapshots", each_table(
                 config, io, catalog, table, "expire_snapshots",
                 lambda t: expire_snapshots(t, policy, **kw)))  # type: ignore[arg-type]
         if table is None:
@@ -144,7 +119,7 @@ def register(app: typer.Typer) -> None:
         options.check()
         config, io = load_config_and_io()
         if all_tables:
-            return MultiResult("compact", _each_table(config, io, catalog, table, "compact",
+            return MultiResult("compact", each_table(config, io, catalog, table, "compact",
                                                       lambda t: compact(t, options, dry_run=dry_run)))
         if table is None:
             raise UsageError("give a TABLE, or --all")

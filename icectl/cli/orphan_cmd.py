@@ -7,13 +7,15 @@ from typing import Annotated
 
 import typer
 
+from icectl.cli.catalog_cmd import CatalogOpt
+from icectl.cli.each_table import each_table
 from icectl.cli.framework import command, load_config_and_io
-from icectl.cli.options import DryRunOpt, JsonOpt, TableArg
+from icectl.cli.options import DryRunOpt, JsonOpt
 from icectl.errors import UsageError
 from icectl.ops.remove_orphan_files import parse_equal_map, remove_orphan_files
-from icectl.results import Result
+from icectl.results import MultiResult, Result
 from icectl.spec.durations import parse_point_in_time_ms
-from icectl.table import load_table
+from icectl.table import Table, load_table
 
 
 def register(app: typer.Typer) -> None:
@@ -21,7 +23,12 @@ def register(app: typer.Typer) -> None:
 
     @command(app, "remove-orphan-files")
     def remove_orphan_files_cmd(
-        table: TableArg,
+        table: Annotated[str | None, typer.Argument(
+            metavar="[TABLE]", help="The table (path, directory or [catalog.]namespace.table); with --all, "
+                                    "a namespace to limit the run to.", show_default=False)] = None,
+        all_tables: Annotated[bool, typer.Option(
+            "--all", help="Every table of the catalog (or of the namespace given); one result per table.")] = False,
+        catalog: CatalogOpt = None,
         older_than: Annotated[str, typer.Option(
             "--older-than", help="Only files last modified before this: a duration back from now (3d, 36h) or "
                                  "a timestamp (ISO or epoch ms). Younger files may belong to a commit in flight.")]
@@ -49,7 +56,7 @@ def register(app: typer.Typer) -> None:
             "--max-concurrent-deletes", help="Files deleted in parallel.")] = 8,
         dry_run: DryRunOpt = False,
         json_output: JsonOpt = False,
-    ) -> Result:
+    ) -> Result | MultiResult:
         """Delete the files under the table location that no snapshot or metadata file of the table reaches.
 
         As Iceberg's remove_orphan_files: files every snapshot reaches, statistics files, the
@@ -57,7 +64,8 @@ def register(app: typer.Typer) -> None:
         names (_x, .x) except partition folders, and every file modified at or after the cutoff.
         A file the metadata names with another scheme or authority stops the run (see
         --prefix-mismatch-mode). Only files inside the table location are deleted, never
-        through a symbolic link.
+        through a symbolic link. With --all, every table of the catalog (the nightly job after
+        expire-snapshots).
         """
         now = int(time.time() * 1000)
         cutoff = parse_point_in_time_ms(older_than, now, "--older-than")
@@ -66,8 +74,18 @@ def register(app: typer.Typer) -> None:
         schemes = parse_equal_map(equal_schemes, "--equal-schemes")
         authorities = parse_equal_map(equal_authorities, "--equal-authorities")
         config, io = load_config_and_io()
-        return remove_orphan_files(
-            load_table(table, config, io), older_than_ms=cutoff, location=location,
-            prefix_mismatch_mode=prefix_mismatch_mode.strip().lower(), equal_schemes=schemes,
-            equal_authorities=authorities, max_deletes=max_deletes, max_concurrent_deletes=max_concurrent_deletes,
-            dry_run=dry_run, allow_recent=allow_recent, now_ms=now)
+
+        def run(t: Table) -> Result:
+            return remove_orphan_files(
+                t, older_than_ms=cutoff, location=location, prefix_mismatch_mode=prefix_mismatch_mode.strip().lower(),
+                equal_schemes=schemes, equal_authorities=authorities, max_deletes=max_deletes,
+                max_concurrent_deletes=max_concurrent_deletes, dry_run=dry_run, allow_recent=allow_recent, now_ms=now)
+
+        if all_tables:
+            if location is not None:
+                raise UsageError("--location names one table's folder; it cannot go with --all")
+            view = "remove_orphan_files"
+            return MultiResult(view, each_table(config, io, catalog, table, view, run))
+        if table is None:
+            raise UsageError("give a TABLE, or --all")
+        return run(load_table(table, config, io))
