@@ -264,6 +264,31 @@ class RestOperations(CatalogTable):
                     "before running again")
         return err
 
+    def _post_new(self, endpoint: str, body: dict[str, Any], what: str,
+                  doing: str) -> tuple[str, TableMetadata, Mapping[str, Any]]:
+        """POST a new table (``tables``: create, ``register``) under the namespace; a taken name is
+        refused. SeaweedFS answers a create of an existing table with that table (not the spec's
+        409): look first, so a command never takes someone's table for the one it just made."""
+        try:
+            self.refresh()
+        except NotFoundError:
+            pass
+        else:
+            raise self._exists()
+        try:
+            answer = self.catalog.client.send("POST", self.catalog.namespace_url(self.namespace, endpoint), json=body,
+                                              headers={"X-Iceberg-Access-Delegation": "vended-credentials"})
+        except NotFoundError as e:
+            raise NotFoundError(f"namespace {'.'.join(self.namespace)} not found in REST catalog "
+                                f"{self.catalog.name}: {e.message}") from e
+        except ResponseError as e:
+            if e.status == 409:
+                raise self._exists() from e
+            done = {"create": "created", "register": "registered"}[what]
+            raise RefusedError(f"REST catalog {self.catalog.name} rejected {doing} {self.identifier} "
+                               f"(nothing was {done}): {e.detail}") from e
+        return self._result(answer, what)
+
     def create(self, metadata: TableMetadata) -> tuple[str, TableMetadata]:
         self._refuse_unsupported(None, None, metadata)
         props = dict(metadata.properties)
@@ -278,27 +303,7 @@ class RestOperations(CatalogTable):
         }
         if metadata.location:
             body["location"] = metadata.location
-        # SeaweedFS answers a create of an existing table with that table (not the spec's 409):
-        # look first, so a command never takes someone's table for the one it just made.
-        try:
-            self.refresh()
-        except NotFoundError:
-            pass
-        else:
-            raise self._exists()
-        try:
-            answer = self.catalog.client.send("POST", self.catalog.namespace_url(self.namespace, "tables"),
-                                              json=body,
-                                              headers={"X-Iceberg-Access-Delegation": "vended-credentials"})
-        except NotFoundError as e:
-            raise NotFoundError(f"namespace {'.'.join(self.namespace)} not found in REST catalog "
-                                f"{self.catalog.name}: {e.message}") from e
-        except ResponseError as e:
-            if e.status == 409:
-                raise self._exists() from e
-            raise RefusedError(f"REST catalog {self.catalog.name} rejected creating {self.identifier}: "
-                               f"{e.detail}") from e
-        location, md, answer = self._result(answer, "create")
+        location, md, answer = self._post_new("tables", body, "create", "creating")
         if md.snapshots or md.metadata_log:  # created meanwhile by another client, answered as above
             raise self._exists()
         self.io = table_file_io(self.catalog.io, md.location, answer)
@@ -308,26 +313,8 @@ class RestOperations(CatalogTable):
         """RESTSessionCatalog.registerTable: ``POST {prefix}/namespaces/{ns}/register`` with the name
         and the metadata location; the server points the table at that file."""
         self._refuse_unsupported(None, None, metadata)
-        try:  # as create: a server answering an existing name with that table must not fool us
-            self.refresh()
-        except NotFoundError:
-            pass
-        else:
-            raise self._exists()
-        try:
-            answer = self.catalog.client.send(
-                "POST", self.catalog.namespace_url(self.namespace, "register"),
-                json={"name": self.name, "metadata-location": metadata_location},
-                headers={"X-Iceberg-Access-Delegation": "vended-credentials"})
-        except NotFoundError as e:
-            raise NotFoundError(f"namespace {'.'.join(self.namespace)} not found in REST catalog "
-                                f"{self.catalog.name}: {e.message}") from e
-        except ResponseError as e:
-            if e.status == 409:
-                raise self._exists() from e
-            raise RefusedError(f"REST catalog {self.catalog.name} rejected registering {self.identifier} "
-                               f"(nothing was registered): {e.detail}") from e
-        location, md, answer = self._result(answer, "register")
+        location, md, answer = self._post_new(
+            "register", {"name": self.name, "metadata-location": metadata_location}, "register", "registering")
         if metadata.table_uuid and md.table_uuid != metadata.table_uuid:  # another client's table answered for the name
             raise self._exists()
         self.io = table_file_io(self.catalog.io, md.location, answer)

@@ -11,7 +11,7 @@ import typer
 from icectl.cli.catalog_cmd import CatalogOpt
 from icectl.cli.each_table import each_table
 from icectl.cli.framework import command, load_config_and_io
-from icectl.cli.options import DryRunOpt, JsonOpt
+from icectl.cli.options import AllTablesOpt, DryRunOpt, JsonOpt, TableOrNamespaceArg
 from icectl.errors import UsageError
 from icectl.ops.compact.manifests import compact
 from icectl.ops.compact.plan import CompactOptions, parse_size
@@ -23,11 +23,8 @@ from icectl.table import load_table
 def register(app: typer.Typer) -> None:
     @command(app, "expire-snapshots")
     def expire_cmd(
-        table: Annotated[str | None, typer.Argument(
-            metavar="[TABLE]", help="The table (path, directory or [catalog.]namespace.table); with --all, "
-                                    "a namespace to limit the run to.", show_default=False)] = None,
-        all_tables: Annotated[bool, typer.Option(
-            "--all", help="Every table of the catalog (or of the namespace given); one result per table.")] = False,
+        table: TableOrNamespaceArg = None,
+        all_tables: AllTablesOpt = False,
         catalog: CatalogOpt = None,
         older_than: Annotated[str | None, typer.Option(
             "--older-than", help="Expire snapshots older than this: a duration (7d, 12h) or a timestamp. "
@@ -79,11 +76,8 @@ def register(app: typer.Typer) -> None:
 
     @command(app, "compact")
     def compact_cmd(
-        table: Annotated[str | None, typer.Argument(
-            metavar="[TABLE]", help="The table (path, directory or [catalog.]namespace.table); with --all, "
-                                    "a namespace to limit the run to.", show_default=False)] = None,
-        all_tables: Annotated[bool, typer.Option(
-            "--all", help="Every table of the catalog (or of the namespace given); one result per table.")] = False,
+        table: TableOrNamespaceArg = None,
+        all_tables: AllTablesOpt = False,
         catalog: CatalogOpt = None,
         spec_id: Annotated[int | None, typer.Option(
             "--spec-id", help="Only manifests of this partition spec (default: every spec, each apart).",

@@ -21,3 +21,10 @@ RefOpt = Annotated[str | None, typer.Option(
 
 DryRunOpt = Annotated[bool, typer.Option(
     "--dry-run", help="Print exactly what would be written and deleted; change nothing.")]
+
+TableOrNamespaceArg = Annotated[str | None, typer.Argument(
+    metavar="[TABLE]", help="The table (path, directory or [catalog.]namespace.table); with --all, "
+                            "a namespace to limit the run to.", show_default=False)]
+
+AllTablesOpt = Annotated[bool, typer.Option(
+    "--all", help="Every table of the catalog (or of the namespace given); one result per table.")]

@@ -10,7 +10,7 @@ import typer
 from icectl.cli.catalog_cmd import CatalogOpt
 from icectl.cli.each_table import each_table
 from icectl.cli.framework import command, load_config_and_io
-from icectl.cli.options import DryRunOpt, JsonOpt
+from icectl.cli.options import AllTablesOpt, DryRunOpt, JsonOpt, TableOrNamespaceArg
 from icectl.errors import UsageError
 from icectl.ops.remove_orphan_files import parse_equal_map, remove_orphan_files
 from icectl.results import MultiResult, Result
@@ -23,11 +23,8 @@ def register(app: typer.Typer) -> None:
 
     @command(app, "remove-orphan-files")
     def remove_orphan_files_cmd(
-        table: Annotated[str | None, typer.Argument(
-            metavar="[TABLE]", help="The table (path, directory or [catalog.]namespace.table); with --all, "
-                                    "a namespace to limit the run to.", show_default=False)] = None,
-        all_tables: Annotated[bool, typer.Option(
-            "--all", help="Every table of the catalog (or of the namespace given); one result per table.")] = False,
+        table: TableOrNamespaceArg = None,
+        all_tables: AllTablesOpt = False,
         catalog: CatalogOpt = None,
         older_than: Annotated[str, typer.Option(
             "--older-than", help="Only files last modified before this: a duration back from now (3d, 36h) or "

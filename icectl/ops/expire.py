@@ -40,10 +40,10 @@ from icectl.spec.manifest import DataFileContent, ManifestFile
 from icectl.spec.metadata import TableMetadata
 from icectl.spec.snapshots import Snapshot
 from icectl.spec.updates import TableChange
-from icectl.storage import FileIO, checksum_sidecar, scheme_of
+from icectl.storage import FileIO, scheme_of
 from icectl.table import Table
 from icectl.table.commit import commit, operations_for
-from icectl.table.delete_fence import file_identity, identity_cache, table_fence
+from icectl.table.delete_fence import delete_with_checksum, file_identity, identity_cache, table_fence
 from icectl.table.scan import iter_entries, manifests_of
 from icectl.table.scan_v4 import TreeFiles, leaf_rows, tree_files
 from icectl.table.write_guard import check_writable
@@ -320,16 +320,9 @@ def delete_files(io: FileIO, files: FileSet, workers: int) -> DeleteOutcome:
         # Local: the real path the fence judged (its key; never through a link); else as written.
         target = keys[path] if scheme_of(path) == "file" else path
         try:
-            deleted = io.delete(target)
+            return path, cat, delete_with_checksum(io, target)
         except IcectlError as e:
             return path, cat, e.one_line()
-        sidecar = checksum_sidecar(target)
-        if sidecar is not None:
-            try:
-                io.delete(sidecar)  # usually absent (not written by Hadoop): nothing to report
-            except IcectlError:
-                pass  # a stray checksum is litter, not a lost or kept table file
-        return path, cat, deleted
 
     keys = {p: k for k, (p, _c) in files.files.items()}
     by_category = files.by_category()

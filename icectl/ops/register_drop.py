@@ -48,10 +48,10 @@ from icectl.ops.admin_results import DROP_CATEGORIES, DropResult, RegisterResult
 from icectl.ops.expire import FileSet, delete_files, reachable_files, statistics_files
 from icectl.spec.metadata import TableMetadata
 from icectl.spec.properties import GC_ENABLED, WRITE_METADATA_PATH
-from icectl.storage import FileIO, checksum_sidecar, join, local_path, parent, scheme_of
+from icectl.storage import FileIO, join, local_path, parent, scheme_of
 from icectl.table import Table, read_table_metadata
 from icectl.table.commit import operations_for
-from icectl.table.delete_fence import Fence, file_identity, identity_cache, table_fence
+from icectl.table.delete_fence import Fence, delete_with_checksum, file_identity, identity_cache, table_fence
 from icectl.table.scan import manifests_of
 from icectl.table.write_guard import check_metadata_sound
 
@@ -344,16 +344,9 @@ def _delete_metadata(io: FileIO, files: dict[str, str], workers: int) -> tuple[i
         key, path = item
         target = key if scheme_of(path) == "file" else path  # local: the real path the fence judged
         try:
-            gone = io.delete(target)
+            return delete_with_checksum(io, target)
         except IcectlError as e:
             return f"{path}: {e.one_line()}"
-        sidecar = checksum_sidecar(target)
-        if sidecar is not None:
-            try:
-                io.delete(sidecar)
-            except IcectlError:
-                pass  # a stray checksum is litter, not a table file
-        return gone
 
     deleted = gone = 0
     failures: list[str] = []

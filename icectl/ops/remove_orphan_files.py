@@ -46,10 +46,10 @@ from icectl.ops.admin_results import RemoveOrphanFilesResult
 from icectl.ops.expire import ReadCache, reachable_files, statistics_files
 from icectl.spec.metadata import TableMetadata
 from icectl.spec.properties import GC_ENABLED
-from icectl.storage import FileIO, ListedFile, checksum_sidecar, join, local_path, scheme_of
+from icectl.storage import FileIO, ListedFile, join, local_path, scheme_of
 from icectl.table import Table
 from icectl.table.commit import operations_for
-from icectl.table.delete_fence import Fence, file_identity, identity_cache, table_fence
+from icectl.table.delete_fence import Fence, delete_with_checksum, file_identity, identity_cache, table_fence
 from icectl.table.write_guard import check_metadata_sound, check_writable
 
 DAY_MS = 24 * 3600 * 1000
@@ -362,16 +362,9 @@ def _delete(io: FileIO, paths: list[str], fence: Fence, workers: int) -> tuple[i
                                                            for r in fence.roots):
                 return f"{path}: not deleted: it now leads outside the table location"
         try:
-            done = io.delete(path)
+            return delete_with_checksum(io, path)
         except IcectlError as e:
             return e.one_line()
-        sidecar = checksum_sidecar(path)
-        if sidecar is not None:
-            try:
-                io.delete(sidecar)
-            except IcectlError:
-                pass  # a stray checksum is litter, not a lost table file
-        return done
 
     deleted = gone = 0
     failures: list[str] = []

@@ -23,9 +23,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from icectl.catalog.hadoop import is_version_file, version_of
+from icectl.errors import IcectlError
 from icectl.spec.metadata import TableMetadata
 from icectl.spec.properties import OWN_PATH_PROPERTIES, WRITE_METADATA_PATH
-from icectl.storage import basename, file_key, local_path, parent, scheme_of
+from icectl.storage import FileIO, basename, checksum_sidecar, file_key, local_path, parent, scheme_of
 from icectl.table import Table
 
 # Inside identity_cache(): path -> identity and folder -> real folder, for one operation only.
@@ -162,3 +163,18 @@ def metadata_files_to_delete(table: Table, candidates: Iterable[str], new: Table
                 and parent(ident).rstrip("/") in folders):
             out.append(ident if scheme_of(path) == "file" else path)
     return out
+
+
+def delete_with_checksum(io: FileIO, path: str) -> bool:
+    """Delete ``path`` (False: it was already gone) and then its Hadoop checksum sidecar
+    (``.name.crc``, as Hadoop deletes them together). Raises the storage error of the file itself;
+    a sidecar that cannot be deleted is ignored: a stray checksum is litter, not a table file.
+    Callers pass a path the fence has judged (on a local disk its real path)."""
+    deleted = io.delete(path)
+    sidecar = checksum_sidecar(path)
+    if sidecar is not None:
+        try:
+            io.delete(sidecar)
+        except IcectlError:
+            pass
+    return deleted
