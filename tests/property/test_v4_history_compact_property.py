@@ -76,7 +76,9 @@ def _live_entries(d: Path, ref: str) -> Counter[tuple[Any, ...]]:
                     e.data_file.first_row_id) for _, e in iter_entries(t.metadata, t.io, ms, live_only=True))
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+# 25 examples take about 43 s on 2 cores; CI runs 15 (see tests/README.md, "Hypothesis profiles").
+@settings(max_examples=15 if os.environ.get("CI") else 25, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(steps=st.lists(STEP, min_size=10, max_size=30))
 def test_random_history_with_compaction(tmp_path_factory: pytest.TempPathFactory,
                                         steps: list[tuple[str, str, int, int]]) -> None:
