@@ -9,9 +9,9 @@ import typer
 from icectl.catalog import looks_like_path, open_catalog, split_identifier
 from icectl.cli.framework import command, load_config_and_io
 from icectl.cli.options import DryRunOpt, JsonOpt, TableArg
-from icectl.errors import UsageError
+from icectl.errors import CorruptInputError, NotFoundError, UsageError
 from icectl.ops.admin_results import DropResult, RegisterResult
-from icectl.ops.register_drop import drop_table, register_table
+from icectl.ops.register_drop import drop_table, drop_unreadable_entry, register_table
 from icectl.table import load_table
 
 
@@ -62,8 +62,19 @@ def register(app: typer.Typer) -> None:
         entry goes only while it still names the metadata read (a concurrent commit: planned
         again). Files are deleted only after the entry is gone and only inside the table location;
         files it reaches elsewhere are kept and listed. A file-system table (Hadoop warehouse or
-        table directory) has no entry apart from its files: it needs --purge.
+        table directory) has no entry apart from its files: it needs --purge. A SQL or Glue
+        table whose metadata file is damaged or missing can be dropped without --purge (the entry
+        only; a warning says so).
         """
         config, io = load_config_and_io()
-        return drop_table(load_table(table, config, io), purge=purge, dry_run=dry_run,
-                          max_concurrent_deletes=max_concurrent_deletes)
+        try:
+            loaded = load_table(table, config, io)
+        except (CorruptInputError, NotFoundError) as e:
+            # A SQL or Glue entry whose metadata is damaged or gone can still be dropped (without
+            # --purge: nothing says which files are the table's), as Java's catalogs drop unread.
+            if purge or looks_like_path(table):
+                raise
+            catalog_name, namespace, name = split_identifier(table.strip(), config)
+            return drop_unreadable_entry(open_catalog(config, io, catalog_name), (*namespace, name), e,
+                                         dry_run=dry_run)
+        return drop_table(loaded, purge=purge, dry_run=dry_run, max_concurrent_deletes=max_concurrent_deletes)

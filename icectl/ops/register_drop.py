@@ -37,13 +37,22 @@ from icectl.catalog.hadoop import FileSystemOperations, check_table_dir_name, ve
 from icectl.catalog.operations import (
     CommitFailedError,
     Current,
+    MetastoreOperations,
     TableOperations,
     metadata_codec,
     metadata_extension,
 )
 from icectl.catalog.rest import MAX_REST_FORMAT_VERSION, RestOperations
 from icectl.catalog.sql import SqlOperations
-from icectl.errors import CorruptInputError, ExitCode, IcectlError, NotFoundError, RefusedError, UsageError
+from icectl.errors import (
+    CommitConflictError,
+    CorruptInputError,
+    ExitCode,
+    IcectlError,
+    NotFoundError,
+    RefusedError,
+    UsageError,
+)
 from icectl.ops.admin_results import DROP_CATEGORIES, DropResult, RegisterResult
 from icectl.ops.expire import FileSet, delete_files, reachable_files, statistics_files
 from icectl.spec.metadata import TableMetadata
@@ -305,6 +314,34 @@ def _drop(table: Table, *, purge: bool, dry_run: bool, workers: int) -> DropResu
     raise AssertionError("unreachable")
 
 
+def drop_unreadable_entry(catalog: Catalog, identifier: str | Sequence[str], why: IcectlError, *,
+                          dry_run: bool = False) -> DropResult:
+    """Drop, without purging, the entry of a SQL or Glue catalog table whose current metadata file
+    cannot be read (``why``: the error loading it gave), as Java's catalogs drop without reading
+    the metadata. Only the entry goes, and only while it still names that same file; every file
+    stays. Other catalogs (a file-system table's entry is its metadata files; REST loads through
+    its server) raise ``why`` itself."""
+    namespace, name = _split(identifier)
+    ops = catalog.table_operations(namespace, name)
+    if not isinstance(ops, MetastoreOperations):
+        raise why
+    full = ".".join((*namespace, name))
+    location = ops.current_pointer()  # NotFoundError when there is no such table at all
+    res = DropResult(table=full, dry_run=dry_run, purge=False, metadata_location=location)
+    res.warnings = [f"the metadata of {full} cannot be read ({why.one_line()}); only its catalog entry "
+                    "is dropped, every file is kept"]
+    if dry_run:
+        res.would_drop = f"the catalog entry of {full} (pointing at {location})"
+        res.title = f"Would drop {full} (its files are kept)"
+        return res
+    if not ops.delete_pointer(location):
+        raise CommitConflictError(f"table {full} was moved on by another writer meanwhile (it no longer points "
+                                  f"at {location}); nothing was dropped", hint="load it and run drop again")
+    res.dropped = True
+    res.title = f"Dropped {full} (its files are kept)"
+    return res
+
+
 def _dry_run(res: DropResult, table: Table, ops: TableOperations, current: Current, plan: _Plan | None) -> DropResult:
     if isinstance(ops, FileSystemOperations):
         res.would_drop = f"the version files and version-hint.text in {ops.metadata_dir}"
@@ -397,4 +434,5 @@ def _kept_note(plan: _Plan) -> str:
     return f"; kept {len(plan.kept)} file(s) outside the table location"
 
 
-__all__ = ["drop_table", "metadata_files", "plan_purge", "read_sound_metadata", "register_table"]
+__all__ = ["drop_table", "drop_unreadable_entry", "metadata_files", "plan_purge", "read_sound_metadata",
+           "register_table"]

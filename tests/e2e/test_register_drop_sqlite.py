@@ -77,3 +77,33 @@ def test_register_drop_register_purge_through_a_sqlite_catalog(tmp_path: Path) -
     purged = icectl(config, "drop", "sales.orders", "--purge", "--json")
     assert purged["dropped"] is True and rows(db) == [] and not t.dir.exists()
     assert purged["deleted"]["data_files"] == 2 and purged["deleted"]["metadata_files"] == 6  # v1-v5, hint
+
+
+def test_an_entry_whose_metadata_is_damaged_or_gone_can_be_dropped_without_purge(tmp_path: Path) -> None:
+    """As Java's JDBC catalog drops without reading the metadata: the entry goes (with a warning on
+    stderr), every file stays; --purge (which must know the files) and a dry run change nothing."""
+    t = Tbl(tmp_path / "fs")
+    t.add()
+    current = sorted((t.dir / "metadata").glob("v*.metadata.json"))[-1]
+    db = tmp_path / "cat.db"
+    config = tmp_path / "icectl.toml"
+    config.write_text(f'default-catalog = "s"\n[catalog.s]\ntype = "sql"\nuri = "{db}"\n'
+                      f'warehouse = "{tmp_path / "wh"}"\n')
+    icectl(config, "register", "sales.damaged", str(current))
+    icectl(config, "register", "sales.gone", str(t.dir / "metadata" / "v1.metadata.json"))
+    current.write_text(current.read_text()[:40])  # cut short: no longer JSON
+    (t.dir / "metadata" / "v1.metadata.json").unlink()
+    files = tree(t.dir)
+    before = rows(db)
+
+    icectl(config, "drop", "sales.damaged", "--purge", expect=4)
+    icectl(config, "drop", "sales.gone", "--purge", expect=3)
+    plan = icectl(config, "drop", "sales.damaged", "--dry-run", "--json")
+    assert plan["would_drop"].startswith("the catalog entry") and "dropped" not in plan
+    assert rows(db) == before and tree(t.dir) == files
+
+    r = icectl(config, "drop", "sales.damaged")
+    assert "only its catalog entry is dropped" in r.stderr and "warning" in r.stderr
+    assert icectl(config, "drop", "sales.gone", "--json")["dropped"] is True
+    assert rows(db) == [] and tree(t.dir) == files
+    icectl(config, "drop", "sales.gone", expect=3)  # no such table any more
