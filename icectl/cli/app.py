@@ -31,7 +31,8 @@ EXIT_CODES_HELP = "Exit codes: " + ", ".join(f"{code} {name}" for code, name, _ 
 
 app = typer.Typer(
     name="icectl",
-    help="Administer Apache Iceberg tables: inspect, create, expire, compact, validate, upgrade.\n\n"
+    help="Administer Apache Iceberg tables: inspect, create, expire, remove orphan files, compact, "
+         "validate, upgrade; roll back, branch, tag, set properties, register and drop.\n\n"
          + EXIT_CODES_HELP,
     no_args_is_help=True,
     add_completion=False,  # static completions are shipped in completions/ (see scripts/gen_docs.py)
