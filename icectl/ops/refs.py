@@ -19,19 +19,22 @@ Semantics, as Java's:
 * create with ``replace`` (``CREATE OR REPLACE``): create when absent, else replace;
 * drop: ``main`` never (exit 6); the ref must exist (exit 3, unless ``if_exists``) and be of the
   kind named (exit 6: ``tag drop`` does not drop a branch).
-The target is ``snapshot_id``, the head of ``ref``, or the current snapshot. A table without
-snapshots has nothing to point a ref at: refused (exit 6; Spark writes an empty snapshot for a
-branch, icectl does not). Tags have no ``min-snapshots-to-keep`` or ``max-snapshot-age-ms``
+The target is ``snapshot_id``, the head of ``ref``, or the current snapshot. On a table without
+snapshots, creating a branch commits an empty ``append`` snapshot on it, its retention in the same
+commit (Java's ``createBranch(name)``, which Spark's ``CREATE BRANCH`` calls); a tag has nothing
+to point at (exit 6). Tags have no ``min-snapshots-to-keep`` or ``max-snapshot-age-ms``
 (exit 2); every retention value is positive (exit 2), as ``SnapshotRef.Builder`` checks.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from icectl.codec.root_manifest import FORMAT_VERSION as V4
 from icectl.errors import CommitConflictError, NotFoundError, RefusedError, UsageError
 from icectl.ops.admin_results import RefChangeResult, RefState
 from icectl.ops.results import NEXT_METADATA
@@ -43,7 +46,11 @@ from icectl.spec.requirements import AssertRefSnapshotId
 from icectl.spec.snapshots import MAIN_BRANCH, SnapshotRef
 from icectl.spec.updates import RemoveSnapshotRef, SetSnapshotRef, TableChange
 from icectl.table import Table
-from icectl.table.commit import commit
+from icectl.table.commit import commit, new_snapshot_id
+from icectl.table.layout import SnapshotLayout
+from icectl.table.layout.manifest_list import ManifestListLayout
+from icectl.table.layout.root import RootLayout
+from icectl.table.snapshot_writer import SnapshotChange, write_snapshot
 
 RefKind = Literal["branch", "tag"]
 KINDS: tuple[RefKind, ...] = ("branch", "tag")
@@ -191,8 +198,17 @@ def create_ref(table: Table, name: str, kind: RefKind, *, snapshot_id: int | Non
         raise UsageError("--if-not-exists cannot go with replace: a replace changes an existing ref")
     retention = retention or RefRetention()
     retention.check(kind)
-    target = _target(table, snapshot_id, ref, name, kind)
+    if (kind == "branch" and create and snapshot_id is None and ref is None
+            and table.metadata.current_snapshot() is None and name not in table.metadata.refs):
+        return _create_branch_on_empty_table(table, name, retention, dry_run=dry_run)
     existing = table.metadata.refs.get(name)
+    if existing is not None and create and not replace:
+        reason = f"{existing.type} {name} exists already"
+        if if_not_exists:  # Spark's IF NOT EXISTS: nothing at all, not even the retention given
+            return _outcome(table, "create", kind, name, existing, existing, dry_run=dry_run, reason=reason)
+        raise RefusedError(f"cannot create {kind} {name} in table {table.identifier}: {reason}",
+                           hint=f"use --if-not-exists to accept it, or 'icectl {kind} replace' to move it")
+    target = _target(table, snapshot_id, ref, name, kind)
     if existing is None and create:
         action = "create"
         after = retention.applied_to(SnapshotRef(target, kind))
@@ -206,11 +222,7 @@ def create_ref(table: Table, name: str, kind: RefKind, *, snapshot_id: int | Non
                                hint=f"use 'icectl {existing.type} replace' to move it")
         after = retention.applied_to(dataclasses.replace(existing, snapshot_id=target))  # keeps its retention
     else:
-        reason = f"{existing.type} {name} exists already"
-        if if_not_exists:  # Spark's IF NOT EXISTS: nothing at all, not even the retention given
-            return _outcome(table, "create", kind, name, existing, existing, dry_run=dry_run, reason=reason)
-        raise RefusedError(f"cannot create {kind} {name} in table {table.identifier}: {reason}",
-                           hint=f"use --if-not-exists to accept it, or 'icectl {kind} replace' to move it")
+        raise AssertionError("unreachable: create or replace")
     res = _outcome(table, action, kind, name, existing, after, dry_run=dry_run)
     if dry_run:
         res.would_write = [NEXT_METADATA] if res.changed else []
@@ -228,6 +240,44 @@ def create_ref(table: Table, name: str, kind: RefKind, *, snapshot_id: int | Non
                            hint=f"use 'icectl {kind} replace' to move it")
 
     return _commit_ref(table, res, name, kind, existing, after, on_created_meanwhile=created_meanwhile)
+
+
+def _create_branch_on_empty_table(table: Table, name: str, retention: RefRetention, *,
+                                  dry_run: bool) -> RefChangeResult:
+    """Java's ``createBranch(name)`` on a table without a current snapshot: an empty fast append
+    on the new branch, and the branch's retention, in one commit."""
+    layout: SnapshotLayout = (RootLayout(name) if table.metadata.format_version >= V4
+                              else ManifestListLayout(str(uuid.uuid4()), []))
+    snapshot_id = new_snapshot_id(table.metadata)
+    planned = retention.applied_to(SnapshotRef(snapshot_id, "branch"))
+    res = _outcome(table, "create", "branch", name, None, planned, dry_run=dry_run)
+    res.title += " (a new empty snapshot: the table has none yet)"
+    if dry_run:
+        res.would_write = [f"an empty {layout.snapshot_field.replace('_', ' ')} for new snapshot {snapshot_id}",
+                           NEXT_METADATA]
+        return res
+
+    def still_empty(base: TableMetadata) -> None:
+        fresh = base.refs.get(name)
+        if fresh is not None:
+            raise RefusedError(f"cannot create branch {name} in table {table.identifier}: a {fresh.type} of that "
+                               "name was created meanwhile by another writer", hint="check it with 'icectl "
+                               "inspect refs'")
+        if base.current_snapshot() is not None:
+            raise CommitConflictError(f"table {table.identifier} got its first snapshot meanwhile; nothing was "
+                                      "changed", hint="run the command again: the branch then starts there")
+
+    def with_retention(staged: TableMetadata) -> list[SetSnapshotRef]:
+        made = staged.refs[name]
+        return [SetSnapshotRef(name, retention.applied_to(made))] if retention.applied_to(made) != made else []
+
+    # Java's summary builder writes changed-partition-count even when no partition changed.
+    change = SnapshotChange("append", layout, extra=lambda _index: {"changed-partition-count": "0"})
+    done = write_snapshot(table, name, change, snapshot_id=snapshot_id,
+                          check=still_empty, then=with_retention, create_branch=True)
+    res.after = ref_state(table.metadata.refs.get(name))
+    res.metadata_location, res.commit_attempts = done.metadata_location, done.attempts
+    return res
 
 
 def replace_ref(table: Table, name: str, kind: RefKind, *, snapshot_id: int | None = None, ref: str | None = None,

@@ -76,12 +76,14 @@ def new_snapshot(base: TableMetadata, parent: Snapshot | None, snapshot_id: int,
                     schema_id=base.current_schema_id, first_row_id=first_row_id, added_rows=added_rows)
 
 
-def commit_snapshots(table: Table, stage: Stage, written: list[str]) -> CommitResult:
+def commit_snapshots(table: Table, stage: Stage, written: list[str],
+                     last: Callable[[TableMetadata], Sequence[TableUpdate]] | None = None) -> CommitResult:
     """Commit what ``stage(base)`` returns: the updates that go first (e.g. upgrade-format-version,
     set-properties) and the snapshots, each added to its branch (add-snapshot, set-snapshot-ref,
     assert-ref-snapshot-id: the branch is still where ``base`` has it). Retries call ``stage`` on
     the fresh base; every file in ``written`` (as it grows) is deleted when the commit fails,
-    unless its outcome is unknown."""
+    unless its outcome is unknown. ``last(staged)`` returns updates that go after the snapshots, on
+    the metadata with them added (e.g. a new branch's retention)."""
     def build(base: TableMetadata) -> TableChange:
         first, snapshots = stage(base)
         staged = apply_updates(base, first)  # the snapshots land on the base with those updates applied
@@ -92,6 +94,8 @@ def commit_snapshots(table: Table, stage: Stage, written: list[str]) -> CommitRe
             staged = apply_updates(staged, change.updates)
             requirements.extend(change.requirements)
             updates.extend(change.updates)
+        if last is not None:
+            updates.extend(last(staged))
         return TableChange(tuple(requirements), tuple(updates))
 
     with discard_on_failure(table.io, written):
@@ -123,11 +127,13 @@ def write_snapshot(table: Table, branch: str, change: SnapshotChange, *, snapsho
                    head: Callable[[TableMetadata], Snapshot | None] | None = None,
                    check: Callable[[TableMetadata], None] | None = None,
                    adjust: Callable[[TableMetadata], Sequence[TableUpdate]] | None = None,
+                   then: Callable[[TableMetadata], Sequence[TableUpdate]] | None = None,
                    create_branch: bool = False) -> SnapshotCommit:
     """Commit ``change`` as one new snapshot on ``branch`` (see the module docstring).
 
     At each attempt: ``check(base)`` may raise to give up; ``adjust(base)`` returns updates that
     go into the same commit before the snapshot (e.g. set-properties of the name mapping);
+    ``then(staged)`` updates that go after it, on the metadata with the snapshot added;
     ``head(base)`` is the snapshot to build on (default :func:`branch_head`).
     """
     snapshot_id = snapshot_id if snapshot_id is not None else new_snapshot_id(table.metadata)
@@ -157,7 +163,7 @@ def write_snapshot(table: Table, branch: str, change: SnapshotChange, *, snapsho
                                 **{change.layout.snapshot_field: index.path})
         return first, [(branch, snapshot)]
 
-    done = commit_snapshots(table, stage, written)
+    done = commit_snapshots(table, stage, written, then)
     committed = done.metadata.snapshot_by_id(snapshot_id)
     assert committed is not None
     path = getattr(committed, change.layout.snapshot_field)

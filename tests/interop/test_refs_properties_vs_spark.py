@@ -126,3 +126,38 @@ def test_v1_table_refs_and_properties_match_spark(spark: Any, spark_clone: Any) 
     spark.sql(f"REFRESH TABLE {by_icectl.name}")
     for ref in ("v1tag", "v1b", "main"):
         assert _rows_at(spark, by_icectl.name, ref) == _rows_at(spark, a, ref), ref
+
+
+def test_branch_on_an_empty_table_matches_spark(spark: Any, tmp_path: Any) -> None:
+    """Spark's CREATE BRANCH on a table without snapshots commits an empty append on the new branch
+    (Java's createBranch(name)); icectl does the same in one commit: same refs and retention, no
+    main, one snapshot without a parent, the same summary keys; both branches read as empty by
+    Spark, and Spark appends to icectl's branch and reads the row back."""
+    names = ("local.db.empty_by_spark", "local.db.empty_by_icectl")
+    for n in names:
+        spark.sql(f"CREATE TABLE {n} (id bigint, name string) USING iceberg TBLPROPERTIES ('format-version'='2')")
+    spark.sql(f"ALTER TABLE {names[0]} CREATE BRANCH audit RETAIN 7 DAYS WITH SNAPSHOT RETENTION 4 SNAPSHOTS")
+    location = spark.sql(f"DESCRIBE TABLE EXTENDED {names[1]}").where("col_name = 'Location'").collect()[0][1]
+    icectl("branch", "create", location, "audit", "--max-ref-age", "7d", "--retain-last", "4")
+    mds = [load_table(str(spark.sql(f"DESCRIBE TABLE EXTENDED {n}").where("col_name = 'Location'").collect()[0][1]))
+           .metadata for n in names]
+    for md in mds:
+        assert set(md.refs) == {"audit"} and md.current_snapshot_id is None
+        (snap,) = md.snapshots
+        assert snap.parent_snapshot_id is None and snap.snapshot_id == md.refs["audit"].snapshot_id
+    spark_ref, icectl_ref = (md.refs["audit"].to_json() for md in mds)
+    spark_ref.pop("snapshot-id")
+    icectl_ref.pop("snapshot-id")
+    assert icectl_ref == spark_ref
+    spark_summary, icectl_summary = (md.snapshots[0].summary for md in mds)
+    assert icectl_summary["operation"] == spark_summary["operation"] == "append"
+    ours = {k for k in icectl_summary if not k.startswith("engine-")}
+    theirs = {k for k in spark_summary if not k.startswith(("engine-", "spark.", "iceberg-version", "app-id"))}
+    assert ours == theirs, (icectl_summary, spark_summary)
+    assert all(icectl_summary[k] == spark_summary[k] for k in ours)
+    for n in names:
+        assert spark.sql(f"SELECT * FROM {n} VERSION AS OF 'audit'").count() == 0
+    spark.sql(f"INSERT INTO {names[1]}.branch_audit VALUES (1, 'a')")
+    assert [tuple(r) for r in spark.sql(f"SELECT * FROM {names[1]} VERSION AS OF 'audit'").collect()] == [(1, "a")]
+    for n in names:
+        spark.sql(f"DROP TABLE {n} PURGE")

@@ -181,11 +181,37 @@ def test_drop_and_if_exists(table_dir: Path) -> None:
     assert not res.changed and res.reason == "no tag t" and versions(table_dir) == before
 
 
-def test_empty_table_has_nothing_to_point_at(tmp_path: Path) -> None:
+@pytest.mark.parametrize("format_version", [2, 4])
+def test_a_branch_on_an_empty_table_starts_with_an_empty_snapshot(tmp_path: Path, format_version: int) -> None:
+    """Java's createBranch(name) without a current snapshot: one commit adds an empty append on the
+    new branch (a manifest list, or a root on v4, listing nothing) with the retention given; main
+    stays absent; a tag still has nothing to point at."""
     d = tmp_path / "e"
-    icectl("create", str(d), "--schema", "id long")
+    icectl("create", str(d), "--schema", "id long", "--format-version", "2")
+    if format_version == 4:
+        icectl("upgrade", str(d), "--to", "3")
+        icectl("upgrade", str(d), "--to", "4", "--yes")
+    t = load_table(str(d))
     with pytest.raises(RefusedError, match="has no snapshot yet"):
+        create_ref(t, "t", "tag")
+    before = versions(d)
+    plan = create_ref(t, "b", "branch", retention=RefRetention(min_snapshots_to_keep=3), dry_run=True)
+    assert plan.changed and versions(d) == before and len(plan.would_write) == 2
+    res = create_ref(t, "b", "branch", retention=RefRetention(min_snapshots_to_keep=3, max_ref_age_ms=86_400_000))
+    new = sorted(set(versions(d)) - set(before))
+    assert len([n for n in new if n.endswith(".metadata.json")]) == 1 and len(new) == 2  # one commit, one index
+    md = load_table(str(d)).metadata
+    assert set(md.refs) == {"b"} and md.current_snapshot() is None
+    ref = md.refs["b"]
+    assert (ref.min_snapshots_to_keep, ref.max_ref_age_ms) == (3, 86_400_000)
+    (snap,) = md.snapshots
+    assert snap.snapshot_id == ref.snapshot_id == res.after.snapshot_id and snap.parent_snapshot_id is None
+    assert snap.summary["operation"] == "append" and snap.summary["total-data-files"] == "0"
+    index = snap.root_manifest if format_version == 4 else snap.manifest_list
+    assert index and os.path.exists(index)
+    with pytest.raises(RefusedError, match="exists already"):
         create_ref(load_table(str(d)), "b", "branch")
+    icectl("validate", str(d), expect=0)  # exit 7 on a finding at error severity
 
 
 # --------------------------------------------------------------------------- concurrent writers
