@@ -217,6 +217,26 @@ def test_a_branch_on_an_empty_table_starts_with_an_empty_snapshot(tmp_path: Path
 # --------------------------------------------------------------------------- concurrent writers
 
 
+def test_an_empty_table_branch_never_overwrites_another_writers_work(tmp_path: Path) -> None:
+    """Loaded while the table was empty: a branch of that name created meanwhile is refused (exit 6),
+    a first snapshot on main meanwhile is a conflict (exit 5); neither writer's commit is lost."""
+    d = tmp_path / "e"
+    icectl("create", str(d), "--schema", "id long")
+    stale = load_table(str(d))
+    create_ref(load_table(str(d)), "b", "branch", retention=RefRetention(min_snapshots_to_keep=9))
+    with pytest.raises(RefusedError, match="created meanwhile"):
+        create_ref(stale, "b", "branch")
+    assert load_table(str(d)).metadata.refs["b"].min_snapshots_to_keep == 9
+    stale = load_table(str(d))
+    f = tmp_path / "one.parquet"
+    pq.write_table(pa.table({"id": pa.array([1], pa.int64())}), f)
+    icectl("add-files", str(d), str(f))
+    with pytest.raises(CommitConflictError, match="first snapshot meanwhile"):
+        create_ref(stale, "c", "branch")
+    md = load_table(str(d)).metadata
+    assert "c" not in md.refs and md.current_snapshot() is not None and len(md.snapshots) == 2
+
+
 def test_a_ref_created_meanwhile_is_not_overwritten(table_dir: Path) -> None:
     """Our table was loaded before another writer created the branch: create fails (exit 6), the
     other writer's branch stays; with --if-not-exists nothing changes either."""
