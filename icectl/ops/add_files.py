@@ -18,10 +18,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from icectl.codec.manifest_writer import UNASSIGNED_SEQ, write_manifest
 from icectl.codec.parquet_metrics import data_file_from_footer, field_ids_of
 from icectl.codec.root_manifest import FORMAT_VERSION as V4
-from icectl.codec.root_manifest import content_entry_of
 from icectl.errors import (
     CommitConflictError,
     CorruptInputError,
@@ -32,7 +30,7 @@ from icectl.errors import (
 )
 from icectl.ops.results import NEXT_METADATA, AddedFile, AddFilesResult, CreatedBranch
 from icectl.results import UNSET
-from icectl.spec.manifest import DataFile, ManifestContent, ManifestEntry, ManifestEntryStatus
+from icectl.spec.manifest import DataFile, ManifestContent
 from icectl.spec.metadata import TableMetadata
 from icectl.spec.name_mapping import ensure_name_mapping
 from icectl.spec.partitioning import PartitionSpec
@@ -49,12 +47,13 @@ from icectl.spec.schema import (
 )
 from icectl.spec.snapshots import MAIN_BRANCH, Snapshot
 from icectl.spec.updates import SetProperties, TableUpdate
-from icectl.storage import FileIO, basename, file_key, join, scheme_of
+from icectl.storage import FileIO, basename, file_key, scheme_of
 from icectl.table import Table
 from icectl.table.commit import discard_on_failure, new_snapshot_id
 from icectl.table.layout import SnapshotLayout
-from icectl.table.layout.manifest_list import ManifestListLayout, manifest_list_path, manifest_path
-from icectl.table.layout.root import NewLeaf, RootLayout, root_max_added_files, write_leaf
+from icectl.table.layout.append import appended_paths, appends_to_leaf, write_appended
+from icectl.table.layout.manifest_list import ManifestListLayout
+from icectl.table.layout.root import RootLayout
 from icectl.table.scan import iter_entries, manifests_of
 from icectl.table.snapshot_writer import SnapshotChange, branch_head, write_snapshot
 from icectl.table.write_guard import check_writable
@@ -215,19 +214,18 @@ def add_files(table: Table, paths: Iterable[str], *, branch: str = "main", creat
         if mapped is base:
             return ()
         return (SetProperties({DEFAULT_NAME_MAPPING: mapped.properties[DEFAULT_NAME_MAPPING]}),)
-    to_leaf = False
     if table.metadata.format_version >= V4:  # one new root (or one leaf and the root): single-file commits
         # The v4 append (layout page section 8): root-level ADDED entries, or past
         # write.v4.root-max-added-files one new leaf referenced by an ADDED DATA_MANIFEST entry.
-        to_leaf = len(plan.files) > root_max_added_files(table.metadata)
-        res.layout = "new leaf" if to_leaf else "root"
+        res.layout = "new leaf" if appends_to_leaf(table.metadata, len(plan.files)) else "root"
         layout: SnapshotLayout = RootLayout(branch)
     else:
         layout = ManifestListLayout(str(uuid.uuid4()), [])
     change = SnapshotChange("append", layout)
     snapshot_id = new_snapshot_id(table.metadata)
     if dry_run:
-        res.would_write = [*_would_write(table, layout, to_leaf, snapshot_id), NEXT_METADATA]
+        res.would_write = [*appended_paths(table.metadata, table.metadata_folder, layout, {plan.spec_id: plan.files},
+                                           snapshot_id), NEXT_METADATA]
         res.would_delete = []
         return _said(res)
     md = table.metadata
@@ -240,7 +238,8 @@ def add_files(table: Table, paths: Iterable[str], *, branch: str = "main", creat
     for f, p in zip(plan.files, plan.partitions, strict=True):
         change.summary.added_file(f, p)
     with discard_on_failure(table.io, change.written):
-        _write_added(table, plan, layout, to_leaf, change, snapshot_id)
+        write_appended(table.io, md, table.metadata_folder, layout, {plan.spec_id: plan.files}, snapshot_id,
+                       change.written)
         done = write_snapshot(table, branch, change, snapshot_id=snapshot_id, check=unchanged, adjust=with_mapping,
                               create_branch=create_branch)
     res.snapshot_id, res.metadata_location, res.commit_attempts = snapshot_id, done.metadata_location, done.attempts
@@ -260,43 +259,3 @@ def _said(res: AddFilesResult) -> AddFilesResult:
                       if start is not None
                       else f" (new branch '{created.name}' {verb} empty: main has no snapshot)")
     return res
-
-
-def _would_write(table: Table, layout: SnapshotLayout, to_leaf: bool, snapshot_id: int) -> list[str]:
-    folder = table.metadata_folder
-    if isinstance(layout, RootLayout):
-        leaf = [join(folder, f"{uuid.uuid4()}-m0.avro")] if to_leaf else []
-        return [*leaf, join(folder, f"root-{snapshot_id}-<uuid>.avro")]
-    assert isinstance(layout, ManifestListLayout)
-    return [manifest_path(folder, layout.commit_id, 0), manifest_list_path(folder, snapshot_id, 1, layout.commit_id)]
-
-
-def _write_added(table: Table, plan: AddFilesPlan, layout: SnapshotLayout, to_leaf: bool, change: SnapshotChange,
-                 snapshot_id: int) -> None:
-    """Write what the snapshot adds before the commit: one manifest (v1-v3), one leaf (a large v4
-    append) or nothing (root-level v4 entries)."""
-    md = table.metadata
-    spec = md.spec()
-    ptype = md.partition_type(spec)
-    folder = table.metadata_folder
-    if isinstance(layout, ManifestListLayout):
-        path = manifest_path(folder, layout.commit_id, 0)
-        entries = [ManifestEntry(ManifestEntryStatus.ADDED, snapshot_id, None, None, f) for f in plan.files]
-        result = write_manifest(entries, schema=md.schema(), spec=spec, partition_type=ptype,
-                                format_version=md.format_version, content=ManifestContent.DATA,
-                                snapshot_id=snapshot_id)
-        table.io.write(path, result.data)
-        change.written.append(path)
-        layout.added = [result.to_manifest_file(path, len(result.data), spec.spec_id, snapshot_id, UNASSIGNED_SEQ)]
-        return
-    assert isinstance(layout, RootLayout)
-    entries = [content_entry_of(ManifestEntry(ManifestEntryStatus.ADDED, None, None, None, f), spec.spec_id, ptype)
-               for f in plan.files]
-    if not to_leaf:
-        layout.added = entries
-        return
-    path = join(folder, f"{uuid.uuid4()}-m0.avro")
-    change.written.append(path)  # before writing: a half-written leaf goes too
-    leaf = write_leaf(table.io, md, path, entries, ManifestContent.DATA, spec.spec_id)
-    assert leaf.manifest_stats is not None
-    layout.new_leaves = [NewLeaf(leaf, leaf.manifest_stats.added_rows_count)]

@@ -50,20 +50,18 @@ from icectl.ops.manage_snapshots_pick import (
     check_replaced_partitions,
     rewrite_deletes,
     source_files,
-    v4_layout,
-    v4_to_leaf,
     would_rewrite,
-    write_added_manifests,
 )
 from icectl.ops.results import NEXT_METADATA
 from icectl.spec.metadata import TableMetadata
 from icectl.spec.requirements import AssertRefSnapshotId
 from icectl.spec.snapshots import MAIN_BRANCH, Snapshot, SnapshotRef, ancestors_of
 from icectl.spec.updates import SetSnapshotRef, TableChange
-from icectl.storage import delete_quietly, join
+from icectl.storage import delete_quietly
 from icectl.table import Table
 from icectl.table.commit import commit, discard_on_failure, new_snapshot_id
-from icectl.table.layout.manifest_list import ManifestListLayout, manifest_list_path, manifest_path
+from icectl.table.layout.append import appended_paths, write_appended
+from icectl.table.layout.manifest_list import ManifestListLayout
 from icectl.table.layout.root import RootLayout
 from icectl.table.snapshot_writer import SnapshotChange, write_snapshot
 from icectl.table.summary import SummaryBuilder
@@ -409,20 +407,15 @@ def _pick_new(table: Table, source: Snapshot, wap_id: str | None, res: SnapshotM
                                    SourceFiles.paths(files.added), removed_data_files=sorted(removed))
     if operation == "overwrite":
         check_replaced_partitions(table, md, head, source, files)
+    layout: ManifestListLayout | RootLayout = RootLayout(MAIN_BRANCH) if v4 else ManifestListLayout(commit_id, [])
+    added_files = SourceFiles.data_files(files.added)
     if dry_run:
-        folder = table.metadata_folder
-        if v4:
-            leaves = len(files.added) if v4_to_leaf(md, files.added) else 0
-            res.would_write = [*(join(folder, f"<uuid>-m{i}.avro") for i in range(leaves)),
-                               join(folder, f"root-{new_id}-<uuid>.avro"), NEXT_METADATA]
-        else:
-            count = len(files.added) + would_rewrite(table, md, head, removed)
-            res.would_write = [*(manifest_path(folder, commit_id, i) for i in range(count)),
-                               manifest_list_path(folder, new_id, 1, commit_id), NEXT_METADATA]
+        rewrites = 0 if v4 else would_rewrite(table, md, head, removed)
+        res.would_write = [*appended_paths(md, table.metadata_folder, layout, added_files, new_id,
+                                           more_manifests=rewrites), NEXT_METADATA]
         res.would_delete = []
         return res
 
-    layout: ManifestListLayout | RootLayout = ManifestListLayout(commit_id, [])
     change = SnapshotChange(operation, layout, summary, extra=lambda _index: dict(extra))
     attempt_files: list[list[str]] = []
 
@@ -449,11 +442,8 @@ def _pick_new(table: Table, source: Snapshot, wap_id: str | None, res: SnapshotM
         layout.added, layout.replaced = [*added, *rewritten], replaced
 
     with discard_on_failure(table.io, change.written):
-        if v4:
-            change.layout = v4_layout(table, files.added, change.written)
-        else:
-            added = write_added_manifests(table, files.added, commit_id, new_id, change.written)
-            layout.added = added
+        write_appended(table.io, md, table.metadata_folder, layout, added_files, new_id, change.written)
+        added = list(layout.added) if isinstance(layout, ManifestListLayout) else []
         done = write_snapshot(table, MAIN_BRANCH, change, snapshot_id=new_id, check=still_a_pick)
     for lost in attempt_files[:-1]:  # manifests rewritten for attempts that lost a conflict
         for p in lost:

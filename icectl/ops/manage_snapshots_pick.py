@@ -11,9 +11,9 @@
   one of them is rewritten as ``ManifestFilterManager`` does: its live entries, those files
   DELETED (by the new snapshot, sequence numbers kept), the others EXISTING.
 
-On a v4 table an append's files become ADDED root-level entries (or new leaves past
-``write.v4.root-max-added-files``), from any source snapshot (a manifest list of before the
-upgrade, or a v4 root: its ADDED root-level entries and the leaves it added).
+The added files are written as any append's are (:mod:`icectl.table.layout.append`); on a v4
+table they may come from any source snapshot (a manifest list of before the upgrade, or a v4
+root: its ADDED root-level entries and the leaves it added).
 
 Everything is computed from the base of one commit attempt; :mod:`icectl.ops.manage_snapshots`
 runs it through the snapshot writer.
@@ -22,22 +22,18 @@ runs it through the snapshot writer.
 from __future__ import annotations
 
 import dataclasses
-import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from icectl.codec.manifest_writer import UNASSIGNED_SEQ, write_manifest
-from icectl.codec.root_manifest import content_entry_of
 from icectl.errors import RefusedError
 from icectl.ops.compact.plan import as_existing
 from icectl.spec.manifest import DataFile, ManifestContent, ManifestEntry, ManifestEntryStatus, ManifestFile
 from icectl.spec.metadata import TableMetadata
-from icectl.spec.snapshots import MAIN_BRANCH, Snapshot, ancestors_of
-from icectl.storage import join
+from icectl.spec.snapshots import Snapshot, ancestors_of
 from icectl.table import Table
 from icectl.table.layout.manifest_list import manifest_path
-from icectl.table.layout.root import NewLeaf, RootLayout, root_max_added_files, write_leaf
 from icectl.table.scan import iter_entries, manifests_of
 from icectl.table.scan_v4 import TreeManifest
 
@@ -54,6 +50,10 @@ class SourceFiles:
     @staticmethod
     def paths(files: BySpec) -> list[str]:
         return [f.file_path for fs in files.values() for f, _ in fs]
+
+    @staticmethod
+    def data_files(files: BySpec) -> dict[int, list[DataFile]]:
+        return {spec_id: [f for f, _ in fs] for spec_id, fs in files.items()}
 
     def replaced_partitions(self) -> set[tuple[int, tuple[Any, ...]]]:
         return {(spec_id, tuple(f.partition or ())) for spec_id, fs in self.added.items() for f, _ in fs}
@@ -85,25 +85,6 @@ def source_files(table: Table, md: TableMetadata, source: Snapshot) -> SourceFil
             out.added.setdefault(m.partition_spec_id, []).append((dataclasses.replace(f, first_row_id=None), key))
         else:
             out.removed.setdefault(m.partition_spec_id, []).append((f, key))
-    return out
-
-
-def write_added_manifests(table: Table, files: BySpec, commit_id: str, snapshot_id: int,
-                          written: list[str]) -> list[ManifestFile]:
-    """One manifest of ADDED entries per partition spec (``<commit>-m<i>.avro``, i from 0)."""
-    md = table.metadata
-    out = []
-    for i, (spec_id, fs) in enumerate(sorted(files.items())):
-        spec = md.spec_by_id(spec_id)
-        assert spec is not None
-        path = manifest_path(table.metadata_folder, commit_id, i)
-        written.append(path)  # before writing: a half-written manifest goes too
-        entries = [ManifestEntry(ManifestEntryStatus.ADDED, snapshot_id, None, None, f) for f, _ in fs]
-        result = write_manifest(entries, schema=md.schema(), spec=spec, partition_type=md.partition_type(spec),
-                                format_version=md.format_version, content=ManifestContent.DATA,
-                                snapshot_id=snapshot_id)
-        table.io.write(path, result.data)
-        out.append(result.to_manifest_file(path, len(result.data), spec_id, snapshot_id, UNASSIGNED_SEQ))
     return out
 
 
@@ -170,33 +151,6 @@ def rewrite_deletes(table: Table, base: TableMetadata, head: Snapshot | None, so
     return new, replaced
 
 
-def v4_to_leaf(md: TableMetadata, files: BySpec) -> bool:
-    """Whether a v4 pick adds its files in new leaves (past ``write.v4.root-max-added-files``, as
-    add-files does) rather than as root-level entries."""
-    return sum(map(len, files.values())) > root_max_added_files(md)
-
-
-def v4_layout(table: Table, files: BySpec, written: list[str]) -> RootLayout:
-    """The root layout of a v4 pick: ADDED root-level entries, or one new leaf per partition spec
-    (written now); row ids come from the commit (``first_row_id`` from ``next-row-id``)."""
-    md = table.metadata
-    layout = RootLayout(MAIN_BRANCH)
-    to_leaf = v4_to_leaf(md, files)
-    for spec_id, fs in sorted(files.items()):
-        ptype = md.partition_type(spec_id)
-        entries = [content_entry_of(ManifestEntry(ManifestEntryStatus.ADDED, None, None, None, f), spec_id, ptype)
-                   for f, _ in fs]
-        if not to_leaf:
-            layout.added.extend(entries)
-            continue
-        path = join(table.metadata_folder, f"{uuid.uuid4()}-m{len(layout.new_leaves)}.avro")
-        written.append(path)  # before writing: a half-written leaf goes too
-        leaf = write_leaf(table.io, md, path, entries, ManifestContent.DATA, spec_id)
-        assert leaf.manifest_stats is not None
-        layout.new_leaves.append(NewLeaf(leaf, leaf.manifest_stats.added_rows_count))
-    return layout
-
-
 def would_rewrite(table: Table, base: TableMetadata, head: Snapshot | None, removed: set[str]) -> int:
     """How many head manifests a pick removing ``removed`` rewrites (for a dry run)."""
     if not removed or head is None:
@@ -206,5 +160,4 @@ def would_rewrite(table: Table, base: TableMetadata, head: Snapshot | None, remo
                 if e.data_file.file_path in removed})
 
 
-__all__ = ["SourceFiles", "check_replaced_partitions", "rewrite_deletes", "source_files", "v4_layout", "v4_to_leaf",
-           "would_rewrite", "write_added_manifests"]
+__all__ = ["SourceFiles", "check_replaced_partitions", "rewrite_deletes", "source_files", "would_rewrite"]
