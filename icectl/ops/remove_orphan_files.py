@@ -23,8 +23,9 @@ Iceberg Java's DeleteOrphanFiles (Spark's ``remove_orphan_files`` procedure), wi
   agrees (Java's ``delete`` mode may delete a file another spelling keeps valid).
 * **Beyond Java**: a local file that IS a valid file under another name (an in-table symbolic
   link) is valid; symbolic links are never deleted and never followed out of the table; only
-  files inside the table's delete fence (:func:`icectl.table.delete_fence.table_fence`) are
-  deleted, so ``--location`` must lie inside it; after listing the table is read again and, if
+  files inside the table's own folder (the delete fence's home, :func:`icectl.table.delete_fence.table_fence`;
+  not a ``write.data.path`` elsewhere, which other tables may share) are deleted, so ``--location``
+  must lie inside it; after listing the table is read again and, if
   another writer committed meanwhile, its new files are valid too; ``max_deletes`` refuses a
   larger run; a cutoff less than 24 hours ago is refused unless ``allow_recent``.
 """
@@ -291,12 +292,17 @@ def _remove_orphan_files(table: Table, *, older_than_ms: int | None, location: s
                    allow_recent=allow_recent)
     check_writable(table)
     md = table.metadata
-    fence = table_fence(table)
-    where = location or md.location
+    # Only the table's own folder (its directory ∩ its location): unlike expire, which deletes only
+    # files the table referenced, this deletes files it does NOT reference, so a write.data.path
+    # folder elsewhere (the delete fence's other roots, possibly shared with other tables) is out.
+    home = table_fence(table).home
+    if home is None:
+        raise RefusedError(f"cannot tell the folder of table {table.identifier} (its metadata names no location)",
+                           hint="address the table by its directory")
+    fence = Fence((home,), home)
+    where = location or md.location or home
     if where and scheme_of(where) == "file" and not where.startswith("file:"):
         where = os.path.abspath(where)  # listed paths are compared with the metadata's absolute ones
-    if not where:
-        raise UsageError("the table metadata names no location: give --location")
     if not _inside(fence, where):
         raise RefusedError(f"--location {where} is outside the table location {fence.describe()}: "
                            "icectl deletes only the table's own files", hint="give a folder inside the table")

@@ -129,8 +129,8 @@ def set_properties(table: Table, updates: Mapping[str, str], *, dry_run: bool = 
             continue
         if not (file_identity(value).rstrip("/") + "/").startswith(home.rstrip("/") + "/"):
             res.warnings.append(f"{key}={value} is outside the table location {table.location}: icectl counts "
-                                "files under it as the table's own when deleting (expire-snapshots, "
-                                "remove-orphan-files)")
+                                "the files the table references under it as its own when deleting (expire-snapshots, "
+                                "drop --purge); remove-orphan-files never cleans it")
     return res
 
 

@@ -360,3 +360,18 @@ def test_options_checked_before_anything_is_read(history: HistoryBuilder) -> Non
         remove_orphan_files(t, older_than_ms=int(time.time() * 1000))
     cli(str(history.table_dir), "--older-than", "yesterday-ish", expect=ExitCode.USAGE)
     assert dataclasses.is_dataclass(remove_orphan_files(t, dry_run=True))
+
+
+def test_a_write_data_path_outside_the_table_is_never_cleaned(history: HistoryBuilder, tmp_path: Path) -> None:
+    """write.data.path may name a folder other tables share: expire may delete the table's own
+    files there, but orphan removal (which deletes what the table does NOT reference) stays in the
+    table's folder: --location there is refused, and a default run never lists it."""
+    d = history.table_dir
+    shared = tmp_path / "shared"
+    foreign = plant(shared / "other-table" / "data.parquet")
+    t = load_table(str(d))
+    commit(t, lambda base: property_change({"write.data.path": str(shared)}))
+    _, err = cli(str(d), "--location", str(shared), expect=ExitCode.REFUSED)
+    assert "outside the table location" in err and os.path.exists(foreign)
+    doc, _ = cli(str(d))
+    assert all(p.startswith(str(d) + "/") for p in paths(doc)) and os.path.exists(foreign)
