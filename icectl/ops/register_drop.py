@@ -34,6 +34,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from icectl.catalog import Catalog, is_metadata_file
 from icectl.catalog.hadoop import FileSystemOperations, check_table_dir_name, version_of
+from icectl.catalog.hadoop_layout import VERSION_HINT
 from icectl.catalog.operations import (
     CommitFailedError,
     Current,
@@ -57,7 +58,7 @@ from icectl.ops.admin_results import DROP_CATEGORIES, DropResult, RegisterResult
 from icectl.ops.expire import FileSet, delete_files, reachable_files, statistics_files
 from icectl.spec.metadata import TableMetadata
 from icectl.spec.properties import GC_ENABLED, WRITE_METADATA_PATH
-from icectl.storage import FileIO, join, local_path, parent, scheme_of
+from icectl.storage import FileIO, basename, join, local_path, parent, scheme_of
 from icectl.table import Table, read_table_metadata
 from icectl.table.commit import operations_for
 from icectl.table.delete_fence import Fence, delete_with_checksum, file_identity, identity_cache, table_fence
@@ -188,13 +189,19 @@ class _Plan:
         out["metadata_files"] = sorted(self.metadata.values())
         return {c: out[c] for c in DROP_CATEGORIES}
 
-    def fence(self, fence: Fence) -> None:
+    def fence(self, fence: Fence, metadata_folders: set[str]) -> None:
+        """Set apart what lies outside ``fence``, and every "metadata file" that is not one: a log
+        entry of damaged metadata may name any file, but only a metadata file (or the version
+        hint) directly in the table's metadata folder is deleted as one."""
         self.home = fence.home
         for key, (path, _c) in list(self.content.files.items()):
             if not fence.contains(path):
                 self.kept[key] = self.content.files.pop(key)[0]
         for key, path in list(self.metadata.items()):
-            if not fence.contains(path):
+            name = basename(key)
+            in_folder = parent(key).rstrip("/") in metadata_folders
+            is_metadata = in_folder and (is_metadata_file(name) or name == VERSION_HINT)
+            if not fence.contains(path) or not is_metadata:
                 self.kept[key] = self.metadata.pop(key)
 
 
@@ -233,13 +240,18 @@ def plan_purge(table: Table, current: Current, io: FileIO) -> _Plan:
     for p in metadata_files(current, io):
         plan.metadata.setdefault(file_identity(p), p)
     if md.location:
-        hint = join(md.location, "metadata", "version-hint.text")
+        hint = join(md.location, "metadata", VERSION_HINT)
         if io.exists(hint):
             plan.metadata.setdefault(file_identity(hint), hint)
     for key in [k for k in plan.content.files if k in plan.metadata]:
         plan.metadata.pop(key)  # a file named twice (a manifest list in the log?) counts once
     _refuse_newer_metadata(table, current, plan, io)
-    plan.fence(table_fence(table, md))
+    fence = table_fence(table, md)
+    folders = {file_identity(p).rstrip("/") for p in (md.properties.get(WRITE_METADATA_PATH),
+                                                       parent(current.location)) if p}
+    if fence.home:
+        folders.add(fence.home.rstrip("/") + "/metadata")
+    plan.fence(fence, folders)
     return plan
 
 

@@ -204,6 +204,30 @@ def test_register_copies_into_a_warehouse_and_refuses_taken_names_and_damage(wh:
     assert code == ExitCode.CORRUPT and "does not exist" in err and not (wh / "db" / "lost").exists()
 
 
+def test_a_damaged_metadata_log_cannot_make_the_purge_delete_other_files(wh: Path, tmp_path: Path) -> None:
+    """Log entries naming a file in the table's folder the table does not reference, a metadata-like
+    name outside the metadata folder, and a file outside the table: the purge deletes none of
+    them (only metadata files directly in the metadata folder go as metadata)."""
+    t = Tbl(wh)
+    t.add()
+    stray = t.dir / "data" / "not-the-tables.parquet"
+    stray.write_text("someone else's")
+    lookalike = t.dir / "data" / "v9.metadata.json"
+    lookalike.write_text("{}")
+    outside = tmp_path / "elsewhere.metadata.json"
+    outside.write_text("{}")
+    current = load_table(str(t.dir)).metadata_location
+    doc = json.loads(Path(current).read_text())  # damaged on disk: the log names other files
+    doc["metadata-log"] += [{"timestamp-ms": 1, "metadata-file": str(p)} for p in (stray, lookalike, outside)]
+    Path(current).write_text(json.dumps(doc))
+    code, out, err = run(wh, "drop", "db.t", "--purge", "--json")
+    assert code == 0, err
+    res = json.loads(out)
+    assert res["dropped"] is True
+    assert stray.exists() and lookalike.exists() and outside.exists()
+    assert not list((t.dir / "metadata").glob("v*.metadata.json"))  # the real metadata files went
+
+
 def test_metadata_files_follow_older_logs(wh: Path) -> None:
     t = Tbl(wh)
     t.add()
