@@ -40,7 +40,7 @@ from icectl.codec.manifest_reader import (
     read_manifest,
     read_manifest_list,
 )
-from icectl.errors import CorruptInputError
+from icectl.errors import CorruptInputError, IcectlError
 from icectl.spec.manifest import (
     DataFile,
     DataFileContent,
@@ -182,6 +182,11 @@ class _PartitionCodec:
         return found
 
 
+def partition_values(partition_type: StructType) -> Callable[[list[bytes | None]], tuple[Any, ...]]:
+    """A decoder of the ``partition`` column's values back to typed tuples (memoised)."""
+    return _PartitionCodec(partition_type).decode
+
+
 def _memo_partitions(decode: Callable[[Any], tuple[Any, ...]], codec: _PartitionCodec
                      ) -> Callable[[Any], list[bytes | None]]:
     memo: dict[tuple[Any, ...], list[bytes | None]] = {}
@@ -314,6 +319,21 @@ def _map_array(values: list[Any], record: dict[str, Any], avro_name: str, named:
                                    mask=as_list.is_null())
 
 
+def manifest_table_ipc(data: bytes, manifest: ManifestFile, partition_type: StructType,
+                       format_version: int) -> bytes | None:
+    """:func:`manifest_table` for a worker process: the table as Arrow IPC stream bytes, or None
+    when it cannot be made (the parent decodes again for the reader's exact error or fallback)."""
+    try:
+        table = manifest_table(data, manifest=manifest, partition_type=partition_type,
+                               format_version=format_version)
+    except (IcectlError, NotArrowRepresentable):
+        return None
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    return sink.getvalue().to_pybytes()
+
+
 def entries_from_table(table: pa.Table, *, manifest: ManifestFile, partition_type: StructType,
                        fields: Iterable[str] | None = None) -> list[ManifestEntry]:
     """The entries of :func:`manifest_table`'s table, equal to ``list(read_manifest(...))`` with the
@@ -367,6 +387,11 @@ _SUMMARY_TYPES = {"contains_null": ("boolean",), "contains_nan": ("boolean",), "
                   "upper_bound": ("bytes",)}
 
 
+def list_decode_key() -> bytes:
+    """A manifest list's table depends on nothing but the file (v1 defaults apply to every version)."""
+    return json.dumps([ARROW_LAYOUT_VERSION, "list"]).encode()
+
+
 def manifest_list_table(data: AvroSource, *, format_version: int) -> pa.Table:
     """Every ``manifest_file`` row of a manifest list, v1 defaults applied as
     :func:`~icectl.codec.manifest_reader.read_manifest_list` applies them; the Avro key-value
@@ -413,8 +438,7 @@ def _manifest_list_table(data: AvroSource, format_version: int) -> pa.Table:
         for s in summaries or ():
             s["contains_null"] = bool(s["contains_null"])
     arrays = [pa.array(values, type=_LIST_COLUMNS[name][0]) for name, values in zip(order, cols, strict=True)]
-    meta = {LIST_METADATA: json.dumps(dict(reader.metadata)).encode(),
-            DECODE_KEY: json.dumps([ARROW_LAYOUT_VERSION, "list"]).encode()}
+    meta = {LIST_METADATA: json.dumps(dict(reader.metadata)).encode(), DECODE_KEY: list_decode_key()}
     return pa.Table.from_arrays(arrays, names=order, metadata=meta)
 
 
