@@ -210,11 +210,10 @@ def _submit(data: bytes, manifest: ManifestFile, ptype: StructType, format_versi
             if size < 2:
                 return None
             # Never fork this process: it may have threads (I/O, s3fs's event loop). A forkserver
-            # forks workers from a clean process that imported only the codec.
+            # forks workers from a clean process; without preloads it does not import our main
+            # module either, so workers import only what unpickling a task needs: the codec.
             methods = multiprocessing.get_all_start_methods()
             ctx = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
-            if "forkserver" in methods:
-                ctx.set_forkserver_preload(["icectl.codec.manifest_arrow"])
             _pool = ProcessPoolExecutor(max_workers=size, mp_context=ctx)
             atexit.register(_shutdown)
         pool = _pool
