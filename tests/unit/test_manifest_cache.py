@@ -5,11 +5,13 @@ real files come from tests/unit/test_manifest_cache_storage.py's side (FileIO)."
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
 import pyarrow as pa
 import pytest
+import tomllib
 
 from icectl.config import DEFAULT_CACHE_MAX_BYTES, CacheConfig, parse_config, parse_size
 from icectl.errors import CorruptInputError
@@ -281,6 +283,13 @@ def test_config_cache_section() -> None:
         parse_config({"cache": {"max-size": "big"}})
     with pytest.raises(CorruptInputError, match=r"\[cache\]"):
         parse_config({"cache": "on"})
+
+
+def test_the_readme_example_sets_the_cache() -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    example = re.findall(r"```toml\n(.*?)```", readme, flags=re.S)[0]
+    c = parse_config(tomllib.loads(example)).cache
+    assert (c.dir, c.max_bytes) == (os.path.expanduser("~/.cache/icectl"), 2 * 1024**3)
 
 
 def test_where_the_cache_lives(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fresh_settings: None) -> None:
