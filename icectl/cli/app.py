@@ -10,7 +10,6 @@ import typer
 
 from icectl import __version__
 from icectl.cli import (
-    cache_cmd,
     catalog_cmd,
     inspect_cmd,
     maintenance_cmd,
@@ -76,7 +75,6 @@ refs_cmd.register(app)
 properties_cmd.register(app)
 orphan_cmd.register(app)
 table_cmd.register(app)
-cache_cmd.register(app)
 
 
 def main() -> None:

@@ -1,4 +1,7 @@
-"""`icectl cache info` and `icectl cache clear` through the command line (typer's CliRunner)."""
+"""`icectl cache info` and `icectl cache clear` through the command line (typer's CliRunner).
+
+The commands run from their own group (``cache_cmd.cache_app``): the root app lists them through
+startup's lazy command registry; ``--config`` is what the root callback sets in the CLI state."""
 
 from __future__ import annotations
 
@@ -10,7 +13,8 @@ import pyarrow as pa
 import pytest
 from typer.testing import CliRunner
 
-from icectl.cli.app import app
+from icectl.cli import framework
+from icectl.cli.cache_cmd import cache_app
 from icectl.storage import FileIdentity
 from icectl.table import manifest_cache as mc
 from icectl.table.manifest_cache import ManifestCache
@@ -32,8 +36,13 @@ def folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     mc.set_cache_enabled(True)
 
 
-def run(*args: str) -> tuple[int, str]:
-    r = CliRunner().invoke(app, list(args))
+def run(*args: str, config: Path | None = None) -> tuple[int, str]:
+    old = framework.state.config_path
+    framework.state.config_path = config  # the root's --config
+    try:
+        r = CliRunner().invoke(cache_app, list(args))
+    finally:
+        framework.state.config_path = old
     return r.exit_code, r.output
 
 
@@ -43,7 +52,7 @@ def entries_bytes(folder: Path) -> tuple[int, int]:
 
 
 def test_info_json(folder: Path) -> None:
-    code, out = run("cache", "info", "--json")
+    code, out = run("info", "--json")
     assert code == 0, out
     doc = json.loads(out)
     n, size = entries_bytes(folder)
@@ -53,27 +62,27 @@ def test_info_json(folder: Path) -> None:
 
 
 def test_info_terminal(folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    code, out = run("cache", "info")
+    code, out = run("info")
     assert code == 0, out
     assert out.startswith("manifest cache (on): 3 entries, ")
     assert f"of 2.0 GiB in {folder}" in out.splitlines()[0]
     monkeypatch.setenv("ICECTL_CACHE", "off")
-    code, out = run("cache", "info", "--json")
+    code, out = run("info", "--json")
     assert code == 0 and json.loads(out)["enabled"] is False
 
 
 def test_clear_dry_run_then_clear(folder: Path) -> None:
     n, size = entries_bytes(folder)
-    code, out = run("cache", "clear", "--dry-run", "--json")
+    code, out = run("clear", "--dry-run", "--json")
     assert code == 0, out
     assert json.loads(out) == {"view": "cache_clear", "dir": str(folder), "dry_run": True, "entries": 3,
                                "bytes": size}
     assert entries_bytes(folder) == (n, size)
-    code, out = run("cache", "clear")
+    code, out = run("clear")
     assert code == 0, out
     assert out.splitlines()[0] == f"removed 3 entries ({size / 1024:.1f} KiB) from {folder}"
     assert entries_bytes(folder) == (0, 0)
-    code, out = run("cache", "clear", "--json")
+    code, out = run("clear", "--json")
     assert json.loads(out)["entries"] == 0
 
 
@@ -82,7 +91,7 @@ def test_the_config_file_names_the_folder_and_the_bound(folder: Path, tmp_path: 
     monkeypatch.delenv("ICECTL_CACHE_DIR")
     config = tmp_path / "icectl.toml"
     config.write_text(f'[cache]\ndir = "{folder}"\nmax-size = "500MB"\n')
-    code, out = run("--config", str(config), "cache", "info", "--json")
+    code, out = run("info", "--json", config=config)
     assert code == 0, out
     doc = json.loads(out)
     assert (doc["dir"], doc["entries"], doc["max_bytes"]) == (str(folder), 3, 500_000_000)
@@ -91,6 +100,6 @@ def test_the_config_file_names_the_folder_and_the_bound(folder: Path, tmp_path: 
 def test_a_bad_max_size_is_a_config_error(tmp_path: Path, folder: Path) -> None:
     config = tmp_path / "icectl.toml"
     config.write_text('[cache]\nmax-size = "lots"\n')
-    code, out = run("--config", str(config), "cache", "info")
+    code, out = run("info", config=config)
     assert code != 0
     assert "max-size 'lots' is not a size" in out
