@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -221,3 +222,28 @@ def test_a_full_disk_turns_writes_off_and_answers_stay_right(tiny_disk: Path) ->
             hits += 1
     assert 0 < hits < 100
     assert not [p for p in (tiny_disk / "manifests").iterdir() if not p.name.endswith(".arrow")]  # no temps left
+
+
+def test_local_files_never_load_fsspec(tmp_path: Path) -> None:
+    """fsspec costs 25-30 ms of every start: local paths go straight to os (icectl/storage/local.py)."""
+    code = f"""
+import sys
+from icectl.storage import FileIO, walk_files
+io, d = FileIO(), {str(tmp_path)!r}
+io.write(d + "/a/m.avro", b"abc")
+io.write_atomic(d + "/a/v1.json", b"{{}}")
+assert io.write_if_absent(d + "/a/v2.json", b"x") and not io.write_if_absent(d + "/a/v2.json", b"y")
+assert io.read("file://" + d + "/a/m.avro") == b"abc" and io.read_range(d + "/a/m.avro", 1, 1) == b"b"
+assert io.exists(d + "/a") and io.is_dir(d + "/a") and io.size(d + "/a/m.avro") == 3
+assert sorted(io.list_names(d + "/a")) == ["m.avro", "v1.json", "v2.json"] and io.list_names(d + "/b") == []
+with io.open(d + "/a/m.avro") as f:
+    assert f.read() == b"abc"
+assert io.identity(d + "/a/m.avro").length == 3 and io.read_with_identity(d + "/a/m.avro")[0] == b"abc"
+assert len(list(walk_files(io, d, lambda n: True))) == 3
+assert io.delete(d + "/a/m.avro") and not io.delete(d + "/a/m.avro")
+assert "fsspec" not in sys.modules, "fsspec was imported"
+"""
+    repo = Path(__file__).resolve().parents[2]
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                         env={**os.environ, "PYTHONPATH": str(repo)})
+    assert run.returncode == 0, run.stderr
