@@ -247,3 +247,20 @@ assert "fsspec" not in sys.modules, "fsspec was imported"
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
                          env={**os.environ, "PYTHONPATH": str(repo)})
     assert run.returncode == 0, run.stderr
+
+
+def test_an_object_replaced_while_it_is_read_is_not_taken_for_the_version_headed(s3_env: str) -> None:
+    """What read_with_identity relies on: s3fs reads with If-Match on the ETag its open() headed, so
+    bytes of a newer version never pass for the version whose identity was taken (FileExpired)."""
+    create_bucket(s3_env, "icectl-cache-ident")
+    fs = s3_filesystem(s3_env)
+    fs.pipe_file("icectl-cache-ident/r.avro", b"a" * 50)
+    io = FileIO()
+    ours, p = io.filesystem("s3://icectl-cache-ident/r.avro")
+    with ours.open(p, "rb") as f:
+        headed = f.details["ETag"]
+        fs.pipe_file("icectl-cache-ident/r.avro", b"b" * 50)  # another writer, between HEAD and GET
+        with pytest.raises(OSError) as e:
+            f.read()
+    assert type(e.value).__name__ == "FileExpired"
+    assert io.identity("s3://icectl-cache-ident/r.avro").version.split(":")[0] != headed  # type: ignore[union-attr]
