@@ -14,6 +14,7 @@ from typing import IO, Any
 from icectl.errors import IcectlError, NotFoundError, StorageError
 from icectl.storage.identity import FileIdentity, local_identity, object_identity
 from icectl.storage.listing import ListedFile, walk_files
+from icectl.storage.local import LOCAL_FILES, native
 from icectl.storage.paths import S3_SCHEMES, basename, join, local_path, parent, scheme_of
 
 
@@ -95,6 +96,12 @@ class FileIO:
             return fs, path.split("://", 1)[1]
         return self._get(scheme, {}), path
 
+    def _fs(self, path: str) -> tuple[Any, str]:
+        """As :meth:`filesystem`, but local paths go straight to ``os`` (no fsspec import)."""
+        if scheme_of(path) == "file":
+            return LOCAL_FILES, native(local_path(path))
+        return self.filesystem(path)
+
     def _get(self, protocol: str, options: dict[str, Any]) -> Any:
         if protocol not in self._filesystems:
             import fsspec  # imported lazily: s3fs pulls in aiobotocore, slow to import
@@ -132,33 +139,33 @@ class FileIO:
             raise
 
     def read(self, path: str) -> bytes:
-        fs, p = self.filesystem(path)
+        fs, p = self._fs(path)
         with self._errors(path, "reading"):
             return fs.cat_file(p)
 
     def read_range(self, path: str, offset: int, length: int) -> bytes:
-        fs, p = self.filesystem(path)
+        fs, p = self._fs(path)
         with self._errors(path, "reading"):
             return fs.cat_file(p, start=offset, end=offset + length)
 
     @contextmanager
     def open(self, path: str) -> Iterator[IO[bytes]]:
-        fs, p = self.filesystem(path)
+        fs, p = self._fs(path)
         with self._errors(path, "opening"), fs.open(p, "rb") as f:
             yield f
 
     def exists(self, path: str) -> bool:
-        fs, p = self.filesystem(path)
+        fs, p = self._fs(path)
         with self._errors(path, "checking"):
             return bool(fs.exists(p))
 
     def is_dir(self, path: str) -> bool:
-        fs, p = self.filesystem(path)
+        fs, p = self._fs(path)
         with self._errors(path, "checking"):
             return bool(fs.isdir(p))
 
     def size(self, path: str) -> int:
-        fs, p = self.filesystem(path)
+        fs, p = self._fs(path)
         with self._errors(path, "checking"):
             return int(fs.size(p))
 
@@ -168,13 +175,13 @@ class FileIO:
         scheme = scheme_of(path)
         if scheme == "file":
             with self._errors(path, "checking"):
-                st = os.stat(local_path(path))
+                st = os.stat(native(local_path(path)))
                 if stat.S_ISDIR(st.st_mode):
                     raise IsADirectoryError(path)
             return local_identity(st)
         if scheme not in S3_SCHEMES:
             return None
-        fs, p = self.filesystem(path)
+        fs, p = self._fs(path)
         with self._errors(path, "checking"):
             return object_identity(fs.info(p, refresh=True))
 
@@ -183,14 +190,14 @@ class FileIO:
         changed while it was read, or the store gives no identity: do not cache those bytes)."""
         scheme = scheme_of(path)
         if scheme == "file":
-            with self._errors(path, "reading"), open(local_path(path), "rb") as f:
+            with self._errors(path, "reading"), open(native(local_path(path)), "rb") as f:
                 before = local_identity(os.fstat(f.fileno()))
                 data = f.read()
                 after = local_identity(os.fstat(f.fileno()))  # its racy flag is taken after the read
             return data, after if after == before else None
         if scheme not in S3_SCHEMES:
             return self.read(path), None
-        fs, p = self.filesystem(path)
+        fs, p = self._fs(path)
         with self._errors(path, "reading"):
             try:
                 # s3fs heads the object on open and reads it with If-Match on that ETag: the bytes
@@ -206,7 +213,7 @@ class FileIO:
 
     def list_names(self, directory: str) -> list[str]:
         """Base names of the entries directly inside ``directory`` ([] when it does not exist)."""
-        fs, p = self.filesystem(directory)
+        fs, p = self._fs(directory)
         with self._errors(directory, "listing"):
             try:
                 entries = fs.ls(p, detail=False)
@@ -219,7 +226,7 @@ class FileIO:
         return walk_files(self, location, accept, workers=workers)
 
     def write(self, path: str, data: bytes) -> None:
-        fs, p = self.filesystem(path)
+        fs, p = self._fs(path)
         with self._errors(path, "writing"):
             if scheme_of(path) == "file":
                 os.makedirs(os.path.dirname(p) or ".", exist_ok=True)
@@ -227,7 +234,7 @@ class FileIO:
 
     def makedirs(self, path: str) -> None:
         """Create a directory (object stores have none: nothing to do there)."""
-        fs, p = self.filesystem(path)
+        fs, p = self._fs(path)
         if scheme_of(path) != "file":
             return
         with self._errors(path, "creating"):
@@ -235,7 +242,7 @@ class FileIO:
 
     def delete(self, path: str) -> bool:
         """Delete a file; False when it was already gone (not an error for cleanup)."""
-        fs, p = self.filesystem(path)
+        fs, p = self._fs(path)
         with self._errors(path, "deleting"):
             try:
                 fs.rm_file(p)
@@ -247,7 +254,7 @@ class FileIO:
 
     def invalidate(self, path: str) -> None:
         """Forget cached listings under ``path``: another process may have added files since."""
-        fs, p = self.filesystem(path)
+        fs, p = self._fs(path)
         invalidate = getattr(fs, "invalidate_cache", None)
         if invalidate is not None:
             invalidate(p)
@@ -290,7 +297,7 @@ class FileIO:
                 if os.path.exists(local_path(tmp)):
                     self.delete(tmp)
             return created
-        fs, p = self.filesystem(path)
+        fs, p = self._fs(path)
         with self._errors(path, "creating"):
             try:
                 fs.pipe_file(p, data, mode="create")
