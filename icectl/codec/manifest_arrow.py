@@ -17,11 +17,10 @@ reader's: on any failure the reference reader runs, so a corrupt manifest raises
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Iterable
-from typing import Any
-
-import pyarrow as pa
+from typing import TYPE_CHECKING, Any
 
 from icectl.codec.avro import (
     AvroSource,
@@ -53,6 +52,9 @@ from icectl.spec.manifest import (
 from icectl.spec.schema import PrimitiveType, StructType
 from icectl.spec.values import from_bytes, to_bytes
 
+if TYPE_CHECKING:
+    import pyarrow as pa
+
 # Bump when the layout of the tables changes: it is part of the cache's key.
 ARROW_LAYOUT_VERSION = 1
 DECODE_KEY = b"icectl.decode-key"
@@ -64,19 +66,32 @@ class NotArrowRepresentable(Exception):  # a condition to fall back on, not an I
     gives (callers decode it with the reader and do not cache it)."""
 
 
-_I64 = pa.int64()
-_BIN = pa.binary()
-_STR = pa.string()
-_COUNTS = pa.map_(pa.int32(), pa.int64())
-_BOUNDS = pa.map_(pa.int32(), pa.binary())
+# Arrow types by name, made on first use (pyarrow loads only when a manifest is decoded).
+_I64, _I8, _BIN, _STR, _COUNTS, _BOUNDS = "int64", "int8", "binary", "string", "counts", "bounds"
+_LIST_BIN, _LIST_I64, _SUMMARIES = "list<binary>", "list<int64>", "list<field_summary>"
+
+
+@functools.cache
+def _arrow_type(name: str) -> pa.DataType:
+    import pyarrow as pa
+
+    simple = {"int64": pa.int64(), "int8": pa.int8(), "binary": pa.binary(), "string": pa.string()}
+    if name in simple:
+        return simple[name]
+    return {
+        "counts": pa.map_(pa.int32(), pa.int64()), "bounds": pa.map_(pa.int32(), pa.binary()),
+        "list<binary>": pa.list_(pa.binary()), "list<int64>": pa.list_(pa.int64()),
+        "list<field_summary>": pa.list_(pa.struct([("contains_null", pa.bool_()), ("contains_nan", pa.bool_()),
+                                                   ("lower_bound", pa.binary()), ("upper_bound", pa.binary())])),
+    }[name]
 
 # data_file fields: name -> (Arrow type, Avro primitive types accepted)
 _INTS = ("int", "long")
-_FILE_COLUMNS: dict[str, tuple[pa.DataType, tuple[str, ...]]] = {
-    "content": (pa.int8(), ("int",)),
+_FILE_COLUMNS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "content": (_I8, ("int",)),
     "file_path": (_STR, ("string",)),
     "file_format": (_STR, ("string",)),
-    "partition": (pa.list_(_BIN), ()),
+    "partition": (_LIST_BIN, ()),
     "record_count": (_I64, _INTS),
     "file_size_in_bytes": (_I64, _INTS),
     "column_sizes": (_COUNTS, ("long", "int")),
@@ -86,8 +101,8 @@ _FILE_COLUMNS: dict[str, tuple[pa.DataType, tuple[str, ...]]] = {
     "lower_bounds": (_BOUNDS, ("bytes",)),
     "upper_bounds": (_BOUNDS, ("bytes",)),
     "key_metadata": (_BIN, ("bytes",)),
-    "split_offsets": (pa.list_(_I64), _INTS),
-    "equality_ids": (pa.list_(_I64), _INTS),
+    "split_offsets": (_LIST_I64, _INTS),
+    "equality_ids": (_LIST_I64, _INTS),
     "sort_order_id": (_I64, _INTS),
     "first_row_id": (_I64, _INTS),
     "referenced_data_file": (_STR, ("string",)),
@@ -95,8 +110,8 @@ _FILE_COLUMNS: dict[str, tuple[pa.DataType, tuple[str, ...]]] = {
     "content_size_in_bytes": (_I64, _INTS),
 }
 assert set(_FILE_COLUMNS) == set(DATA_FILE_FIELD_IDS)
-_ENTRY_COLUMNS: dict[str, tuple[pa.DataType, tuple[str, ...]]] = {
-    "status": (pa.int8(), ("int",)),
+_ENTRY_COLUMNS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "status": (_I8, ("int",)),
     "snapshot_id": (_I64, _INTS),
     "sequence_number": (_I64, _INTS),
     "file_sequence_number": (_I64, _INTS),
@@ -139,7 +154,7 @@ def _field_ok(name: str, avro_type: Any, named: dict[str, Any], accepted: tuple[
 
 
 def _check_types(record: dict[str, Any], names: dict[str, str], named: dict[str, Any],
-                 columns: dict[str, tuple[pa.DataType, tuple[str, ...]]]) -> None:
+                 columns: dict[str, tuple[str, tuple[str, ...]]]) -> None:
     for spec_name, avro_name in names.items():
         accepted = columns[spec_name][1] if spec_name in columns else ()
         if accepted and not _field_ok(spec_name, record_field(record, avro_name)["type"], named, accepted):
@@ -238,6 +253,8 @@ def _reference(read: Callable[[], object]) -> None:
 
 def _manifest_table(data: AvroSource, manifest: ManifestFile, partition_type: StructType,
                     format_version: int) -> pa.Table:
+    import pyarrow as pa
+
     layout = open_manifest(data, partition_type=partition_type, format_version=format_version)
     _check_types(layout.schema, layout.entry_names, layout.named, _ENTRY_COLUMNS)
     _check_types(layout.file_schema, layout.file_names, layout.named, _FILE_COLUMNS)
@@ -289,11 +306,13 @@ def _manifest_table(data: AvroSource, manifest: ManifestFile, partition_type: St
     converted: dict[str, pa.Array] = {}
     for (name, avro_name), values in zip(copied, copies, strict=True):
         if name in _MAPS:
-            converted[name] = _map_array(values, layout.file_schema, avro_name, layout.named, _FILE_COLUMNS[name][0])
+            map_type = _arrow_type(_FILE_COLUMNS[name][0])
+            converted[name] = _map_array(values, layout.file_schema, avro_name, layout.named, map_type)
         else:
             cols[name] = values
     arrays, names = [], []
-    for name, (arrow_type, _) in {**_ENTRY_COLUMNS, **_FILE_COLUMNS}.items():
+    for name, (type_name, _) in {**_ENTRY_COLUMNS, **_FILE_COLUMNS}.items():
+        arrow_type = _arrow_type(type_name)
         values = cols.get(name)
         if name in converted:
             arrays.append(converted[name])
@@ -310,6 +329,8 @@ def _map_array(values: list[Any], record: dict[str, Any], avro_name: str, named:
                arrow_type: pa.MapType) -> pa.Array:
     """Java's int-keyed maps (arrays of key/value records) to an Arrow map, converted in C++: a list
     of structs named as the Avro record's two fields, then its children as the map's keys and items."""
+    import pyarrow as pa
+
     item = _avro_kind(_avro_kind(record_field(record, avro_name)["type"], named)["items"], named)
     key_name, value_name = (f["name"] for f in item["fields"])
     as_list = pa.array(values, type=pa.list_(pa.struct([(key_name, arrow_type.key_type),
@@ -323,6 +344,8 @@ def manifest_table_ipc(data: bytes, manifest: ManifestFile, partition_type: Stru
                        format_version: int) -> bytes | None:
     """:func:`manifest_table` for a worker process: the table as Arrow IPC stream bytes, or None
     when it cannot be made (the parent decodes again for the reader's exact error or fallback)."""
+    import pyarrow as pa
+
     try:
         table = manifest_table(data, manifest=manifest, partition_type=partition_type,
                                format_version=format_version)
@@ -363,13 +386,11 @@ def entries_from_table(table: pa.Table, *, manifest: ManifestFile, partition_typ
 
 # --------------------------------------------------------------------------- manifest lists
 
-_SUMMARY = pa.struct([("contains_null", pa.bool_()), ("contains_nan", pa.bool_()),
-                      ("lower_bound", _BIN), ("upper_bound", _BIN)])
-_LIST_COLUMNS: dict[str, tuple[pa.DataType, tuple[str, ...]]] = {
+_LIST_COLUMNS: dict[str, tuple[str, tuple[str, ...]]] = {
     "manifest_path": (_STR, ("string",)),
     "manifest_length": (_I64, _INTS),
     "partition_spec_id": (_I64, _INTS),
-    "content": (pa.int8(), ("int",)),
+    "content": (_I8, ("int",)),
     "sequence_number": (_I64, _INTS),
     "min_sequence_number": (_I64, _INTS),
     "added_snapshot_id": (_I64, _INTS),
@@ -379,7 +400,7 @@ _LIST_COLUMNS: dict[str, tuple[pa.DataType, tuple[str, ...]]] = {
     "added_rows_count": (_I64, _INTS),
     "existing_rows_count": (_I64, _INTS),
     "deleted_rows_count": (_I64, _INTS),
-    "partitions": (pa.list_(_SUMMARY), ()),
+    "partitions": (_SUMMARIES, ()),
     "key_metadata": (_BIN, ("bytes",)),
     "first_row_id": (_I64, _INTS),
 }
@@ -407,6 +428,8 @@ def manifest_list_table(data: AvroSource, *, format_version: int) -> pa.Table:
 
 
 def _manifest_list_table(data: AvroSource, format_version: int) -> pa.Table:
+    import pyarrow as pa
+
     # Checks and defaults: codec.manifest_reader._manifest_file_builder, column-wise.
     reader, names, summary_names = open_manifest_list(data, format_version=format_version)
     schema = writer_schema(reader)
@@ -437,7 +460,8 @@ def _manifest_list_table(data: AvroSource, format_version: int) -> pa.Table:
     for summaries in cols[13]:
         for s in summaries or ():
             s["contains_null"] = bool(s["contains_null"])
-    arrays = [pa.array(values, type=_LIST_COLUMNS[name][0]) for name, values in zip(order, cols, strict=True)]
+    arrays = [pa.array(values, type=_arrow_type(_LIST_COLUMNS[name][0]))
+              for name, values in zip(order, cols, strict=True)]
     meta = {LIST_METADATA: json.dumps(dict(reader.metadata)).encode(), DECODE_KEY: list_decode_key()}
     return pa.Table.from_arrays(arrays, names=order, metadata=meta)
 

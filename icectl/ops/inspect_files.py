@@ -12,10 +12,7 @@ escape, no Arrow table) is rendered row by row instead.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
-
-import pyarrow as pa
-import pyarrow.compute as pc
+from typing import TYPE_CHECKING, Any
 
 from icectl.codec.manifest_arrow import partition_values
 from icectl.spec.manifest import DataFile, ManifestEntry, ManifestFile
@@ -24,6 +21,9 @@ from icectl.spec.schema import NestedField, StructType
 from icectl.spec.values import to_human
 from icectl.storage import FileIO
 from icectl.table.scan import iter_manifest_tables
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 
 def human_value(f: NestedField, value: Any) -> Any:
@@ -140,6 +140,8 @@ def file_rows_json(md: TableMetadata, io: FileIO, manifests: Iterable[ManifestFi
     """The ``files`` view's live rows (no metrics) as JSON text in chunks (rows joined by
     ``",\n"``), ``encode`` being the renderer's encoder of one value. Consecutive manifests of one
     spec are rendered together, up to :data:`_BATCH_ROWS` rows."""
+    import pyarrow as pa
+
     batch: list[pa.Table] = []
     batch_spec: ManifestFile | None = None
     rows = 0
@@ -162,6 +164,8 @@ def file_rows_json(md: TableMetadata, io: FileIO, manifests: Iterable[ManifestFi
 
 
 def _live_file_columns(table: pa.Table) -> pa.Table:
+    import pyarrow.compute as pc
+
     # Only the view's columns are filtered (copied): the metric maps are most of a manifest's bytes.
     live = pc.not_equal(table.column("status"), 2)
     return table.select(list(FILE_FIELDS)).filter(live)
@@ -191,14 +195,22 @@ def _file_of(row: dict[str, Any], decode: Callable[[list[bytes | None]], tuple[A
 
 
 def _num(col: pa.ChunkedArray) -> pa.ChunkedArray:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     return pc.fill_null(pc.cast(col, pa.string()), "null")
 
 
 def _quoted(col: pa.ChunkedArray) -> pa.ChunkedArray:
+    import pyarrow.compute as pc
+
     return pc.fill_null(pc.binary_join_element_wise('"', col, '"', ""), "null")
 
 
 def _int_list(col: pa.ChunkedArray) -> pa.ChunkedArray:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     joined = pc.binary_join(pc.cast(col, pa.list_(pa.string())), ", ")
     return pc.fill_null(pc.binary_join_element_wise("[", joined, "]", ""), "null")
 
@@ -207,6 +219,9 @@ def _fast_chunk(md: TableMetadata, mapper: PartitionMapper, m: ManifestFile, t: 
                 encode: Callable[[Any], str]) -> str | None:
     """The rows of :func:`file_row` (no metrics) as the renderer writes them, or None when a
     value needs the row-by-row path."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     if t.column("key_metadata").null_count != t.num_rows:
         return None  # bytes: rare, rendered as hex by the encoder
     strings = ["file_path", "file_format", "referenced_data_file"]

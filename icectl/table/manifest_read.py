@@ -15,15 +15,11 @@ reader and not cached.
 from __future__ import annotations
 
 import atexit
-import multiprocessing
 import os
 import threading
 from collections.abc import Callable, Iterable
-from concurrent.futures import Future, ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
-
-import pyarrow as pa
+from typing import TYPE_CHECKING
 
 from icectl.codec.manifest_arrow import (
     ARROW_LAYOUT_VERSION,
@@ -43,6 +39,11 @@ from icectl.spec.manifest import ManifestEntry, ManifestFile
 from icectl.spec.schema import StructType
 from icectl.storage import FileIdentity, FileIO
 from icectl.table.manifest_cache import manifest_cache
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future, ProcessPoolExecutor
+
+    import pyarrow as pa
 
 MANIFEST_KIND = f"manifest/{ARROW_LAYOUT_VERSION}"
 LIST_KIND = f"manifest-list/{ARROW_LAYOUT_VERSION}"
@@ -175,6 +176,10 @@ def _key_of(table: pa.Table) -> bytes | None:
 def _decode(data: bytes, manifest: ManifestFile, ptype: StructType, format_version: int,
             use_pool: bool) -> pa.Table | None:
     """The manifest's table, or None when the Arrow form cannot hold it. Errors are the reader's."""
+    from concurrent.futures.process import BrokenProcessPool
+
+    import pyarrow as pa
+
     if use_pool and len(data) >= POOL_MIN_FILE_BYTES:
         fut = _submit(data, manifest, ptype, format_version)
         if fut is not None:
@@ -203,6 +208,10 @@ def _pool_size() -> int:
 
 
 def _submit(data: bytes, manifest: ManifestFile, ptype: StructType, format_version: int) -> Future[bytes | None] | None:
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
     global _pool
     with _pool_lock:
         if _pool is None:
@@ -210,8 +219,9 @@ def _submit(data: bytes, manifest: ManifestFile, ptype: StructType, format_versi
             if size < 2:
                 return None
             # Never fork this process: it may have threads (I/O, s3fs's event loop). A forkserver
-            # forks workers from a clean process; without preloads it does not import our main
-            # module either, so workers import only what unpickling a task needs: the codec.
+            # forks workers from a clean process (no preloads: they would make it import the main
+            # module); a worker imports what unpickling a task needs, the codec, and, as every
+            # multiprocessing child does, a main script (guarded; `python -m icectl` is skipped).
             methods = multiprocessing.get_all_start_methods()
             ctx = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
             _pool = ProcessPoolExecutor(max_workers=size, mp_context=ctx)

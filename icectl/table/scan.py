@@ -11,9 +11,7 @@ import os
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import TypeVar
-
-import pyarrow as pa
+from typing import TYPE_CHECKING, TypeVar
 
 from icectl import progress
 from icectl.codec.avro import probe_avro_file
@@ -26,6 +24,9 @@ from icectl.spec.snapshots import Snapshot
 from icectl.storage import FileIO
 from icectl.table.manifest_read import ReadOptions, batch_options, manifest_arrow, manifest_entries, manifest_list
 from icectl.table.scan_v4 import TreeManifest, read_tree_entries, tree_manifests, v4_leaf_reader
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 DEFAULT_WORKERS = min(16, 4 * (os.cpu_count() or 2))
 _T = TypeVar("_T")

@@ -16,8 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-
-from pyroaring import BitMap64
+from typing import TYPE_CHECKING
 
 from icectl.codec.manifest_reader import read_manifest_metadata
 from icectl.codec.root_manifest import manifest_dv_positions, read_v4_manifest, v4_format_version
@@ -37,6 +36,9 @@ from icectl.spec.schema import IcebergType, StructType
 from icectl.spec.snapshots import Snapshot
 from icectl.storage import FileIO
 from icectl.table.manifest_read import DEFAULT_READ, ReadOptions, manifest_entries
+
+if TYPE_CHECKING:
+    from pyroaring import BitMap64
 
 
 @dataclass(frozen=True, slots=True)
