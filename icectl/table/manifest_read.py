@@ -10,6 +10,10 @@ Every read checks the identity against the store, so nothing decided here (above
 reachable when deleting) rests on a stale entry. ``use_cache=False`` reads the files themselves
 (``validate --deep``). A manifest the Arrow form cannot give back exactly is decoded with the Avro
 reader and not cached.
+
+Cold decoding uses fastavro in worker processes, not a native Avro decoder: DataFusion and
+polars-avro (10x faster) fail on Spark's empty ``partition`` records and would be a new native
+dependency whose output must be converted to this exact form; worker processes need nothing new.
 """
 
 from __future__ import annotations
