@@ -100,6 +100,8 @@ class ReadCache:
     contents: dict[str, list[tuple[str, str]]] = field(default_factory=dict)  # manifest -> live (path, category)
     trees: dict[str, TreeFiles] = field(default_factory=dict)  # v4 root -> what it references
     leaf_rows: dict[str, list[tuple[str, DataFileContent, bool]]] = field(default_factory=dict)  # every row
+    # The shortcut's hits, each decoded once: the lists of N fast appends repeat N^2/2 paths
+    names: dict[bytes, str] = field(default_factory=dict)
 
 
 def _manifest_paths(md: TableMetadata, s: Snapshot, io: FileIO, cache: ReadCache, *, shortcut: bool) -> list[str]:
@@ -117,7 +119,7 @@ def _manifest_paths(md: TableMetadata, s: Snapshot, io: FileIO, cache: ReadCache
     if known is not None:
         return known
     data = io.read(s.manifest_list)
-    paths = scan_manifest_list_paths(data) if shortcut else None
+    paths = scan_manifest_list_paths(data, cache.names) if shortcut else None
     if paths is not None:
         cache.scanned[s.manifest_list] = paths  # kept apart: the retained side never trusts it
         return paths
