@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import io
 import re
+import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from dataclasses import fields as dataclass_fields
@@ -174,15 +175,15 @@ def scan_manifest_list_paths(data: bytes, names: dict[bytes, str] | None = None)
     names = names if names is not None else {}
     try:
         with avro_errors():
-            blocks = fastavro.block_reader(io.BytesIO(data))
+            stream = io.BytesIO(data)
+            blocks = fastavro.block_reader(stream)
             fields = blocks.writer_schema.get("fields") if isinstance(blocks.writer_schema, dict) else None
             if not fields or fields[0].get("field-id") != MANIFEST_FILE_FIELD_IDS["manifest_path"] \
                     or fields[0].get("type") != "string":
                 return None
             out: list[str] = []
             folder: bytes | None = None
-            for block in blocks:
-                raw = block.bytes_.getvalue()
+            for raw, num_records in _raw_blocks(data, stream.tell(), blocks):
                 if folder is None:
                     length, start = _zigzag_varint(raw, 0)
                     first = raw[start:start + length]
@@ -190,18 +191,41 @@ def scan_manifest_list_paths(data: bytes, names: dict[bytes, str] | None = None)
                     if cut < 0 or not first.endswith(b".avro"):
                         return None
                     folder = first[:cut + 1]
-                hits = _same_length_hits(raw, folder, block.num_records)
+                hits = _same_length_hits(raw, folder, num_records)
                 if hits is None:
                     hits = _prefixed_hits(raw, folder)
-                if hits is None or len(hits) != block.num_records:
+                if hits is None or len(hits) != num_records:
                     return None
                 for hit in set(hits).difference(names):
                     _, start = _zigzag_varint(hit, 0)
                     names[hit] = hit[start:].decode()
                 out.extend(map(names.__getitem__, hits))
             return out
-    except (CorruptInputError, UnsupportedError, UnicodeDecodeError, IndexError):
+    except (CorruptInputError, UnsupportedError, UnicodeDecodeError, IndexError, zlib.error):
         return None  # the full decode reports the problem properly
+
+
+def _raw_blocks(data: bytes, start: int, blocks: Any) -> Iterator[tuple[bytes, int]]:
+    """Each block's decompressed bytes and record count. Deflate blocks are inflated here with
+    zlib, which lets other threads run meanwhile (fastavro's reader holds the interpreter), so
+    lists read in a thread pool decompress on every core; a block not followed by the file's sync
+    marker ends the shortcut (IndexError). Other codecs: fastavro's own block reader."""
+    codec = blocks.metadata.get("avro.codec", "null") or "null"
+    if codec not in ("deflate", "null"):
+        for block in blocks:
+            yield block.bytes_.getvalue(), block.num_records
+        return
+    sync = data[start - 16:start]  # the header ends with the sync marker
+    pos = start
+    while pos < len(data):
+        count, pos = _zigzag_varint(data, pos)
+        size, pos = _zigzag_varint(data, pos)
+        end = pos + size
+        if count < 0 or size < 0 or data[end:end + 16] != sync:
+            raise IndexError("not a block")
+        chunk = data[pos:end]
+        yield (zlib.decompress(chunk, -15) if codec == "deflate" else chunk), count
+        pos = end + 16
 
 
 def _same_length_hits(raw: bytes, folder: bytes, records: int) -> list[bytes] | None:
