@@ -460,6 +460,16 @@ def print_report(report: Report) -> None:
           + (": " + "; ".join(f.name for f in missed) if missed else ""))
 
 
+def compiled_python(prefix: Path) -> None:
+    """Every process of the run uses bytecode compiled once, into a folder of the workspace, as an
+    installed icectl does: with PYTHONDONTWRITEBYTECODE set (as in some shells) each process would
+    compile icectl from source again (~0.1 s)."""
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    os.environ["PYTHONPYCACHEPREFIX"] = str(prefix)
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(REPO / "icectl")], check=True,
+                   stdout=subprocess.DEVNULL)
+
+
 @contextmanager
 def workspace(path: Path | None) -> Iterator[Path]:
     if path is not None:
@@ -491,6 +501,7 @@ def main(argv: list[str] | None = None) -> int:
     caches = CacheDirs()
     report.header["cache_root"] = str(caches.root)
     with workspace(args.dir) as root:
+        compiled_python(root / "pycache")
         spark = Spark(root / "appends" / "warehouse", enabled=not (args.quick or args.no_spark))
         (root / "appends" / "warehouse").mkdir(parents=True, exist_ok=True)
         try:

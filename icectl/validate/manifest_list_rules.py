@@ -91,7 +91,7 @@ def read_list(ctx: Context, snap: Snapshot, data: bytes | NotFoundError | None =
         if isinstance(data, NotFoundError):
             raise data
         if data is None or snap.manifest_list is None:
-            return manifests_of(ctx.metadata, snap, ctx.io)
+            return manifests_of(ctx.metadata, snap, ctx.io, use_cache=not ctx.deep)
         try:
             return list(ctx.lists.read(data))
         except IcectlError as e:

@@ -98,15 +98,17 @@ def _value_fits(t: IcebergType, v: Any) -> bool:
 
 
 def check_manifest(ctx: Context, list_path: str | None, m: ManifestFile, ordinal: int, data: bytes,
-                   list_rules: ListRules | None = None) -> ManifestSummary | None:
+                   list_rules: ListRules | None = None,
+                   entries: list[ManifestEntry] | None = None) -> ManifestSummary | None:
     """Every entry rule over one manifest, then the list row against the entries; entries are not kept.
     ``None`` when the manifest does not decode (a ``manifest.readable`` finding; the entries read
     before the damage were checked).
 
     ``list_rules``: the rules the list row's checks report under (a v4 root's manifest entries
-    have their own ids)."""
+    have their own ids). ``entries``: the manifest's entries as written (:func:`as_written`) when the
+    caller has them from the manifest cache, decoded from these very bytes in an earlier run."""
     try:
-        return _check_manifest(ctx, list_path, m, ordinal, data, list_rules)
+        return _check_manifest(ctx, list_path, m, ordinal, data, list_rules, entries)
     except UnsupportedError:
         raise  # readable by others (a codec icectl lacks): not a finding about the table
     except CorruptInputError as e:
@@ -115,8 +117,14 @@ def check_manifest(ctx: Context, list_path: str | None, m: ManifestFile, ordinal
         return None
 
 
+def as_written(m: ManifestFile) -> ManifestFile:
+    """``m`` without its first_row_id: entries read with it show the first_row_id they were written
+    with (no entry rule uses the inherited value), and a null one draws on the manifest's range."""
+    return dataclasses.replace(m, first_row_id=None)
+
+
 def _check_manifest(ctx: Context, list_path: str | None, m: ManifestFile, ordinal: int, data: bytes,
-                    list_rules: ListRules | None) -> ManifestSummary:
+                    list_rules: ListRules | None, entries: list[ManifestEntry] | None) -> ManifestSummary:
     md, rep = ctx.metadata, ctx.reporter
     path = m.manifest_path
     summary = ManifestSummary(m)
@@ -147,12 +155,10 @@ def _check_manifest(ctx: Context, list_path: str | None, m: ManifestFile, ordina
     schema = ctx.manifest_schema(kv.get("schema")) or md.schema()
     totals = EntryTotals(partitions=[PartitionStats() for _ in ptype.fields])
     checker = EntryChecker(ctx, m, spec, ptype, schema, summary, totals)
-    # Read without the manifest's first_row_id, so entries show the first_row_id they were written
-    # with (no entry rule uses the inherited value): a null one draws on the manifest's range.
-    as_written = dataclasses.replace(m, first_row_id=None)
+    if entries is None:
+        entries = read_manifest(data, manifest=as_written(m), partition_type=ptype, format_version=md.format_version)
     try:
-        for i, e in enumerate(read_manifest(data, manifest=as_written, partition_type=ptype,
-                                            format_version=md.format_version)):
+        for i, e in enumerate(entries):
             checker.check(i, e)
             df = e.data_file
             # DELETED entries neither take ids nor advance the range (spec "First Row ID Inheritance")
