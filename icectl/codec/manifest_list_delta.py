@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import fastavro
 
 from icectl.codec.avro import AVRO_MAGIC
-from icectl.codec.manifest_reader import ManifestList, read_manifest_list
+from icectl.codec.manifest_reader import ManifestList, raw_blocks, read_manifest_list
 
 _CODECS = ("null", "deflate")  # re-framing the new rows needs their codec; others decode whole
 
@@ -45,27 +45,29 @@ class ListDecoder:
         self.recent: deque[DecodedList] = deque(maxlen=keep)
         self.shared_rows = 0  # rows taken from an earlier list, for tests and diagnostics
         self.parsed: dict[str, object] = {}  # writer schema JSON -> fastavro's parsed schema
+        self._prepared: dict[int, tuple[bytes, _Framing | None]] = {}  # id(data) -> (data, its framing)
+
+    def prepare(self, data: bytes) -> None:
+        """Decompress ``data``'s blocks ahead of :meth:`read`, e.g. in the thread that fetched it
+        (zlib lets other threads run meanwhile, so lists decompress on every core)."""
+        self._prepared[id(data)] = (data, _safe_framing(data))
 
     def read(self, data: bytes) -> ManifestList:
         """The manifest list in ``data``, equal to ``read_manifest_list(data, format_version=...)``."""
-        decoded = self._shared(data)
+        prepared = self._prepared.pop(id(data), None)
+        framing = prepared[1] if prepared is not None and prepared[0] is data else _safe_framing(data)
+        decoded = self._shared(data, framing)
         if decoded is None:
             listing = read_manifest_list(data, format_version=self.format_version)  # raises on damage
-            decoded = self._remember_whole(data, listing)
+            decoded = self._remember_whole(listing, framing)
         if decoded is not None:
             self.recent.append(decoded)
             return decoded.listing
         return listing
 
-    def _shared(self, data: bytes) -> DecodedList | None:
+    def _shared(self, data: bytes, framing: _Framing | None) -> DecodedList | None:
         """The list decoded from its new rows plus an earlier list's, or None to decode it whole."""
-        if not self.recent or data[:len(AVRO_MAGIC)] != AVRO_MAGIC:
-            return None
-        try:
-            framing = _framing(data)
-        except Exception:  # any doubt: the full decode reports the problem properly
-            return None
-        if framing is None:
+        if not self.recent or framing is None:
             return None
         header, codec, schema, records, count, meta = framing
         for earlier in reversed(self.recent):
@@ -98,34 +100,37 @@ class ListDecoder:
             fastavro.schemaless_reader(stream, parsed, None)
         return stream.tell() == len(head)
 
-    def _remember_whole(self, data: bytes, listing: ManifestList) -> DecodedList | None:
-        try:
-            framing = _framing(data)
-        except Exception:  # only an optimisation: the list was decoded already
-            return None
+    def _remember_whole(self, listing: ManifestList, framing: _Framing | None) -> DecodedList | None:
         if framing is None or framing[4] != len(listing):
             return None
         return DecodedList(listing, framing[2], framing[3])
 
 
-def _framing(data: bytes) -> tuple[bytes, str, str, bytes, int, dict[str, str]] | None:
-    """(header bytes, codec, schema JSON, decompressed records, record count, metadata) of an Avro
-    container whose codec can be re-framed; None for another codec."""
-    stream = io.BytesIO(data)
-    blocks = fastavro.block_reader(stream)
-    header = data[:stream.tell()]  # the reader has read the header, and only it
-    meta = dict(blocks.metadata)
-    codec = meta.get("avro.codec", "null") or "null"
-    if codec not in _CODECS:
+# (header bytes, codec, schema JSON, decompressed records, record count, metadata)
+_Framing = tuple[bytes, str, str, bytes, int, dict[str, str]]
+
+
+def _safe_framing(data: bytes) -> _Framing | None:
+    """The framing of an Avro container whose codec can be re-framed; None for another codec or
+    any doubt (the full decode then reports the problem properly)."""
+    if data[:len(AVRO_MAGIC)] != AVRO_MAGIC:
         return None
-    parts: list[bytes] = []
-    count = 0
-    for block in blocks:
-        parts.append(block.bytes_.getvalue())
-        count += block.num_records
-    if stream.tell() != len(data):  # trailing bytes: let the full decode judge them
+    try:
+        stream = io.BytesIO(data)
+        blocks = fastavro.block_reader(stream)
+        start = stream.tell()  # the reader has read the header, and only it
+        meta = dict(blocks.metadata)
+        codec = meta.get("avro.codec", "null") or "null"
+        if codec not in _CODECS:
+            return None
+        parts: list[bytes] = []
+        count = 0
+        for raw, num_records in raw_blocks(data, start, blocks):  # checks each block's sync marker
+            parts.append(raw)
+            count += num_records
+        return data[:start], codec, meta["avro.schema"], b"".join(parts), count, meta
+    except Exception:  # any doubt: decode whole
         return None
-    return header, codec, meta["avro.schema"], b"".join(parts), count, meta
 
 
 def _one_block(header: bytes, codec: str, records: bytes, count: int) -> bytes:

@@ -191,7 +191,7 @@ def scan_manifest_list_paths(data: bytes, names: dict[bytes, str] | None = None)
                 return None
             out: list[str] = []
             folder: bytes | None = None
-            for raw, num_records in _raw_blocks(data, stream.tell(), blocks):
+            for raw, num_records in raw_blocks(data, stream.tell(), blocks):
                 if folder is None:
                     length, start = _zigzag_varint(raw, 0)
                     first = raw[start:start + length]
@@ -213,8 +213,9 @@ def scan_manifest_list_paths(data: bytes, names: dict[bytes, str] | None = None)
         return None  # the full decode reports the problem properly
 
 
-def _raw_blocks(data: bytes, start: int, blocks: Any) -> Iterator[tuple[bytes, int]]:
-    """Each block's decompressed bytes and record count. Deflate blocks are inflated here with
+def raw_blocks(data: bytes, start: int, blocks: Any) -> Iterator[tuple[bytes, int]]:
+    """Each block's decompressed bytes and record count (``start``: where the header ends, ``blocks``:
+    fastavro's block reader over ``data``). Deflate blocks are inflated here with
     zlib, which lets other threads run meanwhile (fastavro's reader holds the interpreter), so
     lists read in a thread pool decompress on every core; a block not followed by the file's sync
     marker ends the shortcut (IndexError). Other codecs: fastavro's own block reader."""

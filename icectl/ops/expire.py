@@ -136,10 +136,23 @@ def _manifest_paths(md: TableMetadata, s: Snapshot, io: FileIO, cache: ReadCache
 
 
 def _listing_manifest(path: str, md: TableMetadata, cache: ReadCache) -> ManifestFile:
-    """The manifest-list row of ``path``, or, when only the shortcut saw it, a stand-in that is
-    enough to list the manifest's live files (no partition, sequence number or row id is read)."""
+    """The manifest-list row of ``path`` (see :func:`_decode_rows`), or, when no list row could be
+    decoded, a stand-in that is enough to list the manifest's live files."""
     m = cache.manifests.get(path)
     return m if m is not None else ManifestFile(path, 0, md.default_spec_id)
+
+
+def _decode_rows(md: TableMetadata, snaps: list[Snapshot], io: FileIO, cache: ReadCache, paths: set[str]) -> None:
+    """Decode the manifest lists (among ``snaps``' lists the shortcut read) that name ``paths``, so
+    those manifests are read with their own rows (partition spec, sequence numbers): the manifests
+    only expired snapshots reach, usually a few lists of a few rows."""
+    todo = set(paths)
+    for s in snaps:
+        listed = cache.scanned.get(s.manifest_list or "")
+        if not todo or listed is None or todo.isdisjoint(listed):
+            continue
+        _manifest_paths(md, s, io, cache, shortcut=False)  # fills cache.manifests
+        todo.difference_update(listed)
 
 
 def reachable_files(md: TableMetadata, snapshot_ids: Iterable[int], io: FileIO,
@@ -176,6 +189,9 @@ def reachable_files(md: TableMetadata, snapshot_ids: Iterable[int], io: FileIO,
     for p in leaves:
         out.add(p, "manifest_files")
     wanted = [p for p in manifests if not skip_manifests or p not in skip_manifests]
+    unknown = {p for p in wanted if p not in cache.contents and p not in cache.manifests}
+    if unknown and shortcut:
+        _decode_rows(md, snaps, io, cache, unknown)
     to_read = [_listing_manifest(p, md, cache) for p in wanted if p not in cache.contents]
     for m in to_read:
         cache.contents[m.manifest_path] = []

@@ -206,11 +206,16 @@ def _fetch_lists(ctx: Context, pool: ThreadPoolExecutor,
                  snapshots: list[Snapshot]) -> Iterator[tuple[Snapshot, bytes | NotFoundError | None]]:
     """Each snapshot with its manifest list's (v4: root's) bytes, fetched a few snapshots ahead in threads."""
 
-    def fetch(path: str) -> bytes | NotFoundError:
+    lists = ctx.lists  # made here, not in the threads
+
+    def fetch(path: str, is_list: bool) -> bytes | NotFoundError:
         try:
-            return ctx.io.read(path)
+            data = ctx.io.read(path)
         except NotFoundError as e:  # a finding, reported by read_list
             return e
+        if is_list:
+            lists.prepare(data)  # decompressed here, in this thread
+        return data
 
     pending: deque[tuple[Snapshot, Future[bytes | NotFoundError] | None]] = deque()
     it = iter(snapshots)
@@ -219,7 +224,7 @@ def _fetch_lists(ctx: Context, pool: ThreadPoolExecutor,
         snap = next(it, None)
         if snap is not None:
             path = snap.root_manifest if _is_v4(snap) else snap.manifest_list
-            pending.append((snap, pool.submit(fetch, path) if path else None))
+            pending.append((snap, pool.submit(fetch, path, not _is_v4(snap)) if path else None))
 
     for _ in range(_AHEAD):
         submit()
