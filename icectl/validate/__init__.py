@@ -27,6 +27,7 @@ from icectl.spec.metadata import TableMetadata
 from icectl.spec.snapshots import Snapshot
 from icectl.storage import FileIO
 from icectl.table import Table, manifest_read
+from icectl.table.manifest_cache import manifest_cache
 from icectl.table.scan import DEFAULT_WORKERS
 from icectl.validate import delete_rules, file_rules, manifest_list_rules, manifest_rules, metadata_rules, v4_rules
 from icectl.validate.context import Context
@@ -317,8 +318,8 @@ def _fetch_manifest(ctx: Context, m: ManifestFile) -> tuple[bytes, list[Manifest
     the store's identity of the file stays the same. A manifest the read layer cannot give is decoded
     from the bytes by the rules themselves, which report why it does not read."""
     data = ctx.io.read(m.manifest_path)
-    if ctx.deep or ctx.metadata.spec_by_id(m.partition_spec_id) is None:
-        return data, None
+    if ctx.deep or manifest_cache() is None or ctx.metadata.spec_by_id(m.partition_spec_id) is None:
+        return data, None  # without a cache the rules decode the bytes themselves: faster than via Arrow
     try:
         entries = manifest_read.manifest_entries(ctx.io, manifest_rules.as_written(m),
                                                  partition_type=ctx.metadata.partition_type(m.partition_spec_id),
