@@ -158,7 +158,7 @@ def _decode_rows(md: TableMetadata, snaps: list[Snapshot], io: FileIO, cache: Re
 def reachable_files(md: TableMetadata, snapshot_ids: Iterable[int], io: FileIO,
                     skip_manifests: set[str] | None = None,
                     cache: ReadCache | None = None, *, shortcut: bool = False,
-                    whole: set[str] | None = None) -> tuple[FileSet, set[str]]:
+                    whole: set[str] | None = None, contents: bool = True) -> tuple[FileSet, set[str]]:
     """Every file the given snapshots reach, and the set of their manifest paths (v4: live leaves).
 
     Each manifest list and each manifest is read once however many snapshots share it; manifests
@@ -166,6 +166,7 @@ def reachable_files(md: TableMetadata, snapshot_ids: Iterable[int], io: FileIO,
     ``shortcut``: see :func:`_manifest_paths`; never for the retained side. ``whole``, when given,
     receives the manifests whose every live row these snapshots reach: all but the v4 leaves that
     each of them reaches through a manifest DV (the only safe ``skip_manifests`` for another call).
+    ``contents=False`` (v1-v3 snapshots only) leaves the manifests unopened: lists and manifests only.
     """
     cache = cache if cache is not None else ReadCache()
     out = FileSet()
@@ -188,7 +189,7 @@ def reachable_files(md: TableMetadata, snapshot_ids: Iterable[int], io: FileIO,
         out.add(p, "manifest_files")
     for p in leaves:
         out.add(p, "manifest_files")
-    wanted = [p for p in manifests if not skip_manifests or p not in skip_manifests]
+    wanted = [p for p in manifests if (not skip_manifests or p not in skip_manifests) and (contents or roots)]
     unknown = {p for p in wanted if p not in cache.contents and p not in cache.manifests}
     if unknown and shortcut:
         _decode_rows(md, snaps, io, cache, unknown)
@@ -264,9 +265,18 @@ def statistics_files(md: TableMetadata) -> set[str]:
 def files_to_delete(before: TableMetadata, expired: list[int], after: TableMetadata, io: FileIO,
                     cache: ReadCache | None = None, leftovers: Leftovers | None = None) -> FileSet:
     """Reachable from the expired snapshots of ``before`` (and from ``leftovers``, the snapshots
-    earlier expiries removed) and from no snapshot of ``after``."""
+    earlier expiries removed) and from no snapshot of ``after``.
+
+    The retained snapshots' manifests are opened only when something beside manifest lists is to
+    go (a manifest no retained snapshot lists, its files, a statistics file): the files they list
+    matter only against those. When only manifest lists go (appends: every manifest stays), the
+    retained side is its lists and manifest paths, as in Java's ReachableFileCleanup, which reads
+    the current manifests only when there are manifests to delete.
+    """
+    cache = cache if cache is not None else ReadCache()
     kept_manifests: set[str] = set()
-    kept, _ = reachable_files(after, [s.snapshot_id for s in after.snapshots], io, cache=cache, whole=kept_manifests)
+    retained = [s.snapshot_id for s in after.snapshots]
+    kept, _ = reachable_files(after, retained, io, cache=cache, whole=kept_manifests, contents=False)
     for p in statistics_files(after):
         kept.add(p, "statistics_files")
     gone, _ = reachable_files(before, expired, io, skip_manifests=kept_manifests, cache=cache, shortcut=True)
@@ -276,7 +286,13 @@ def files_to_delete(before: TableMetadata, expired: list[int], after: TableMetad
     if leftovers is not None and leftovers.snapshots:
         for k, v in _leftover_files(leftovers, io, kept_manifests).files.items():
             gone.files.setdefault(k, v)
-    return gone.minus(kept)
+    doomed = gone.minus(kept)
+    if any(category != "manifest_lists" for _path, category in doomed.files.values()):
+        kept, _ = reachable_files(after, retained, io, cache=cache)  # lists cached: now the manifests too
+        for p in statistics_files(after):
+            kept.add(p, "statistics_files")
+        doomed = gone.minus(kept)
+    return doomed
 
 
 def _leftover_files(leftovers: Leftovers, io: FileIO, skip: set[str]) -> FileSet:
