@@ -8,7 +8,9 @@ and is reachable from no snapshot of the table as re-read after the commit (reac
 Java's incremental shortcut): manifest lists, manifests, data files, delete files, Puffin files
 (only when no retained DV uses them), statistics and partition-statistics files. Paths are
 compared as locations (``file:///x`` is ``/x``), where Java compares strings; Hadoop's ``.crc``
-sidecars of local files go with their files, as when Spark deletes them.
+sidecars of local files go with their files, as when Spark deletes them. The retained manifests'
+files are read only when more than manifest lists is to go (:func:`files_to_delete`): a manifest
+list is metadata, never one of the data or delete files a retained manifest lists.
 
 Format v4 (layout page section 8): a v4 snapshot reaches its root manifest, the leaves its root
 lists as live (v1-v4 manifests), the rows of each leaf not removed by that snapshot's manifest
