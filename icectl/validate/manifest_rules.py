@@ -343,11 +343,12 @@ class EntryChecker:
         totals = self.totals
         if totals.lowers is None or totals.uppers is None:
             totals.lowers, totals.uppers = {}, {}
+        columns = self._columns  # filled by _bounds for every id here
         for values, acc, below in ((lowers, totals.lowers, True), (uppers, totals.uppers, False)):
             for fid, v in values.items():
                 if isinstance(v, float) and v != v:
                     continue
-                if not self._column(fid).ordered:
+                if not columns[fid].ordered:
                     continue
                 seen = acc.get(fid, _MISSING)
                 if seen is _MISSING or (bound_less(v, seen) if below else bound_less(seen, v)):
@@ -357,9 +358,10 @@ class EntryChecker:
         rep, df, path = self.rep, e.data_file, self.m.manifest_path
         lowers: dict[int, Any] = {}
         uppers: dict[int, Any] = {}
+        columns = self._columns
         for label, raw_bounds, out in (("lower", df.lower_bounds, lowers), ("upper", df.upper_bounds, uppers)):
             for fid, raw in (raw_bounds or {}).items():
-                column = self._column(fid)
+                column = columns.get(fid) or self._column(fid)
                 if not column.primitive:
                     continue
                 t = column.type
@@ -373,7 +375,7 @@ class EntryChecker:
             self._aggregate(lowers, uppers)
         for fid, lo in lowers.items():
             hi = uppers.get(fid)
-            if hi is None or not self._column(fid).ordered:
+            if hi is None or not columns[fid].ordered:
                 continue
             if isinstance(lo, float) and (lo != lo or hi != hi):  # NaN bounds compare with nothing
                 continue
