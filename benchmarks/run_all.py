@@ -161,8 +161,9 @@ class Run:
 
 
 def run_process(cmd: list[str], *, keep_stdout: bool = False) -> Run:
-    """One process, timed; its own peak RSS from ``wait4`` (RUSAGE_CHILDREN would give the peak of
-    every child so far). Output goes to files, so no pipe fills up while we wait."""
+    """One process, timed, with the peak RSS ``wait4`` reports for it: the largest of the process and
+    its waited-for descendants (RUSAGE_CHILDREN would give the largest of every child of this run so
+    far). Output goes to files, so no pipe fills up while we wait."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         start = time.perf_counter()
         proc = subprocess.Popen(cmd, stdout=out if keep_stdout else subprocess.DEVNULL, stderr=err, cwd=REPO,
