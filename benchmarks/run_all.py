@@ -160,23 +160,40 @@ class Run:
     stdout: bytes
 
 
-def run_process(cmd: list[str], *, keep_stdout: bool = False) -> Run:
-    """One process, timed, with the peak RSS ``wait4`` reports for it: the largest of the process and
-    its waited-for descendants (RUSAGE_CHILDREN would give the largest of every child of this run so
-    far). Output goes to files, so no pipe fills up while we wait."""
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+# Starts the command from a small interpreter and reports its peak RSS: Linux carries a process's
+# peak RSS across exec, so a child forked straight from this (large) process would report at least
+# this process's size. Forked from the launcher, it starts from the launcher's few MB.
+RSS_LAUNCHER = """
+import os, sys
+out, cmd = sys.argv[1], sys.argv[2:]
+pid = os.fork()
+if pid == 0:
+    os.execv(cmd[0], cmd)
+_, status, usage = os.wait4(pid, 0)
+with open(out, "w") as fh:
+    fh.write(str(usage.ru_maxrss))
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+
+
+def run_process(cmd: list[str], *, keep_stdout: bool = False, measure_rss: bool = False) -> Run:
+    """One process, timed. ``measure_rss``: also its peak RSS (MB), as ``wait4`` reports it for a
+    child of :data:`RSS_LAUNCHER`: the largest of the process and its waited-for descendants (the
+    read layer's decoding workers). Output goes to files, so no pipe fills up while we wait."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, \
+            tempfile.NamedTemporaryFile("r") as rss:
+        argv = [sys.executable, "-c", RSS_LAUNCHER, rss.name, *cmd] if measure_rss else cmd
         start = time.perf_counter()
-        proc = subprocess.Popen(cmd, stdout=out if keep_stdout else subprocess.DEVNULL, stderr=err, cwd=REPO,
-                                env=cli_env())
-        _, status, usage = os.wait4(proc.pid, 0)
+        proc = subprocess.run(argv, stdout=out if keep_stdout else subprocess.DEVNULL, stderr=err, cwd=REPO,
+                              env=cli_env(), check=False)
         seconds = time.perf_counter() - start
-        proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here: Popen must not wait again
         out.seek(0)
         err.seek(0)
         stdout, stderr = out.read(), err.read()
+        max_rss_mb = int(rss.read() or 0) / 1024 if measure_rss else 0.0
     if proc.returncode != 0:
         sys.exit(f"FAIL: {' '.join(cmd[2:])} exited {proc.returncode}: {stderr.decode(errors='replace')[-2000:]}")
-    return Run(seconds, usage.ru_maxrss / 1024, proc.returncode, stdout)
+    return Run(seconds, max_rss_mb, proc.returncode, stdout)
 
 
 def icectl(*args: str) -> list[str]:
@@ -403,7 +420,7 @@ def section_memory(report: Report, root: Path, sizes: Sizes, caches: CacheDirs) 
             cmd = icectl("inspect", "files", str(info.dir), "--json")
             if temp == "warm":
                 run_process(cmd)  # fills the cache folder
-            peaks[info.entries] = run_process(cmd).max_rss_mb
+            peaks[info.entries] = run_process(cmd, measure_rss=True).max_rss_mb
         load_after = load1()
         a, b = peaks[small.entries], peaks[large.entries]
         report.add(Figure("memory", f"inspect files --json max RSS, {small.entries:,} entries, {temp} cache", a,
