@@ -24,6 +24,7 @@ def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     folder = tmp_path / "cache"
     monkeypatch.setenv("ICECTL_CACHE_DIR", str(folder))
     monkeypatch.setenv("ICECTL_CACHE_RACY_SECONDS", "0")
+    monkeypatch.setenv("ICECTL_CACHE_MIN_MANIFEST_BYTES", "0")  # small ones too
     monkeypatch.delenv("ICECTL_CACHE", raising=False)
     return folder
 

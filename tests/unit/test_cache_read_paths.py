@@ -72,6 +72,7 @@ def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     folder = tmp_path / "cache"
     monkeypatch.setenv("ICECTL_CACHE_DIR", str(folder))
     monkeypatch.setenv("ICECTL_CACHE_RACY_SECONDS", "0")
+    monkeypatch.setenv("ICECTL_CACHE_MIN_MANIFEST_BYTES", "0")  # small ones too
     monkeypatch.delenv("ICECTL_CACHE", raising=False)
     return folder
 
@@ -220,3 +221,21 @@ def test_expire_never_deletes_a_file_a_replaced_manifest_references(tmp_path: Pa
     assert code == 0, out
     assert all(os.path.exists(p) for p in files)
     assert files[1] not in out
+
+
+def test_small_manifests_are_read_directly_and_big_ones_cached(
+        tmp_path: Path, cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A one-entry manifest decodes faster from Avro than through the Arrow form and its cache entry
+    # (manifest_read.DEFAULT_MIN_CACHED_BYTES): by default it is not cached, answers unchanged.
+    d, _ = make_table(tmp_path, days=(1,))
+    table = load_table(str(d))
+    m = current_manifests(d)[0]
+    ptype = table.metadata.partition_type(m.partition_spec_id)
+    monkeypatch.delenv("ICECTL_CACHE_MIN_MANIFEST_BYTES")
+    assert m.manifest_length < 16_384
+    direct = manifest_entries(table.io, m, partition_type=ptype, format_version=2)
+    assert cache_entries(cache) == 0
+    monkeypatch.setenv("ICECTL_CACHE_MIN_MANIFEST_BYTES", str(m.manifest_length))  # now it is big enough
+    cached = manifest_entries(table.io, m, partition_type=ptype, format_version=2)
+    assert cache_entries(cache) == 1
+    assert cached == direct

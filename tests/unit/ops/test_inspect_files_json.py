@@ -32,6 +32,7 @@ def both_ways(table: Table, **kwargs: object) -> tuple[str, str]:
 def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("ICECTL_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("ICECTL_CACHE_RACY_SECONDS", "0")
+    monkeypatch.setenv("ICECTL_CACHE_MIN_MANIFEST_BYTES", "0")  # small ones too
     return tmp_path / "cache"
 
 
