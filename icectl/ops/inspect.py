@@ -8,20 +8,27 @@ Each function takes a loaded :class:`~icectl.table.Table` and returns a result o
 
 from __future__ import annotations
 
-import datetime
 from collections.abc import Iterator
 from enum import Enum
 from typing import Any
 
 from icectl.codec.puffin import decode_deletion_vector
-from icectl.errors import CorruptInputError, IcectlError, NotFoundError
-from icectl.ops.results import SchemaBrief, SnapshotBrief, SortOrderBrief, SpecBrief, TableOverview, TableViewMeta
-from icectl.results import UNSET, RowsResult
-from icectl.spec.durations import human_duration
+from icectl.errors import CorruptInputError, IcectlError
+from icectl.ops.inspect_metadata import (
+    history_rows,
+    iso_timestamp,
+    metadata_log_rows,
+    ref_rows,
+    schema_rows,
+    snapshot_rows,
+    table_overview,
+    view_meta,
+)
+from icectl.results import RowsResult
 from icectl.spec.manifest import DataFile, DataFileContent, ManifestContent, ManifestEntry, ManifestFile
 from icectl.spec.metadata import TableMetadata
 from icectl.spec.schema import NestedField, StructType
-from icectl.spec.snapshots import Snapshot, ancestors_of
+from icectl.spec.snapshots import Snapshot
 from icectl.spec.values import to_human
 from icectl.table import Table
 from icectl.table.scan import iter_entries, manifests_of
@@ -36,192 +43,11 @@ class ContentFilter(str, Enum):
 CONTENT_NAMES = {0: "data", 1: "position_deletes", 2: "equality_deletes"}
 STATUS_NAMES = {0: "EXISTING", 1: "ADDED", 2: "DELETED"}
 
-
-def _ts(ms: int | None) -> str | None:
-    """Milliseconds since the epoch as an ISO UTC timestamp (what Spark shows as a timestamp)."""
-    if ms is None:
-        return None
-    return datetime.datetime.fromtimestamp(ms / 1000, tz=datetime.timezone.utc).isoformat(
-        timespec="milliseconds")
-
-
-def _meta(table: Table, **extra: Any) -> TableViewMeta:
-    return TableViewMeta(table=table.identifier, metadata_location=table.metadata_location, **extra)
-
-
-# --------------------------------------------------------------------------- metadata-only views
-
-
-def table_overview(table: Table) -> TableOverview:
-    """Format, location, ids, current schema/spec/sort order, properties and totals."""
-    md = table.metadata
-    snap = md.current_snapshot()
-    summary = snap.summary if snap else {}
-    totals = {k: summary[k] for k in ("total-records", "total-data-files", "total-delete-files",
-                                      "total-files-size", "total-position-deletes",
-                                      "total-equality-deletes") if k in summary}
-    return TableOverview(
-        title=f"Table {table.identifier}",
-        table=table.identifier,
-        metadata_location=table.metadata_location,
-        format_version=md.format_version,
-        table_uuid=md.table_uuid,
-        location=md.location,
-        last_updated=_ts(md.last_updated_ms),
-        last_sequence_number=md.last_sequence_number,
-        current_snapshot_id=md.current_snapshot_id,
-        current_snapshot=None if snap is None else SnapshotBrief(
-            snap.snapshot_id, _ts(snap.timestamp_ms), snap.operation, snap.sequence_number),
-        snapshot_count=len(md.snapshots),
-        refs={name: f"{r.type} -> {r.snapshot_id}" for name, r in md.refs.items()},
-        schema=SchemaBrief(md.current_schema_id,
-                           [f"{f.field_id}: {f.name} {f.field_type}{' not null' if f.required else ''}"
-                            for f in md.schema().fields]),
-        partition_spec=SpecBrief(md.default_spec_id,
-                                 [f"{f.name}={f.transform}({', '.join(_source_names(md, f.source_ids))})"
-                                  for f in md.spec().fields]),
-        sort_order=SortOrderBrief(md.default_sort_order_id,
-                                  [f"{f.transform}({', '.join(_source_names(md, f.source_ids))}) "
-                                   f"{f.direction} {f.null_order}" for f in md.sort_order().fields]),
-        properties=dict(md.properties),
-        totals=totals,
-        next_row_id=md.next_row_id if md.format_version >= 3 else UNSET,
-    )
-
-
-def _source_names(md: TableMetadata, source_ids: tuple[int, ...]) -> list[str]:
-    out = []
-    for sid in source_ids:
-        name = md.schema().column_name(sid)
-        if name is None:
-            for s in md.schemas:
-                name = s.column_name(sid)
-                if name:
-                    break
-        out.append(name or f"<dropped field {sid}>")
-    return out
-
-
-def schema_rows(table: Table, schema_id: int | None = None) -> RowsResult:
-    md = table.metadata
-    schema = md.schema() if schema_id is None else md.schema_by_id(schema_id)
-    if schema is None:
-        raise NotFoundError(f"schema {schema_id} not found in table {table.identifier}",
-                            path=table.metadata_location)
-
-    def rows() -> Iterator[dict[str, Any]]:
-        for fid in schema.field_ids():
-            f = schema.find_field(fid)
-            assert f is not None
-            row: dict[str, Any] = {
-                "field_id": f.field_id, "name": schema.column_name(fid), "type": str(f.field_type),
-                "required": f.required, "doc": f.doc,
-                "identifier": fid in schema.identifier_field_ids}
-            if f.has_initial_default:
-                row["initial_default"] = f.initial_default
-            if f.has_write_default:
-                row["write_default"] = f.write_default
-            yield row
-
-    cols = ["field_id", "name", "type", "required", "identifier", "doc"]
-    if md.format_version >= 3:
-        cols += ["initial_default", "write_default"]
-    return RowsResult("schema", f"Schema {schema.schema_id} of {table.identifier}", cols, rows(),
-                      _meta(table, schema_id=schema.schema_id))
-
-
-def snapshot_rows(table: Table) -> RowsResult:
-    """Spark's ``snapshots``: committed_at, snapshot_id, parent_id, operation, manifest_list, summary."""
-    md = table.metadata
-    cols = ["committed_at", "snapshot_id", "parent_id", "operation", "sequence_number", "manifest_list",
-            "summary"]
-    if md.format_version >= 3:
-        cols[-1:-1] = ["first_row_id", "added_rows"]
-
-    def rows() -> Iterator[dict[str, Any]]:
-        for s in md.snapshots:
-            row = {"committed_at": _ts(s.timestamp_ms), "snapshot_id": s.snapshot_id,
-                   "parent_id": s.parent_snapshot_id, "operation": s.operation,
-                   "sequence_number": s.sequence_number,
-                   "manifest_list": s.manifest_list or s.root_manifest,
-                   # Java parses "operation" out of the summary map; Spark shows the rest.
-                   "summary": {k: v for k, v in s.summary.items() if k != "operation"}}
-            if md.format_version >= 3:
-                row["first_row_id"] = s.first_row_id
-                row["added_rows"] = s.added_rows
-            yield row
-
-    return RowsResult("snapshots", f"Snapshots of {table.identifier}", cols, rows(), _meta(table))
-
-
-def history_rows(table: Table) -> RowsResult:
-    """Spark's ``history``: the snapshot log with whether each entry is an ancestor of current."""
-    md = table.metadata
-    by_id = {s.snapshot_id: s for s in md.snapshots}
-    ancestry = {s.snapshot_id for s in ancestors_of(md.current_snapshot_id, by_id)}
-
-    def rows() -> Iterator[dict[str, Any]]:
-        for e in md.snapshot_log:
-            snap = by_id.get(e.snapshot_id)
-            yield {"made_current_at": _ts(e.timestamp_ms), "snapshot_id": e.snapshot_id,
-                   "parent_id": snap.parent_snapshot_id if snap else None,
-                   "is_current_ancestor": e.snapshot_id in ancestry}
-
-    return RowsResult("history", f"History of {table.identifier}",
-                      ["made_current_at", "snapshot_id", "parent_id", "is_current_ancestor"], rows(),
-                      _meta(table))
-
-
-class Millis(int):
-    """Milliseconds that JSON writes as the number and a terminal shows with the duration people
-    read: ``432000000 (5d)`` (``json`` encodes an int subclass as ``int``; the terminal's cell is ``str``)."""
-
-    def __str__(self) -> str:
-        return f"{int(self)} ({human_duration(int(self))})"
-
-
-def _millis(ms: int | None) -> Millis | None:
-    return None if ms is None else Millis(ms)
-
-
-def ref_rows(table: Table) -> RowsResult:
-    """Spark's ``refs``; retention in milliseconds, shown with its duration on a terminal."""
-    md = table.metadata
-    rows = [{"name": name, "type": r.type.upper(), "snapshot_id": r.snapshot_id,
-             "max_reference_age_in_ms": _millis(r.max_ref_age_ms), "min_snapshots_to_keep": r.min_snapshots_to_keep,
-             "max_snapshot_age_in_ms": _millis(r.max_snapshot_age_ms)}
-            for name, r in sorted(md.refs.items())]
-    return RowsResult("refs", f"Refs of {table.identifier}",
-                      ["name", "type", "snapshot_id", "max_reference_age_in_ms", "min_snapshots_to_keep",
-                       "max_snapshot_age_in_ms"], rows, _meta(table))
-
-
-def metadata_log_rows(table: Table) -> RowsResult:
-    """Spark's ``metadata_log_entries``: previous files, then the current one.
-
-    ``latest_snapshot_id`` is the snapshot current at that time, found from the snapshot log as
-    Iceberg does (the last log entry not after the metadata file's timestamp).
-    """
-    md = table.metadata
-    entries = [(e.timestamp_ms, e.metadata_file) for e in md.metadata_log]
-    entries.append((md.last_updated_ms, table.metadata_location))
-    log = sorted(md.snapshot_log, key=lambda e: e.timestamp_ms)
-    by_id = {s.snapshot_id: s for s in md.snapshots}
-
-    def rows() -> Iterator[dict[str, Any]]:
-        for ts, path in entries:
-            latest = None
-            for e in log:
-                if e.timestamp_ms <= ts:
-                    latest = e.snapshot_id
-            snap = by_id.get(latest) if latest is not None else None
-            yield {"timestamp": _ts(ts), "file": path, "latest_snapshot_id": latest,
-                   "latest_schema_id": snap.schema_id if snap else None,
-                   "latest_sequence_number": snap.sequence_number if snap else None}
-
-    return RowsResult("metadata_log_entries", f"Metadata log of {table.identifier}",
-                      ["timestamp", "file", "latest_snapshot_id", "latest_schema_id", "latest_sequence_number"],
-                      rows(), _meta(table))
+# The views of the metadata file alone live in icectl.ops.inspect_metadata (light to import, for
+# `icectl inspect table` and its like); they stay importable from here.
+__all__ = ["CONTENT_NAMES", "STATUS_NAMES", "ContentFilter", "dv_rows", "entry_rows", "file_rows",
+           "history_rows", "manifest_rows", "metadata_log_rows", "partition_rows", "ref_rows", "schema_rows",
+           "snapshot_rows", "table_overview"]
 
 
 # --------------------------------------------------------------------------- manifest views
@@ -305,12 +131,12 @@ def manifest_rows(table: Table, *, snapshot_id: int | None = None, ref: str | No
                     yield {**_manifest_row(md, m), "reference_snapshot_id": s.snapshot_id}
 
         return RowsResult("all_manifests", f"Manifests of every snapshot of {table.identifier}",
-                          [*MANIFEST_COLUMNS, "reference_snapshot_id"], rows_all(), _meta(table))
+                          [*MANIFEST_COLUMNS, "reference_snapshot_id"], rows_all(), view_meta(table))
     snap = _snapshot_or_none(table, snapshot_id, ref)
     manifests = manifests_of(md, snap, table.io) if snap else []
     return RowsResult("manifests", f"Manifests of {table.identifier}", MANIFEST_COLUMNS,
                       (_manifest_row(md, m) for m in manifests),
-                      _meta(table, snapshot_id=snap.snapshot_id if snap else None))
+                      view_meta(table, snapshot_id=snap.snapshot_id if snap else None))
 
 
 # --------------------------------------------------------------------------- file views
@@ -440,7 +266,7 @@ def file_rows(table: Table, *, snapshot_id: int | None = None, ref: str | None =
             yield _file_row(md, mapper, m, e.data_file, metrics)
 
     return RowsResult("files", f"Files of {table.identifier}", _file_columns(md, metrics), rows(),
-                      _meta(table, snapshot_id=snap.snapshot_id if snap else None))
+                      view_meta(table, snapshot_id=snap.snapshot_id if snap else None))
 
 
 def entry_rows(table: Table, *, snapshot_id: int | None = None, ref: str | None = None,
@@ -457,7 +283,7 @@ def entry_rows(table: Table, *, snapshot_id: int | None = None, ref: str | None 
 
     return RowsResult("entries", f"Manifest entries of {table.identifier}",
                       ["status", "snapshot_id", "sequence_number", "file_sequence_number", "manifest_path",
-                       "data_file"], rows(), _meta(table, snapshot_id=snap.snapshot_id if snap else None))
+                       "data_file"], rows(), view_meta(table, snapshot_id=snap.snapshot_id if snap else None))
 
 
 def _entry_row(md: TableMetadata, mapper: _PartitionMapper, m: ManifestFile, e: ManifestEntry,
@@ -492,7 +318,7 @@ def partition_rows(table: Table, *, snapshot_id: int | None = None, ref: str | N
         s = by_id.get(e.snapshot_id) if e.snapshot_id is not None else None
         if s is not None and (g["_ms"] is None or s.timestamp_ms > g["_ms"]):
             g["_ms"], g["last_updated_at"], g["last_updated_snapshot_id"] = (
-                s.timestamp_ms, _ts(s.timestamp_ms), s.snapshot_id)
+                s.timestamp_ms, iso_timestamp(s.timestamp_ms), s.snapshot_id)
         g["spec_id"] = m.partition_spec_id
         if f.content == DataFileContent.DATA:
             g["record_count"] += f.record_count
@@ -511,7 +337,7 @@ def partition_rows(table: Table, *, snapshot_id: int | None = None, ref: str | N
         cols = ["partition", "spec_id", *cols]
     rows = [{k: v for k, v in g.items() if k in cols} for g in groups.values()]
     return RowsResult("partitions", f"Partitions of {table.identifier}", cols, rows,
-                      _meta(table, snapshot_id=snap.snapshot_id if snap else None))
+                      view_meta(table, snapshot_id=snap.snapshot_id if snap else None))
 
 
 def dv_rows(table: Table, *, snapshot_id: int | None = None, ref: str | None = None) -> RowsResult:
@@ -546,4 +372,4 @@ def dv_rows(table: Table, *, snapshot_id: int | None = None, ref: str | None = N
     return RowsResult("dvs", f"Deletion vectors of {table.identifier}",
                       ["puffin_path", "referenced_data_file", "content_offset", "content_size_in_bytes",
                        "record_count", "cardinality", "min_position", "max_position", "sequence_number",
-                       "status"], rows(), _meta(table, snapshot_id=snap.snapshot_id if snap else None))
+                       "status"], rows(), view_meta(table, snapshot_id=snap.snapshot_id if snap else None))
