@@ -7,29 +7,20 @@ import inspect
 import sys
 import traceback
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any, TypeVar
 
 import typer
 
 from icectl import progress
 from icectl.cli.render import print_error, render, stderr_console
+from icectl.cli.state import state
 from icectl.config import Config, load_config
 from icectl.errors import ExitCode, IcectlError
 from icectl.storage import FileIO
+from icectl.table import Table, load_table
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-
-
-class _State:
-    """Global options of this invocation (set by the root callback)."""
-
-    debug: bool = False
-    config_path: Path | None = None
-
-
-state = _State()
 
 def command(group: typer.Typer, name: str, **kwargs: Any) -> Callable[[F], F]:
     """Register a command whose function returns a result; render it and map errors to exit codes.
@@ -44,6 +35,8 @@ def command(group: typer.Typer, name: str, **kwargs: Any) -> Callable[[F], F]:
         def wrapper(*args: Any, **kw: Any) -> None:
             as_json = bool(kw.get("json_output")) if as_json_param else False
             try:
+                if state.no_cache:
+                    pass  # TODO(startup): manifest_cache.set_cache_enabled(False) once branch cache lands
                 with progress.reporting(_terminal_reporter()):
                     result = fn(*args, **kw)
                     for warning in getattr(result, "warnings", ()):  # stderr: --json keeps stdout one document
@@ -113,3 +106,9 @@ def _terminal_reporter() -> _RichReporter | None:
 def load_config_and_io() -> tuple[Config, FileIO]:
     config = load_config(state.config_path)
     return config, FileIO(s3=config.s3)
+
+
+def open_table(address: str) -> Table:
+    """The table a command's TABLE argument names, with the config and storage of this run."""
+    config, io = load_config_and_io()
+    return load_table(address, config, io)

@@ -18,8 +18,6 @@ from dataclasses import dataclass
 from dataclasses import fields as dataclass_fields
 from typing import Any
 
-import fastavro
-
 from icectl.codec.avro import (
     AVRO_MAGIC,
     AvroSource,
@@ -165,6 +163,8 @@ def scan_manifest_list_paths(data: bytes) -> list[str] | None:
     each block has exactly one hit per row. A row whose path lies elsewhere, or a path that
     contains ``.avro`` before its end, makes the counts or prefixes disagree, hence ``None``.
     """
+    import fastavro  # here, not at the top: `icectl inspect table` imports this module and reads no Avro
+
     if data[:len(AVRO_MAGIC)] != AVRO_MAGIC:  # fastavro does not check it: the full decode reports it
         return None
     try:
