@@ -8,6 +8,7 @@ one file-system catalog named ``local`` over ``./warehouse`` (``$ICECTL_WAREHOUS
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,9 @@ from icectl.storage import S3Settings
 DEFAULT_CATALOG = "local"
 DEFAULT_WAREHOUSE = "./warehouse"
 CATALOG_TYPES = ("hadoop", "sql", "rest", "glue")
+DEFAULT_CACHE_MAX_BYTES = 2 * 1024**3  # "2GiB"
+_SIZE_UNITS = {"": 1, "b": 1, "k": 1000, "kb": 1000, "m": 1000**2, "mb": 1000**2, "g": 1000**3, "gb": 1000**3,
+               "t": 1000**4, "tb": 1000**4, "kib": 1024, "mib": 1024**2, "gib": 1024**3, "tib": 1024**4}
 _NEEDS_URI = {"sql": "the SQLite file or postgresql:// URL", "rest": "the REST server's base URL"}
 
 
@@ -34,10 +38,34 @@ class CatalogConfig:
 
 
 @dataclass
+class CacheConfig:
+    """``[cache]``: where the manifest cache lives (None: the default folder) and its size bound."""
+
+    dir: str | None = None
+    max_bytes: int = DEFAULT_CACHE_MAX_BYTES
+
+
+def parse_size(text: str | int) -> int:
+    """Bytes from ``"2GiB"``, ``"500MB"``, ``"64k"`` or a plain number (ValueError otherwise)."""
+    if isinstance(text, bool):
+        raise ValueError(f"not a size: {text!r}")
+    if isinstance(text, int):
+        if text < 0:
+            raise ValueError(f"not a size: {text!r}")
+        return text
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", str(text))
+    unit = m.group(2).lower() if m else ""
+    if not m or unit not in _SIZE_UNITS:
+        raise ValueError(f"not a size: {text!r}")
+    return int(float(m.group(1)) * _SIZE_UNITS[unit])
+
+
+@dataclass
 class Config:
     catalogs: dict[str, CatalogConfig]
     default_catalog: str = DEFAULT_CATALOG
     s3: S3Settings = field(default_factory=S3Settings)
+    cache: CacheConfig = field(default_factory=CacheConfig)
     source: str | None = None  # the file it came from, for messages
 
     def catalog(self, name: str | None = None) -> CatalogConfig:
@@ -125,4 +153,18 @@ def parse_config(raw: dict[str, Any], source: str | None = None) -> Config:
                     access_key_id=s3raw.get("access-key-id"),
                     secret_access_key=s3raw.get("secret-access-key"),
                     session_token=s3raw.get("session-token"))
-    return Config(catalogs=catalogs, default_catalog=default, s3=s3, source=source)
+    return Config(catalogs=catalogs, default_catalog=default, s3=s3, cache=_parse_cache(raw, source), source=source)
+
+
+def _parse_cache(raw: dict[str, Any], source: str | None) -> CacheConfig:
+    body = raw.get("cache") or {}
+    if not isinstance(body, dict):
+        raise CorruptInputError("[cache] must be a table", path=source)
+    max_size = body.get("max-size", DEFAULT_CACHE_MAX_BYTES)
+    try:
+        max_bytes = parse_size(max_size)
+    except ValueError:
+        raise CorruptInputError(f"[cache] max-size {max_size!r} is not a size", path=source,
+                                hint='write it like "2GiB", "500MB" or a number of bytes') from None
+    folder = body.get("dir")
+    return CacheConfig(dir=os.path.expanduser(str(folder)) if folder else None, max_bytes=max_bytes)

@@ -72,6 +72,20 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
             terminalreporter.write_line(f"{label:<40} {seconds:6.1f}s")
 
 
+@pytest.fixture(scope="session", autouse=True)
+def manifest_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """Every test (and every icectl process a test starts) uses a manifest cache of this session,
+    never the user's ~/.cache/icectl."""
+    folder = tmp_path_factory.mktemp("icectl-cache")
+    old = os.environ.get("ICECTL_CACHE_DIR")
+    os.environ["ICECTL_CACHE_DIR"] = str(folder)
+    yield folder
+    if old is None:
+        os.environ.pop("ICECTL_CACHE_DIR", None)
+    else:
+        os.environ["ICECTL_CACHE_DIR"] = old
+
+
 @pytest.fixture(scope="session")
 def spark_warehouse(tmp_path_factory: pytest.TempPathFactory) -> str:
     """Per-session warehouse: Iceberg metadata holds absolute paths, so never share one."""

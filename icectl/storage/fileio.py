@@ -1,86 +1,21 @@
-"""File access for local paths and object storage, through fsspec.
-
-Everything icectl reads or writes goes through a :class:`FileIO`, so spec code never
-sees fsspec and every storage failure becomes one of icectl's errors with the path in it.
-"""
+"""The :class:`FileIO`: reads and writes files through fsspec, every failure one of icectl's errors."""
 
 from __future__ import annotations
 
 import errno
 import os
-import posixpath
-import queue
 import stat
-import threading
 import uuid
 from collections.abc import Callable, Iterator, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import IO, Any
-from urllib.parse import urlparse
 
 from icectl.errors import IcectlError, NotFoundError, StorageError
-
-# Hadoop's S3 connectors use these schemes for the same buckets (Spark tables often say s3a://).
-_S3_SCHEMES = {"s3", "s3a", "s3n"}
-
-
-def scheme_of(path: str) -> str:
-    p = urlparse(path)
-    # A Windows drive letter or a bare path has no real scheme.
-    return p.scheme.lower() if len(p.scheme) > 1 else "file"
-
-
-def local_path(path: str) -> str:
-    """``file:/x``, ``file:///x`` and ``/x`` all name the same local file."""
-    if path.startswith("file:"):
-        p = urlparse(path)
-        return p.path or "/"
-    return path
-
-
-def join(base: str, *parts: str) -> str:
-    out = base.rstrip("/")
-    for part in parts:
-        out = f"{out}/{part.strip('/')}"
-    return out
-
-
-def parent(path: str) -> str:
-    if "://" in path:
-        scheme, rest = path.split("://", 1)
-        return f"{scheme}://{posixpath.dirname(rest.rstrip('/'))}"
-    return posixpath.dirname(path.rstrip("/"))
-
-
-def basename(path: str) -> str:
-    return posixpath.basename(path.rstrip("/"))
-
-
-def is_within(path: str, location: str) -> bool:
-    """True when ``path`` lies under the directory ``location`` (scheme and s3a/s3 aliases folded)."""
-    return file_key(path).startswith(file_key(location).rstrip("/") + "/")
-
-
-def checksum_sidecar(path: str) -> str | None:
-    """Hadoop's local file system (Spark's ``file:`` tables) writes ``.<name>.crc`` next to every
-    file and removes it with the file; deleting only the file would leave it behind for good
-    (orphan-file cleanup skips hidden names). ``None`` off local disks."""
-    if scheme_of(path) != "file":
-        return None
-    return posixpath.join(parent(path), f".{basename(path)}.crc")
-
-
-def file_key(path: str) -> str:
-    """One spelling per physical file: ``file:///x``, ``file:/x``, ``/x`` and ``/a/../x`` are one
-    local file, ``s3a://`` and ``s3://`` one object. Compare locations by this, never as text."""
-    s = scheme_of(path)
-    if s == "file":
-        return posixpath.normpath(local_path(path))
-    if s in _S3_SCHEMES:
-        return "s3://" + path.split("://", 1)[1]
-    return path
+from icectl.storage.identity import FileIdentity, local_identity, object_identity
+from icectl.storage.listing import ListedFile, walk_files
+from icectl.storage.local import LOCAL_FILES, native
+from icectl.storage.paths import S3_SCHEMES, basename, join, local_path, parent, scheme_of
 
 
 @dataclass
@@ -156,10 +91,16 @@ class FileIO:
         if scheme == "file":
             fs = self._get("file", {})
             return fs, local_path(path)
-        if scheme in _S3_SCHEMES:
+        if scheme in S3_SCHEMES:
             fs = self._get("s3", self.s3.fsspec_options())
             return fs, path.split("://", 1)[1]
         return self._get(scheme, {}), path
+
+    def _fs(self, path: str) -> tuple[Any, str]:
+        """As :meth:`filesystem`, but local paths go straight to ``os`` (no fsspec import)."""
+        if scheme_of(path) == "file":
+            return LOCAL_FILES, native(local_path(path))
+        return self.filesystem(path)
 
     def _get(self, protocol: str, options: dict[str, Any]) -> Any:
         if protocol not in self._filesystems:
@@ -198,39 +139,81 @@ class FileIO:
             raise
 
     def read(self, path: str) -> bytes:
-        fs, p = self.filesystem(path)
+        fs, p = self._fs(path)
         with self._errors(path, "reading"):
             return fs.cat_file(p)
 
     def read_range(self, path: str, offset: int, length: int) -> bytes:
-        fs, p = self.filesystem(path)
+        fs, p = self._fs(path)
         with self._errors(path, "reading"):
             return fs.cat_file(p, start=offset, end=offset + length)
 
     @contextmanager
     def open(self, path: str) -> Iterator[IO[bytes]]:
-        fs, p = self.filesystem(path)
+        fs, p = self._fs(path)
         with self._errors(path, "opening"), fs.open(p, "rb") as f:
             yield f
 
     def exists(self, path: str) -> bool:
-        fs, p = self.filesystem(path)
+        fs, p = self._fs(path)
         with self._errors(path, "checking"):
             return bool(fs.exists(p))
 
     def is_dir(self, path: str) -> bool:
-        fs, p = self.filesystem(path)
+        fs, p = self._fs(path)
         with self._errors(path, "checking"):
             return bool(fs.isdir(p))
 
     def size(self, path: str) -> int:
-        fs, p = self.filesystem(path)
+        fs, p = self._fs(path)
         with self._errors(path, "checking"):
             return int(fs.size(p))
 
+    def identity(self, path: str) -> FileIdentity | None:
+        """The store's identity of the file's current version (None: the store gives none, so
+        nothing read from it is ever cached). Local: a stat; object storage: a HEAD."""
+        scheme = scheme_of(path)
+        if scheme == "file":
+            with self._errors(path, "checking"):
+                st = os.stat(native(local_path(path)))
+                if stat.S_ISDIR(st.st_mode):
+                    raise IsADirectoryError(path)
+            return local_identity(st)
+        if scheme not in S3_SCHEMES:
+            return None
+        fs, p = self._fs(path)
+        with self._errors(path, "checking"):
+            return object_identity(fs.info(p, refresh=True))
+
+    def read_with_identity(self, path: str) -> tuple[bytes, FileIdentity | None]:
+        """The file's bytes and the identity of exactly the version read (None when the file
+        changed while it was read, or the store gives no identity: do not cache those bytes)."""
+        scheme = scheme_of(path)
+        if scheme == "file":
+            with self._errors(path, "reading"), open(native(local_path(path)), "rb") as f:
+                before = local_identity(os.fstat(f.fileno()))
+                data = f.read()
+                after = local_identity(os.fstat(f.fileno()))  # its racy flag is taken after the read
+            return data, after if after == before else None
+        if scheme not in S3_SCHEMES:
+            return self.read(path), None
+        fs, p = self._fs(path)
+        with self._errors(path, "reading"):
+            try:
+                # s3fs heads the object on open and reads it with If-Match on that ETag: the bytes
+                # are of the version the details name, or FileExpired (replaced meanwhile).
+                with fs.open(p, "rb") as f:
+                    identity = object_identity(f.details)
+                    data = f.read()
+            except OSError as e:
+                if type(e).__name__ != "FileExpired":
+                    raise
+                return self.read(path), None
+        return data, identity
+
     def list_names(self, directory: str) -> list[str]:
         """Base names of the entries directly inside ``directory`` ([] when it does not exist)."""
-        fs, p = self.filesystem(directory)
+        fs, p = self._fs(directory)
         with self._errors(directory, "listing"):
             try:
                 entries = fs.ls(p, detail=False)
@@ -243,7 +226,7 @@ class FileIO:
         return walk_files(self, location, accept, workers=workers)
 
     def write(self, path: str, data: bytes) -> None:
-        fs, p = self.filesystem(path)
+        fs, p = self._fs(path)
         with self._errors(path, "writing"):
             if scheme_of(path) == "file":
                 os.makedirs(os.path.dirname(p) or ".", exist_ok=True)
@@ -251,7 +234,7 @@ class FileIO:
 
     def makedirs(self, path: str) -> None:
         """Create a directory (object stores have none: nothing to do there)."""
-        fs, p = self.filesystem(path)
+        fs, p = self._fs(path)
         if scheme_of(path) != "file":
             return
         with self._errors(path, "creating"):
@@ -259,7 +242,7 @@ class FileIO:
 
     def delete(self, path: str) -> bool:
         """Delete a file; False when it was already gone (not an error for cleanup)."""
-        fs, p = self.filesystem(path)
+        fs, p = self._fs(path)
         with self._errors(path, "deleting"):
             try:
                 fs.rm_file(p)
@@ -271,7 +254,7 @@ class FileIO:
 
     def invalidate(self, path: str) -> None:
         """Forget cached listings under ``path``: another process may have added files since."""
-        fs, p = self.filesystem(path)
+        fs, p = self._fs(path)
         invalidate = getattr(fs, "invalidate_cache", None)
         if invalidate is not None:
             invalidate(p)
@@ -314,7 +297,7 @@ class FileIO:
                 if os.path.exists(local_path(tmp)):
                     self.delete(tmp)
             return created
-        fs, p = self.filesystem(path)
+        fs, p = self._fs(path)
         with self._errors(path, "creating"):
             try:
                 fs.pipe_file(p, data, mode="create")
@@ -373,198 +356,6 @@ class FileIO:
                 raise
             fsync_path(os.path.dirname(local_path(path)) or ".", directory=True)
 
-
-@dataclass(frozen=True)
-class ListedFile:
-    """A listed file: path (spelled as the folder listed), mtime in epoch ms (truncated, as Hadoop
-    gives it), size, and whether it is a symbolic link (local disks; folder links are not entered)."""
-
-    path: str
-    mtime_ms: int
-    size: int
-    is_link: bool = False
-
-
-_LIST_BATCH = 512  # files handed from a listing worker to the consumer at a time
-
-
-def walk_files(io: FileIO, location: str, accept: Callable[[str], bool], *,
-               workers: int = 8) -> Iterator[ListedFile]:
-    """Every file under the folder ``location``, streamed; folders listed in parallel (the first
-    levels on the caller's thread until there are ``workers`` folders, as Java's driver does).
-
-    ``accept(name)`` is asked for every name below ``location``; a folder it refuses is not
-    entered (Hadoop's ``listStatus`` with a path filter). Local disks: ``os.scandir``, a link to
-    a folder is never entered, a link to a file is reported with ``is_link``. Object storage: a
-    flat listing per folder handed out. A folder that vanishes meanwhile is skipped; any other
-    failure raises :class:`StorageError` (a partial listing must not pass for a whole one).
-    """
-    if scheme_of(location) == "file":
-        root = local_path(location).rstrip("/") or "/"
-        base = location.rstrip("/")
-        if not os.path.isdir(root):
-            raise NotFoundError(f"folder not found: {root}", path=root)
-        return _parallel(lambda d: _scan(*(d or (root, base)), accept),
-                         lambda d: _local_tree(d[0], d[1], accept), workers, location)
-    fs, p = io.filesystem(location)
-    prefix = location.split("://", 1)[0] + "://"
-    p = p.rstrip("/")
-    return _parallel(lambda d: _object_top(io, fs, d[0] if d else p, prefix, location, accept, root=not d),
-                     lambda d: _object_tree(io, fs, d[0], prefix, location, accept), workers, location)
-
-
-def _parallel(scan: Callable[[tuple[str, str] | None], tuple[list[ListedFile], list[tuple[str, str]]]],
-              tree: Callable[[tuple[str, str]], Iterator[list[ListedFile]]], workers: int,
-              location: str) -> Iterator[ListedFile]:
-    files, folders = scan(None)  # (None: the root) its files, and its folders as (listing, spelling)
-    yield from files
-    for _level in range(2):  # up to 3 levels here while there are fewer folders than workers
-        if not folders or len(folders) >= workers:
-            break
-        deeper: list[tuple[str, str]] = []
-        for folder in folders:
-            files, subs = scan(folder)
-            yield from files
-            deeper += subs
-        folders = deeper
-    if not folders:
-        return
-    out: queue.Queue[list[ListedFile] | BaseException | None] = queue.Queue(maxsize=4 * max(1, workers))
-    stop = threading.Event()
-
-    def put(item: list[ListedFile] | BaseException | None) -> None:
-        while not stop.is_set():  # a consumer that stopped reading must not block the workers
-            try:
-                return out.put(item, timeout=0.1)
-            except queue.Full:
-                continue
-
-    def run(folder: tuple[str, str]) -> None:
-        try:
-            for batch in tree(folder):
-                if stop.is_set():
-                    return
-                put(batch)
-        except BaseException as e:  # handed to the consumer, raised there
-            put(e)
-        finally:
-            put(None)
-
-    pool = ThreadPoolExecutor(max(1, min(workers, len(folders))), thread_name_prefix="icectl-list")
-    try:
-        for f in folders:
-            pool.submit(run, f)
-        running = len(folders)
-        while running:
-            item = out.get()
-            if item is None:
-                running -= 1
-            elif isinstance(item, BaseException):
-                if isinstance(item, IcectlError):
-                    raise item
-                raise StorageError(f"storage error listing {location}: {item}", path=location) from item
-            else:
-                yield from item
-    finally:
-        stop.set()
-        pool.shutdown(wait=True, cancel_futures=True)
-
-
-def _local_entry(entry: os.DirEntry[str], path: str) -> ListedFile | None:
-    """The file an entry names (None: a folder, a vanished or dangling entry, a socket...)."""
-    try:
-        link = entry.is_symlink()
-        st = entry.stat(follow_symlinks=True) if link else entry.stat(follow_symlinks=False)
-    except FileNotFoundError:
-        if entry.is_symlink():  # a dangling link: a file name in the table all the same
-            return ListedFile(path, 0, 0, is_link=True)
-        return None
-    if not stat.S_ISREG(st.st_mode):
-        return None
-    return ListedFile(path, st.st_mtime_ns // 1_000_000, st.st_size, is_link=link)
-
-
-def _scan(folder: str, base: str, accept: Callable[[str], bool]
-          ) -> tuple[list[ListedFile], list[tuple[str, str]]]:
-    """One folder: its accepted files, and its accepted sub-folders (real folders only)."""
-    files, subs = [], []
-    try:
-        it = os.scandir(folder)
-    except (FileNotFoundError, NotADirectoryError):  # vanished during the walk
-        return [], []
-    except OSError as e:
-        raise StorageError(f"storage error listing {folder}: {e}", path=folder) from e
-    with it:
-        for entry in it:
-            if not accept(entry.name):
-                continue
-            path = f"{base}/{entry.name}"
-            try:
-                is_dir = entry.is_dir(follow_symlinks=False)
-            except FileNotFoundError:  # vanished during the walk
-                continue
-            if is_dir:
-                subs.append((entry.path, path))
-            elif (found := _local_entry(entry, path)) is not None:
-                files.append(found)
-    return files, subs
-
-
-def _local_tree(folder: str, base: str, accept: Callable[[str], bool]) -> Iterator[list[ListedFile]]:
-    todo, batch = [(folder, base)], []
-    while todo:
-        files, subs = _scan(*todo.pop(), accept)
-        batch += files
-        todo += subs
-        if len(batch) >= _LIST_BATCH or not todo:
-            yield batch
-            batch = []
-
-
-def _object_info(info: dict[str, Any], path: str) -> ListedFile:
-    modified = info.get("LastModified") or info.get("mtime")
-    ms = int(modified.timestamp() * 1000) if hasattr(modified, "timestamp") else int(modified or 0)
-    return ListedFile(path, ms, int(info.get("size") or info.get("Size") or 0))
-
-
-def _object_top(io: FileIO, fs: Any, p: str, prefix: str, location: str, accept: Callable[[str], bool],
-                *, root: bool) -> tuple[list[ListedFile], list[tuple[str, str]]]:
-    with io._errors(location, "listing"):
-        try:
-            entries = fs.ls(p, detail=True, refresh=True)
-        except FileNotFoundError:
-            if not root:  # vanished during the walk
-                return [], []
-            raise NotFoundError(f"folder not found: {location}", path=location) from None
-    files: list[ListedFile] = []
-    folders: list[tuple[str, str]] = []
-    for info in entries:
-        name = basename(str(info["name"]))
-        if str(info["name"]).rstrip("/") == p or not accept(name):
-            continue
-        if info.get("type") == "directory":
-            folders.append((str(info["name"]).rstrip("/"), ""))
-        else:
-            files.append(_object_info(info, prefix + str(info["name"])))
-    return files, folders
-
-
-def _object_tree(io: FileIO, fs: Any, folder: str, prefix: str, location: str,
-                 accept: Callable[[str], bool]) -> Iterator[list[ListedFile]]:
-    with io._errors(location, "listing"):
-        found = fs.find(folder, detail=True, withdirs=False)
-    base = folder.rsplit("/", 1)[0]
-    batch: list[ListedFile] = []
-    for name, info in found.items():
-        rel = str(name)[len(base):].strip("/")
-        if any(not accept(part) for part in rel.split("/")) or info.get("type") == "directory":
-            continue
-        batch.append(_object_info(info, prefix + str(name)))
-        if len(batch) >= _LIST_BATCH:
-            yield batch
-            batch = []
-    if batch:
-        yield batch
 
 
 def fsync_path(path: str, *, directory: bool = False) -> None:
