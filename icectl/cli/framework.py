@@ -17,7 +17,7 @@ from icectl.cli.state import state
 from icectl.config import Config, load_config
 from icectl.errors import ExitCode, IcectlError
 from icectl.storage import FileIO
-from icectl.table import Table, load_table
+from icectl.table import Table, load_table, manifest_cache
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -35,8 +35,8 @@ def command(group: typer.Typer, name: str, **kwargs: Any) -> Callable[[F], F]:
         def wrapper(*args: Any, **kw: Any) -> None:
             as_json = bool(kw.get("json_output")) if as_json_param else False
             try:
-                if state.no_cache:
-                    pass  # TODO(startup): manifest_cache.set_cache_enabled(False) once branch cache lands
+                if state.no_cache:  # --no-cache (the root callback only notes it: --help loads no table layer)
+                    manifest_cache.set_cache_enabled(False)
                 with progress.reporting(_terminal_reporter()):
                     result = fn(*args, **kw)
                     for warning in getattr(result, "warnings", ()):  # stderr: --json keeps stdout one document
@@ -105,6 +105,7 @@ def _terminal_reporter() -> _RichReporter | None:
 
 def load_config_and_io() -> tuple[Config, FileIO]:
     config = load_config(state.config_path)
+    manifest_cache.configure_cache(config.cache)  # the [cache] of --config FILE, not of the default file
     return config, FileIO(s3=config.s3)
 
 

@@ -86,6 +86,10 @@ COMMANDS: dict[str, LazyCommand] = {
     "properties": LazyCommand("properties_cmd", "register",
                               "List, set and unset table properties (Spark's ALTER TABLE ... SET / UNSET "
                               "TBLPROPERTIES)."),
+    "cache": LazyCommand("cache_cmd", "register",
+                         "The manifest cache: decoded manifests and manifest lists kept on the local disk between "
+                         "runs (folder: $ICECTL_CACHE_DIR, [cache] dir, or ~/.cache/icectl; off: ICECTL_CACHE=off or "
+                         "--no-cache)."),
 }
 
 # `icectl inspect VIEW`: the views of the metadata file alone, and those that read manifests

@@ -196,3 +196,11 @@ def test_values_are_still_converted_and_checked(small_table: Path, tmp_path: Pat
     assert r.exit_code == 3 and "missing.toml" in r.stderr
     r = _invoke("inspect", "schema", "--schema-id", "0", "--json", str(small_table))
     assert r.exit_code == 0 and [row["name"] for row in json.loads(r.stdout)["rows"]] == ["id", "name"]
+
+
+@pytest.mark.parametrize("flag, enabled", [(["--no-cache"], False), ([], True)])
+def test_no_cache_turns_the_manifest_cache_off(flag: list[str], enabled: bool, tmp_path: Path) -> None:
+    code, _, out = run_fresh([*flag, "cache", "info", "--json"], tmp_path, ICECTL_CACHE_DIR=str(tmp_path / "cache"))
+    assert code == 0, out
+    doc = json.loads(out)
+    assert doc["enabled"] is enabled and doc["dir"] == str(tmp_path / "cache")
