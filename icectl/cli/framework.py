@@ -77,13 +77,15 @@ class _RichReporter:
     """Progress bars on stderr (transient: they vanish when the work is done)."""
 
     def __init__(self) -> None:
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-        self.progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                                 TimeElapsedColumn(), console=stderr_console(), transient=True)
+        self.progress: Any = None  # made on the first task: rich.progress costs 25 ms to import
         self.active = 0
 
     def start(self, description: str, total: int | None) -> object:
+        if self.progress is None:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+            self.progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                     TimeElapsedColumn(), console=stderr_console(), transient=True)
         if self.active == 0:
             self.progress.start()
         self.active += 1

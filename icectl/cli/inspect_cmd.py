@@ -22,7 +22,7 @@ from icectl.ops.inspect_metadata import (
     snapshot_rows,
     table_overview,
 )
-from icectl.ops.results import TableOverview
+from icectl.ops.view_results import TableOverview
 from icectl.results import RowsResult
 
 inspect_app = typer.Typer(

@@ -29,8 +29,11 @@ from icectl.cli.registry import COMMANDS, INSPECT_COMMANDS, LazyGroup, load_comm
 ROOT = Path(__file__).resolve().parents[2]
 
 WRAPPER = """
-import json, sys
+import json, os, sys
 report, argv = sys.argv[1], json.loads(sys.argv[2])
+if os.environ.get("STARTUP_TEST_TTY"):  # stderr a terminal, as for a person at the keyboard
+    _, tty = os.openpty()
+    os.dup2(tty, 2)
 sys.argv = ["icectl", *argv]
 code = 0
 try:
@@ -43,7 +46,7 @@ with open(report, "w") as f:
 """
 
 # Never needed to print help, the version or a table's overview.
-HEAVY = ("pyarrow", "fastavro", "pyroaring", "s3fs", "aiobotocore", "botocore", "boto3", "psycopg", "numpy",
+HEAVY = ("pyarrow", "fastavro", "pyroaring", "fsspec", "s3fs", "aiobotocore", "botocore", "boto3", "psycopg", "numpy",
          "pydantic", "sqlite3", "rich.table")
 # `icectl --help` and `--version` need the root command alone.
 ROOT_ONLY = {"icectl", "icectl.cli", "icectl.cli.app", "icectl.cli.registry", "icectl.cli.state",
@@ -84,7 +87,7 @@ def test_help_and_version_load_the_root_command_alone(args: list[str], tmp_path:
     assert code in (0, 2)  # no arguments: help, with click's usage exit code
     assert ("icectl 0." in out) if args == ["--version"] else ("Commands:" in out)
     assert loaded(modules, ("icectl",)) == sorted(ROOT_ONLY & modules), "only the root command is imported"
-    assert not loaded(modules, (*HEAVY, "rich", "fsspec")), "nothing heavy for --help / --version"
+    assert not loaded(modules, (*HEAVY, "rich")), "nothing heavy for --help / --version"
 
 
 @pytest.mark.parametrize("json_flag", [["--json"], []])
@@ -204,3 +207,13 @@ def test_no_cache_turns_the_manifest_cache_off(flag: list[str], enabled: bool, t
     assert code == 0, out
     doc = json.loads(out)
     assert doc["enabled"] is enabled and doc["dir"] == str(tmp_path / "cache")
+
+
+def test_a_terminal_loads_no_progress_bars_until_there_is_progress(small_table: Path, tmp_path: Path) -> None:
+    code, modules, out = run_fresh(["inspect", "table", str(small_table)], tmp_path, STARTUP_TEST_TTY="1")
+    assert code == 0 and f"Table {small_table}" in out
+    assert not loaded(modules, ("rich.progress",)), "rich.progress (25 ms) loaded with nothing to show"
+    # ... and still shows them where there is: validate reports "checking snapshots".
+    code, modules, out = run_fresh(["validate", str(small_table)], tmp_path, STARTUP_TEST_TTY="1")
+    assert code == 0, out
+    assert loaded(modules, ("rich.progress",))
