@@ -13,7 +13,7 @@ dry run and a real run share one class and differ in which keys they carry. Rows
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Final, Protocol, runtime_checkable
 
@@ -148,6 +148,9 @@ class RowsResult:
     meta: dict[str, Any] | Part = field(default_factory=dict)  # table, snapshot id, ...: goes into the JSON too
     exit_code: int = 0
     warnings: list[str] = field(default_factory=list)
+    # A faster way to the same JSON text: given the renderer's encoder of one row, chunks of the
+    # "rows" array's text (rows joined by ",\n"), byte for byte what encoding ``rows`` gives.
+    json_text: Callable[[Callable[[Any], str]], Iterable[str]] | None = None
 
     def json_head(self) -> dict[str, Any]:
         """The document's keys before ``rows``."""

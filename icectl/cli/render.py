@@ -89,9 +89,11 @@ def _render_json(result: Result, out: TextIO) -> None:
         head = result.json_head()
         out.write(to_json(head)[:-1] + (", " if head else "") + '"rows": [')
         first = True
-        for row in result.rows:
-            out.write(("" if first else ",\n") + to_json(row))
-            first = False
+        chunks = (to_json(row) for row in result.rows) if result.json_text is None else result.json_text(to_json)
+        for chunk in chunks:
+            if chunk:  # a chunk holds one row or, from json_text, several
+                out.write(("" if first else ",\n") + chunk)
+                first = False
         out.write("]}\n")
     else:
         out.write(to_json(result.to_json()) + "\n")

@@ -122,6 +122,26 @@ def read_manifest_list(stream: AvroSource, *, format_version: int,
     entry it has already built: a manifest's row is copied unchanged from list to list once its
     snapshot committed it. Entries built here are added to it.
     """
+    reader, names, summary_names = open_manifest_list(stream, format_version=format_version)
+    build = _manifest_file_builder(names, summary_names)
+    if reuse is None:
+        manifests = [build(rec) for rec in read_records(reader)]
+    else:
+        path_name = names["manifest_path"]
+        manifests = []
+        for rec in read_records(reader):
+            known = reuse.get(rec.get(path_name))
+            if known is None:
+                known = build(rec)
+                reuse[known.manifest_path] = known
+            manifests.append(known)
+    return ManifestList(manifests, dict(reader.metadata))
+
+
+def open_manifest_list(stream: AvroSource, *, format_version: int
+                       ) -> tuple[Any, dict[str, str], dict[str, str]]:
+    """Open a manifest list and check its schema: (fastavro reader, manifest_file spec name -> Avro
+    name, field_summary spec name -> Avro name)."""
     _check_format_version(format_version)
     reader = open_reader(as_stream(stream))
     schema = writer_schema(reader)
@@ -137,19 +157,7 @@ def read_manifest_list(stream: AvroSource, *, format_version: int,
         if not isinstance(element, dict) or element.get("type") != "record":
             raise CorruptInputError("manifest list 'partitions' is not a list of field_summary records")
         summary_names = field_names(element, FIELD_SUMMARY_FIELD_IDS)
-    build = _manifest_file_builder(names, summary_names)
-    if reuse is None:
-        manifests = [build(rec) for rec in read_records(reader)]
-    else:
-        path_name = names["manifest_path"]
-        manifests = []
-        for rec in read_records(reader):
-            known = reuse.get(rec.get(path_name))
-            if known is None:
-                known = build(rec)
-                reuse[known.manifest_path] = known
-            manifests.append(known)
-    return ManifestList(manifests, dict(reader.metadata))
+    return reader, names, summary_names
 
 
 def scan_manifest_list_paths(data: bytes) -> list[str] | None:
@@ -290,6 +298,28 @@ def read_manifest(
     are left ``None`` without being converted. (fastavro must still step over their bytes: Avro
     arrays carry no byte size, and a reader-schema projection measured slower, not faster.)
     """
+    layout = open_manifest(stream, partition_type=partition_type, format_version=format_version, fields=fields)
+    return _entries(layout.reader, manifest, format_version, layout.entry_names, layout.file_names,
+                    layout.wanted, layout.partition)
+
+
+@dataclass(frozen=True, slots=True)
+class ManifestLayout:
+    """An opened manifest: its fastavro reader and where each spec field is in its Avro schema."""
+
+    reader: Any
+    schema: dict[str, Any]            # the writer schema JSON (manifest_entry record)
+    named: dict[str, Any]             # its named types
+    entry_names: dict[str, str]       # manifest_entry spec name -> Avro name
+    file_schema: dict[str, Any]       # the data_file record
+    file_names: dict[str, str]        # data_file spec name -> Avro name
+    wanted: set[str]                  # the data_file fields to decode
+    partition: Callable[[Any], tuple[Any, ...]] | None  # Avro partition record -> typed tuple
+
+
+def open_manifest(stream: AvroSource, *, partition_type: StructType, format_version: int,
+                  fields: set[str] | frozenset[str] | None = None) -> ManifestLayout:
+    """Open a manifest and check its schema (what :func:`read_manifest` does before the first record)."""
     _check_format_version(format_version)
     if fields is not None:
         unknown = set(fields) - set(DATA_FILE_FIELD_IDS)
@@ -314,10 +344,12 @@ def read_manifest(
     partition = None
     if "partition" in wanted and "partition" in file_names:
         partition_schema = resolve_type(record_field(file_schema, file_names["partition"])["type"], named)
-        partition = _partition_decoder(partition_schema, partition_type)
+        partition = partition_decoder(partition_schema, partition_type)
     elif "partition" in wanted:
         raise CorruptInputError("manifest data_file has no partition field")
-    return _entries(reader, manifest, format_version, entry_names, file_names, wanted, partition)
+    return ManifestLayout(reader, schema, named, entry_names, file_schema, file_names, wanted, partition)
+
+
 
 
 def _entries(reader: Any, manifest: ManifestFile, format_version: int, entry_names: dict[str, str],
@@ -396,7 +428,7 @@ class _EntryDecoder:
 
 # --------------------------------------------------------------------------- partition values
 
-def _partition_decoder(avro_schema: Any,
+def partition_decoder(avro_schema: Any,
                        partition_type: StructType) -> Callable[[Any], tuple[Any, ...]]:
     """A function turning an Avro partition record into a tuple in ``partition_type`` order."""
     if not partition_type.fields:

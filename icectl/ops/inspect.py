@@ -8,13 +8,22 @@ Each function takes a loaded :class:`~icectl.table.Table` and returns a result o
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from enum import Enum
 from typing import Any
 
 from icectl.codec.puffin import decode_deletion_vector
 from icectl.errors import CorruptInputError, IcectlError
-from icectl.ops.inspect_metadata import (
+from icectl.ops.inspect_files import (
+    FILE_FIELDS,
+    METRIC_FIELDS,
+    PartitionMapper,
+    file_row,
+    file_rows_json,
+    human_value,
+)
+from icectl.ops.inspect_metadata import (  # re-exported: callers use icectl.ops.inspect for every view
+    Millis,
     history_rows,
     iso_timestamp,
     metadata_log_rows,
@@ -25,13 +34,18 @@ from icectl.ops.inspect_metadata import (
     view_meta,
 )
 from icectl.results import RowsResult
-from icectl.spec.manifest import DataFile, DataFileContent, ManifestContent, ManifestEntry, ManifestFile
+from icectl.spec.manifest import DataFileContent, ManifestContent, ManifestEntry, ManifestFile
 from icectl.spec.metadata import TableMetadata
 from icectl.spec.schema import NestedField, StructType
 from icectl.spec.snapshots import Snapshot
-from icectl.spec.values import to_human
 from icectl.table import Table
 from icectl.table.scan import iter_entries, manifests_of
+
+__all__ = [
+    "CONTENT_NAMES", "STATUS_NAMES", "ContentFilter", "Millis", "dv_rows", "entry_rows", "file_rows",
+    "history_rows", "manifest_rows", "metadata_log_rows", "partition_rows", "ref_rows", "schema_rows",
+    "snapshot_rows", "table_overview",
+]
 
 
 class ContentFilter(str, Enum):
@@ -42,12 +56,6 @@ class ContentFilter(str, Enum):
 
 CONTENT_NAMES = {0: "data", 1: "position_deletes", 2: "equality_deletes"}
 STATUS_NAMES = {0: "EXISTING", 1: "ADDED", 2: "DELETED"}
-
-# The views of the metadata file alone live in icectl.ops.inspect_metadata (light to import, for
-# `icectl inspect table` and its like); they stay importable from here.
-__all__ = ["CONTENT_NAMES", "STATUS_NAMES", "ContentFilter", "dv_rows", "entry_rows", "file_rows",
-           "history_rows", "manifest_rows", "metadata_log_rows", "partition_rows", "ref_rows", "schema_rows",
-           "snapshot_rows", "table_overview"]
 
 
 # --------------------------------------------------------------------------- manifest views
@@ -74,19 +82,10 @@ def _partition_summaries(md: TableMetadata, m: ManifestFile) -> list[dict[str, A
     return out
 
 
-def _human(f: NestedField, value: Any) -> Any:
-    if value is None or (isinstance(value, bytes | bytearray) and not f.field_type.is_primitive):
-        return value
-    try:
-        return to_human(f.field_type, value)
-    except Exception:  # display only: never fail a view over one odd value
-        return str(value)
-
-
 def _human_string(f: NestedField, value: Any) -> str | None:
     if value is None:
         return None
-    h = _human(f, value)
+    h = human_value(f, value)
     if isinstance(h, bool):
         return "true" if h else "false"
     return str(h)
@@ -142,94 +141,6 @@ def manifest_rows(table: Table, *, snapshot_id: int | None = None, ref: str | No
 # --------------------------------------------------------------------------- file views
 
 
-class _PartitionMapper:
-    """Maps a file's partition tuple (its own spec's order) onto the unified partition struct."""
-
-    def __init__(self, md: TableMetadata) -> None:
-        self.md = md
-        self.unified = md.unified_partition_type()
-        self._by_spec: dict[int, list[tuple[int, NestedField]]] = {}
-        self._cache: dict[tuple[int, Any], dict[str, Any]] = {}
-
-    def to_dict(self, spec_id: int, values: tuple[Any, ...] | None) -> dict[str, Any]:
-        # Tables have few distinct partitions and many files: format each partition once.
-        try:
-            key = (spec_id, values)
-            cached = self._cache.get(key)
-        except TypeError:  # an unhashable value: format it every time
-            key, cached = None, None
-        if cached is None:
-            cached = self._to_dict(spec_id, values)
-            if key is not None and len(self._cache) < 100_000:
-                self._cache[key] = cached
-        return dict(cached)
-
-    def _to_dict(self, spec_id: int, values: tuple[Any, ...] | None) -> dict[str, Any]:
-        if spec_id not in self._by_spec:
-            spec = self.md.spec_by_id(spec_id)
-            ptype = self.md.partition_type(spec) if spec else StructType(())
-            pos = {f.field_id: i for i, f in enumerate(ptype.fields)}
-            self._by_spec[spec_id] = [(pos.get(u.field_id, -1), u) for u in self.unified.fields]
-        out: dict[str, Any] = {}
-        for i, u in self._by_spec[spec_id]:
-            v = values[i] if values is not None and 0 <= i < len(values) else None
-            out[u.name] = None if v is None else _human(u, v)
-        return out
-
-    def key(self, spec_id: int, values: tuple[Any, ...] | None) -> tuple[Any, ...]:
-        d = self.to_dict(spec_id, values)
-        return tuple(d.values())
-
-
-FILE_FIELDS = ("content", "file_path", "file_format", "partition", "record_count", "file_size_in_bytes",
-               "split_offsets", "equality_ids", "sort_order_id", "key_metadata", "first_row_id",
-               "referenced_data_file", "content_offset", "content_size_in_bytes")
-METRIC_FIELDS = ("column_sizes", "value_counts", "null_value_counts", "nan_value_counts", "lower_bounds",
-                 "upper_bounds")
-
-
-def _file_row(md: TableMetadata, mapper: _PartitionMapper, m: ManifestFile, f: DataFile,
-              metrics: bool) -> dict[str, Any]:
-    row: dict[str, Any] = {
-        "content": int(f.content), "file_path": f.file_path, "file_format": f.file_format,
-        "spec_id": m.partition_spec_id, "partition": mapper.to_dict(m.partition_spec_id, f.partition),
-        "record_count": f.record_count, "file_size_in_bytes": f.file_size_in_bytes,
-        "split_offsets": list(f.split_offsets) if f.split_offsets is not None else None,
-        "equality_ids": list(f.equality_ids) if f.equality_ids is not None else None,
-        "sort_order_id": f.sort_order_id, "key_metadata": f.key_metadata,
-    }
-    if md.format_version >= 3:
-        row["first_row_id"] = f.first_row_id
-    if md.format_version >= 2:
-        row["referenced_data_file"] = f.referenced_data_file
-    if md.format_version >= 3:
-        row["content_offset"] = f.content_offset
-        row["content_size_in_bytes"] = f.content_size_in_bytes
-    if metrics:
-        for name in METRIC_FIELDS[:4]:
-            row[name] = getattr(f, name)
-        row["lower_bounds"] = f.lower_bounds
-        row["upper_bounds"] = f.upper_bounds
-        row["readable_metrics"] = _readable_metrics(md, f)
-    return row
-
-
-def _readable_metrics(md: TableMetadata, f: DataFile) -> dict[str, Any]:
-    schema = md.schema()
-    out: dict[str, Any] = {}
-    lower, upper = f.lower_bound_values(schema), f.upper_bound_values(schema)
-    for fid in schema.field_ids():
-        field = schema.find_field(fid)
-        if field is None or not field.field_type.is_primitive:
-            continue
-        out[schema.column_name(fid) or str(fid)] = {
-            "column_size": (f.column_sizes or {}).get(fid), "value_count": (f.value_counts or {}).get(fid),
-            "null_value_count": (f.null_value_counts or {}).get(fid),
-            "nan_value_count": (f.nan_value_counts or {}).get(fid),
-            "lower_bound": _human(field, lower.get(fid)), "upper_bound": _human(field, upper.get(fid))}
-    return out
-
-
 def _file_columns(md: TableMetadata, metrics: bool) -> list[str]:
     cols = ["content", "file_path", "file_format", "spec_id", "partition", "record_count",
             "file_size_in_bytes"]
@@ -259,14 +170,18 @@ def file_rows(table: Table, *, snapshot_id: int | None = None, ref: str | None =
         manifests = [m for m in manifests if m.content == ManifestContent.DATA]
     elif content == ContentFilter.DELETES:
         manifests = [m for m in manifests if m.content == ManifestContent.DELETES]
-    mapper = _PartitionMapper(md)
+    mapper = PartitionMapper(md)
 
     def rows() -> Iterator[dict[str, Any]]:
         for m, e in iter_entries(md, table.io, manifests, fields=_wanted_fields(metrics), live_only=True):
-            yield _file_row(md, mapper, m, e.data_file, metrics)
+            yield file_row(md, mapper, m, e.data_file, metrics)
+
+    def json_text(encode: Callable[[Any], str]) -> Iterator[str]:
+        return file_rows_json(md, table.io, manifests, mapper, encode)
 
     return RowsResult("files", f"Files of {table.identifier}", _file_columns(md, metrics), rows(),
-                      view_meta(table, snapshot_id=snap.snapshot_id if snap else None))
+                      view_meta(table, snapshot_id=snap.snapshot_id if snap else None),
+                      json_text=None if metrics else json_text)
 
 
 def entry_rows(table: Table, *, snapshot_id: int | None = None, ref: str | None = None,
@@ -275,7 +190,7 @@ def entry_rows(table: Table, *, snapshot_id: int | None = None, ref: str | None 
     md = table.metadata
     snap = _snapshot_or_none(table, snapshot_id, ref)
     manifests = manifests_of(md, snap, table.io) if snap else []
-    mapper = _PartitionMapper(md)
+    mapper = PartitionMapper(md)
 
     def rows() -> Iterator[dict[str, Any]]:
         for m, e in iter_entries(md, table.io, manifests, fields=_wanted_fields(metrics)):
@@ -286,11 +201,11 @@ def entry_rows(table: Table, *, snapshot_id: int | None = None, ref: str | None 
                        "data_file"], rows(), view_meta(table, snapshot_id=snap.snapshot_id if snap else None))
 
 
-def _entry_row(md: TableMetadata, mapper: _PartitionMapper, m: ManifestFile, e: ManifestEntry,
+def _entry_row(md: TableMetadata, mapper: PartitionMapper, m: ManifestFile, e: ManifestEntry,
                metrics: bool) -> dict[str, Any]:
     return {"status": int(e.status), "snapshot_id": e.snapshot_id, "sequence_number": e.sequence_number,
             "file_sequence_number": e.file_sequence_number, "manifest_path": m.manifest_path,
-            "data_file": _file_row(md, mapper, m, e.data_file, metrics)}
+            "data_file": file_row(md, mapper, m, e.data_file, metrics)}
 
 
 def partition_rows(table: Table, *, snapshot_id: int | None = None, ref: str | None = None) -> RowsResult:
@@ -298,7 +213,7 @@ def partition_rows(table: Table, *, snapshot_id: int | None = None, ref: str | N
     md = table.metadata
     snap = _snapshot_or_none(table, snapshot_id, ref)
     manifests = manifests_of(md, snap, table.io) if snap else []
-    mapper = _PartitionMapper(md)
+    mapper = PartitionMapper(md)
     partitioned = bool(mapper.unified.fields)
     by_id = {s.snapshot_id: s for s in md.snapshots}
     groups: dict[tuple[Any, ...], dict[str, Any]] = {}

@@ -1,9 +1,7 @@
-"""The read-only views of a table that need its metadata file alone (``icectl inspect table``,
-``schema``, ``snapshots``, ``history``, ``refs``, ``metadata-log``), named and shaped like Spark's
-Iceberg metadata tables.
+"""The metadata-only views of ``inspect``: overview, schema, snapshots, history, refs, metadata log.
 
-Kept apart from :mod:`icectl.ops.inspect` (the views that read manifests) so that these commands
-never import the manifest readers, Avro or Arrow: they start in a few hundredths of a second.
+They read the table metadata alone, so this module imports nothing of the manifest read path
+(``icectl inspect table`` starts without pyarrow or fastavro). :mod:`icectl.ops.inspect` re-exports them.
 """
 
 from __future__ import annotations
@@ -13,7 +11,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from icectl.errors import NotFoundError
-from icectl.ops.view_results import SchemaBrief, SnapshotBrief, SortOrderBrief, SpecBrief, TableOverview, TableViewMeta
+from icectl.ops.results import SchemaBrief, SnapshotBrief, SortOrderBrief, SpecBrief, TableOverview, TableViewMeta
 from icectl.results import UNSET, RowsResult
 from icectl.spec.durations import human_duration
 from icectl.spec.metadata import TableMetadata

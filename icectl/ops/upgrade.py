@@ -23,7 +23,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from icectl.codec.manifest_reader import read_manifest
 from icectl.codec.root_manifest import (
     ContentEntry,
     ContentStats,
@@ -42,6 +41,7 @@ from icectl.storage import FileIO
 from icectl.table import Table
 from icectl.table.commit import discard_on_failure, new_snapshot_id
 from icectl.table.layout.root import column_types, encode_root, root_path
+from icectl.table.manifest_read import manifest_entries
 from icectl.table.scan import DEFAULT_WORKERS, iter_entries, manifests_of
 from icectl.table.scan_v4 import TreeManifest, read_tree_entries, tree_manifests
 from icectl.table.snapshot_writer import commit_snapshots, new_snapshot
@@ -192,8 +192,8 @@ def _live_keys_both(md: TableMetadata, upgraded: TableMetadata, io: FileIO, mani
         data = io.read(path)
         try:
             b = [_key(m, e) for m in olds.get(path, [])
-                 for e in read_manifest(data, manifest=m, partition_type=md.partition_type(m.partition_spec_id),
-                                        format_version=md.format_version) if e.is_live]
+                 for e in manifest_entries(io, m, partition_type=md.partition_type(m.partition_spec_id),
+                                           format_version=md.format_version, data=data) if e.is_live]
         except IcectlError as err:
             err.path = err.path or path
             raise

@@ -9,32 +9,37 @@ from __future__ import annotations
 
 import os
 from collections import deque
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from typing import TYPE_CHECKING, TypeVar
 
 from icectl import progress
 from icectl.codec.avro import probe_avro_file
-from icectl.codec.manifest_reader import read_manifest, read_manifest_list, read_manifest_metadata
+from icectl.codec.manifest_reader import read_manifest_metadata
 from icectl.errors import CorruptInputError, IcectlError, NotFoundError
 from icectl.spec.manifest import ManifestContent, ManifestEntry, ManifestFile
 from icectl.spec.metadata import TableMetadata
 from icectl.spec.schema import StructType
 from icectl.spec.snapshots import Snapshot
 from icectl.storage import FileIO
-from icectl.table.scan_v4 import TreeManifest, read_tree_entries, tree_manifests
+from icectl.table.manifest_read import ReadOptions, batch_options, manifest_arrow, manifest_entries, manifest_list
+from icectl.table.scan_v4 import TreeManifest, read_tree_entries, tree_manifests, v4_leaf_reader
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 DEFAULT_WORKERS = min(16, 4 * (os.cpu_count() or 2))
+_T = TypeVar("_T")
 
 
-def manifests_of(metadata: TableMetadata, snapshot: Snapshot, io: FileIO) -> list[ManifestFile]:
+def manifests_of(metadata: TableMetadata, snapshot: Snapshot, io: FileIO, *,
+                 use_cache: bool = True) -> list[ManifestFile]:
     """The manifests of a snapshot: its manifest list, or a v1 snapshot's embedded ``manifests``, or
-    a v4 snapshot's leaves and root-level file groups (:mod:`icectl.table.scan_v4`)."""
+    a v4 snapshot's leaves and root-level file groups (:mod:`icectl.table.scan_v4`).
+    ``use_cache=False``: read the manifest list itself, not the manifest cache."""
     if snapshot.manifest_list:
-        data = io.read(snapshot.manifest_list)
-        try:
-            return list(read_manifest_list(data, format_version=metadata.format_version))
-        except IcectlError as e:
-            raise e.in_file(snapshot.manifest_list) from None
+        return list(manifest_list(io, snapshot.manifest_list, format_version=metadata.format_version,
+                                  use_cache=use_cache))
     if snapshot.manifests is not None:
         return [_embedded_manifest(path, io) for path in snapshot.manifests]
     if snapshot.root_manifest:
@@ -53,15 +58,11 @@ def _embedded_manifest(path: str, io: FileIO) -> ManifestFile:
 
 
 def _read_entries(metadata: TableMetadata, io: FileIO, manifest: ManifestFile, ptype: StructType,
-                  fields: frozenset[str] | None) -> list[ManifestEntry]:
+                  fields: frozenset[str] | None, options: ReadOptions) -> list[ManifestEntry]:
     if isinstance(manifest, TreeManifest):  # part of a v4 snapshot: manifest DVs, root-level files
-        return read_tree_entries(metadata, io, manifest, ptype, fields)
-    data = io.read(manifest.manifest_path)
-    try:
-        return list(read_manifest(data, manifest=manifest, partition_type=ptype,
-                                  format_version=metadata.format_version, fields=fields))
-    except IcectlError as e:
-        raise e.in_file(manifest.manifest_path) from None
+        return read_tree_entries(metadata, io, manifest, ptype, fields, options=options)
+    return manifest_entries(io, manifest, partition_type=ptype, format_version=metadata.format_version,
+                            fields=fields, options=options)
 
 
 def iter_entries(
@@ -72,24 +73,61 @@ def iter_entries(
     fields: Iterable[str] | None = None,
     live_only: bool = False,
     workers: int = DEFAULT_WORKERS,
+    use_cache: bool = True,
 ) -> Iterator[tuple[ManifestFile, ManifestEntry]]:
     """Entries of the given manifests, in order, each with the manifest it came from.
 
-    ``fields`` limits the ``data_file`` fields decoded (see ``read_manifest``); ``live_only``
-    drops DELETED entries.
+    ``fields`` limits the ``data_file`` fields converted (see ``read_manifest``); ``live_only``
+    drops DELETED entries; ``use_cache=False`` decodes the files themselves (``validate --deep``).
+    Manifests are read by threads and, for a big batch, decoded in worker processes
+    (:mod:`icectl.table.manifest_read`).
     """
     wanted = frozenset(fields) if fields is not None else None
+
+    def read(m: ManifestFile, ptype: StructType, options: ReadOptions) -> list[ManifestEntry]:
+        return _read_entries(metadata, io, m, ptype, wanted, options)
+
+    for m, entries in _read_ahead(metadata, manifests, read, workers, use_cache):
+        for e in entries:
+            if live_only and not e.is_live:
+                continue
+            yield m, e
+
+
+def iter_manifest_tables(
+    metadata: TableMetadata, io: FileIO, manifests: Iterable[ManifestFile], *,
+    workers: int = DEFAULT_WORKERS, use_cache: bool = True,
+) -> Iterator[tuple[ManifestFile, pa.Table | list[ManifestEntry]]]:
+    """Each manifest as its Arrow table (:func:`icectl.codec.manifest_arrow.manifest_table`: every
+    entry, DELETED ones included), in order; as entries when it has no table (a v4 root group or
+    leaf with a manifest DV, a manifest the Arrow form cannot hold). Streams like :func:`iter_entries`."""
+
+    def read(m: ManifestFile, ptype: StructType, options: ReadOptions) -> pa.Table | list[ManifestEntry]:
+        if isinstance(m, TreeManifest) and (m.is_root_group or m.deleted_positions):
+            return read_tree_entries(metadata, io, m, ptype, options=options)
+        return manifest_arrow(io, m, partition_type=ptype, format_version=metadata.format_version,
+                              options=options,
+                              other_format=v4_leaf_reader(metadata, m, ptype) if isinstance(m, TreeManifest) else None)
+
+    yield from _read_ahead(metadata, manifests, read, workers, use_cache)
+
+
+def _read_ahead(metadata: TableMetadata, manifests: Iterable[ManifestFile],
+                read: Callable[[ManifestFile, StructType, ReadOptions], _T], workers: int,
+                use_cache: bool) -> Iterator[tuple[ManifestFile, _T]]:
+    """``read`` of each manifest, in threads, yielded in order with a bounded read-ahead."""
     todo = list(manifests)
     if not todo:
         return
     ptypes = {sid: metadata.partition_type(sid) for sid in {m.partition_spec_id for m in todo}}
+    options = batch_options(todo, use_cache=use_cache)
     with (progress.task("reading manifests", len(todo)) as advance,
           ThreadPoolExecutor(max_workers=max(1, min(workers, len(todo)))) as pool):
-        pending: deque[tuple[ManifestFile, Future[list[ManifestEntry]]]] = deque()
+        pending: deque[tuple[ManifestFile, Future[_T]]] = deque()
         ahead = max(2, workers * 2)  # bounded read-ahead: memory stays flat however big the table
+
         def submit(m: ManifestFile) -> None:
-            fut = pool.submit(_read_entries, metadata, io, m, ptypes[m.partition_spec_id], wanted)
-            pending.append((m, fut))
+            pending.append((m, pool.submit(read, m, ptypes[m.partition_spec_id], options)))
 
         it = iter(todo)
         for m in it:
@@ -98,15 +136,12 @@ def iter_entries(
                 break
         while pending:
             m, fut = pending.popleft()
-            entries = fut.result()
+            got = fut.result()
             advance(1)
             nxt = next(it, None)
             if nxt is not None:
                 submit(nxt)
-            for e in entries:
-                if live_only and not e.is_live:
-                    continue
-                yield m, e
+            yield m, got
 
 
 def data_manifests(manifests: Iterable[ManifestFile]) -> list[ManifestFile]:

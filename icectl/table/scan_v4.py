@@ -14,12 +14,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from pyroaring import BitMap64
-
-from icectl.codec.manifest_reader import read_manifest, read_manifest_metadata
+from icectl.codec.manifest_reader import read_manifest_metadata
 from icectl.codec.root_manifest import manifest_dv_positions, read_v4_manifest, v4_format_version
 from icectl.errors import CorruptInputError, IcectlError
 from icectl.spec.content_entry import (
@@ -36,6 +35,10 @@ from icectl.spec.metadata import TableMetadata
 from icectl.spec.schema import IcebergType, StructType
 from icectl.spec.snapshots import Snapshot
 from icectl.storage import FileIO
+from icectl.table.manifest_read import DEFAULT_READ, ReadOptions, manifest_entries
+
+if TYPE_CHECKING:
+    from pyroaring import BitMap64
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,30 +183,43 @@ def leaf_rows(metadata: TableMetadata, io: FileIO, manifest: ManifestFile) -> li
 
 
 def read_leaf(metadata: TableMetadata, io: FileIO, manifest: ManifestFile, ptype: StructType,
-              fields: Iterable[str] | None = None, data: bytes | None = None) -> list[ManifestEntry]:
-    """Every row of a leaf (v1-v4), in file order, inherited from ``manifest``; no DV applied."""
+              fields: Iterable[str] | None = None, data: bytes | None = None,
+              options: ReadOptions = DEFAULT_READ) -> list[ManifestEntry]:
+    """Every row of a leaf (v1-v4), in file order, inherited from ``manifest``; no DV applied.
+    A v1-v3 leaf is an ordinary manifest, read through the manifest cache."""
+    return manifest_entries(io, manifest, partition_type=ptype, format_version=metadata.format_version,
+                            fields=fields, options=options, data=data,
+                            other_format=v4_leaf_reader(metadata, manifest, ptype))
+
+
+def v4_leaf_reader(metadata: TableMetadata, manifest: ManifestFile,
+                   ptype: StructType) -> Callable[[bytes], list[ManifestEntry] | None]:
+    """For :mod:`icectl.table.manifest_read`: a leaf's entries when it is a v4 manifest, ``None``
+    when it is an ordinary v1-v3 manifest (then read, and cached, as one)."""
     path = manifest.manifest_path
-    raw = io.read(path) if data is None else data
-    try:
-        if v4_format_version(read_manifest_metadata(raw)) >= 4:
+
+    def read(raw: bytes) -> list[ManifestEntry] | None:
+        try:
+            if v4_format_version(read_manifest_metadata(raw)) < 4:
+                return None
             leaf = read_v4_manifest(raw, partition_types=partition_field_types(metadata))
-            if leaf.content == "root":
-                raise CorruptInputError("a root manifest is referenced as a leaf (tree depth is 2)")
-            return leaf_entries(leaf, manifest, ptype)
-        wanted = frozenset(fields) if fields is not None else None
-        return list(read_manifest(raw, manifest=manifest, partition_type=ptype,
-                                  format_version=metadata.format_version, fields=wanted))
-    except IcectlError as e:
-        raise e.in_file(path) from None
+        except IcectlError as e:
+            raise e.in_file(path) from None
+        if leaf.content == "root":
+            raise CorruptInputError("a root manifest is referenced as a leaf (tree depth is 2)", path=path)
+        return leaf_entries(leaf, manifest, ptype)
+
+    return read
 
 
 def read_tree_entries(metadata: TableMetadata, io: FileIO, manifest: TreeManifest, ptype: StructType,
-                      fields: Iterable[str] | None = None, data: bytes | None = None) -> list[ManifestEntry]:
+                      fields: Iterable[str] | None = None, data: bytes | None = None,
+                      options: ReadOptions = DEFAULT_READ) -> list[ManifestEntry]:
     """The entries of a :class:`TreeManifest` that are part of its snapshot (manifest DV applied);
     ``data``: the leaf's bytes when the caller has them already."""
     if manifest.root_entries is not None:
         return list(manifest.root_entries)
-    entries = read_leaf(metadata, io, manifest, ptype, fields, data)
+    entries = read_leaf(metadata, io, manifest, ptype, fields, data, options)
     dv = manifest.deleted_positions
     if not dv:
         return entries

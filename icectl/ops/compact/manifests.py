@@ -29,7 +29,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from icectl.codec.manifest_reader import read_manifest
 from icectl.codec.manifest_writer import UNASSIGNED_SEQ
 from icectl.errors import CorruptInputError, IcectlError, NotFoundError
 from icectl.ops.compact.plan import (
@@ -61,6 +60,7 @@ from icectl.table import Table
 from icectl.table.commit import new_snapshot_id
 from icectl.table.layout import SnapshotLayout
 from icectl.table.layout.manifest_list import ManifestListLayout, manifest_list_path
+from icectl.table.manifest_read import ReadOptions, manifest_entries
 from icectl.table.scan import check_manifests_intact, iter_entries, manifests_of
 from icectl.table.write_guard import check_writable
 
@@ -218,8 +218,9 @@ def verify_group(md: TableMetadata, io: FileIO, group: GroupPlan, written: Seque
     got: list[ManifestEntry] = []
     for w in written:
         m = dataclasses.replace(w.manifest, sequence_number=seq, min_sequence_number=seq)
-        entries = list(read_manifest(io.read(m.manifest_path), manifest=m, partition_type=ptype,
-                                     format_version=md.format_version))
+        # The file itself, not the cache: this checks what was just written.
+        entries = manifest_entries(io, m, partition_type=ptype, format_version=md.format_version,
+                                   options=ReadOptions(use_cache=False))
         if any(not e.is_live for e in entries) or len(entries) != w.entries:
             raise IcectlError(f"manifest {m.manifest_path} does not hold what was written", path=m.manifest_path)
         got.extend(entries)

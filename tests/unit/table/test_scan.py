@@ -17,7 +17,7 @@ import pytest
 
 from icectl.errors import CorruptInputError, ExitCode, IcectlError
 from icectl.spec.manifest import ManifestEntryStatus, ManifestFile
-from icectl.storage import FileIO
+from icectl.storage import FileIdentity, FileIO
 from icectl.table import load_table
 from icectl.table.scan import check_manifests_intact, data_manifests, delete_manifests, iter_entries, manifests_of
 from unit.ops.test_upgrade import icectl, parquet
@@ -90,14 +90,26 @@ class SlowFirst(FileIO):
         self.lock = threading.Lock()
 
     def read(self, path: str) -> bytes:
+        self.wait(path)
+        data = super().read(path)
+        self.count(path)
+        return data
+
+    def read_with_identity(self, path: str) -> tuple[bytes, FileIdentity | None]:  # the cache's read
+        self.wait(path)
+        got = super().read_with_identity(path)
+        self.count(path)
+        return got
+
+    def wait(self, path: str) -> None:
         if path == self.slow:
             deadline = time.monotonic() + 5
             while self.done < self.others and time.monotonic() < deadline:
                 time.sleep(0.005)
-        data = super().read(path)
+
+    def count(self, path: str) -> None:
         with self.lock:
             self.done += path != self.slow
-        return data
 
 
 def test_entries_come_in_list_order_whatever_order_reads_finish_in(

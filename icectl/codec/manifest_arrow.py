@@ -1,0 +1,478 @@
+"""Manifests and manifest lists as Arrow tables: the form the manifest cache stores and fast views read.
+
+:func:`manifest_table` decodes a manifest into one Arrow table with every entry and every field,
+inheritance applied exactly as :func:`~icectl.codec.manifest_reader.read_manifest` applies it;
+:func:`entries_from_table` turns it back into the same :class:`ManifestEntry` objects. The same
+pair exists for manifest lists. Columns are built in one pass over fastavro's records and
+converted with one ``pa.array`` per column (a dataclass per entry costs more than the decode).
+
+Partition values are stored as a ``list<binary>`` of Iceberg single-value bytes
+(:func:`icectl.spec.values.to_bytes`), one per partition field, so every type round-trips exactly
+(decimal scale, uuid, -0.0). Anything the Arrow form could not give back exactly (an Avro type that
+is not the spec's, a partition value that does not survive the round trip) raises
+:class:`NotArrowRepresentable`, and callers decode with the reader instead. Errors are the
+reader's: on any failure the reference reader runs, so a corrupt manifest raises exactly what
+``read_manifest`` raises.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
+
+from icectl.codec.avro import (
+    AvroSource,
+    named_types,
+    read_records,
+    record_field,
+    resolve_type,
+    writer_schema,
+)
+from icectl.codec.manifest_reader import (
+    ALWAYS_READ_DATA_FILE_FIELDS,
+    DATA_FILE_FIELD_IDS,
+    ManifestList,
+    open_manifest,
+    open_manifest_list,
+    read_manifest,
+    read_manifest_list,
+)
+from icectl.errors import CorruptInputError, IcectlError
+from icectl.spec.manifest import (
+    DataFile,
+    DataFileContent,
+    ManifestContent,
+    ManifestEntry,
+    ManifestEntryStatus,
+    ManifestFile,
+    PartitionFieldSummary,
+)
+from icectl.spec.schema import PrimitiveType, StructType
+from icectl.spec.values import from_bytes, to_bytes
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+# Bump when the layout of the tables changes: it is part of the cache's key.
+ARROW_LAYOUT_VERSION = 1
+DECODE_KEY = b"icectl.decode-key"
+LIST_METADATA = b"icectl.avro-metadata"
+
+
+class NotArrowRepresentable(Exception):  # a condition to fall back on, not an IcectlError
+    """The manifest is readable but its Arrow form would not give back exactly what the reader
+    gives (callers decode it with the reader and do not cache it)."""
+
+
+# Arrow types by name, made on first use (pyarrow loads only when a manifest is decoded).
+_I64, _I8, _BIN, _STR, _COUNTS, _BOUNDS = "int64", "int8", "binary", "string", "counts", "bounds"
+_LIST_BIN, _LIST_I64, _SUMMARIES = "list<binary>", "list<int64>", "list<field_summary>"
+
+
+@functools.cache
+def _arrow_type(name: str) -> pa.DataType:
+    import pyarrow as pa
+
+    simple = {"int64": pa.int64(), "int8": pa.int8(), "binary": pa.binary(), "string": pa.string()}
+    if name in simple:
+        return simple[name]
+    return {
+        "counts": pa.map_(pa.int32(), pa.int64()), "bounds": pa.map_(pa.int32(), pa.binary()),
+        "list<binary>": pa.list_(pa.binary()), "list<int64>": pa.list_(pa.int64()),
+        "list<field_summary>": pa.list_(pa.struct([("contains_null", pa.bool_()), ("contains_nan", pa.bool_()),
+                                                   ("lower_bound", pa.binary()), ("upper_bound", pa.binary())])),
+    }[name]
+
+# data_file fields: name -> (Arrow type, Avro primitive types accepted)
+_INTS = ("int", "long")
+_FILE_COLUMNS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "content": (_I8, ("int",)),
+    "file_path": (_STR, ("string",)),
+    "file_format": (_STR, ("string",)),
+    "partition": (_LIST_BIN, ()),
+    "record_count": (_I64, _INTS),
+    "file_size_in_bytes": (_I64, _INTS),
+    "column_sizes": (_COUNTS, ("long", "int")),
+    "value_counts": (_COUNTS, ("long", "int")),
+    "null_value_counts": (_COUNTS, ("long", "int")),
+    "nan_value_counts": (_COUNTS, ("long", "int")),
+    "lower_bounds": (_BOUNDS, ("bytes",)),
+    "upper_bounds": (_BOUNDS, ("bytes",)),
+    "key_metadata": (_BIN, ("bytes",)),
+    "split_offsets": (_LIST_I64, _INTS),
+    "equality_ids": (_LIST_I64, _INTS),
+    "sort_order_id": (_I64, _INTS),
+    "first_row_id": (_I64, _INTS),
+    "referenced_data_file": (_STR, ("string",)),
+    "content_offset": (_I64, _INTS),
+    "content_size_in_bytes": (_I64, _INTS),
+}
+assert set(_FILE_COLUMNS) == set(DATA_FILE_FIELD_IDS)
+_ENTRY_COLUMNS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "status": (_I8, ("int",)),
+    "snapshot_id": (_I64, _INTS),
+    "sequence_number": (_I64, _INTS),
+    "file_sequence_number": (_I64, _INTS),
+}
+_MAPS = frozenset({"column_sizes", "value_counts", "null_value_counts", "nan_value_counts",
+                   "lower_bounds", "upper_bounds"})
+_LISTS = frozenset({"split_offsets", "equality_ids"})
+_STATUSES = tuple(ManifestEntryStatus)
+_CONTENTS = tuple(DataFileContent)
+
+
+# --------------------------------------------------------------------------- Avro schema checks
+
+
+def _avro_kind(t: Any, named: dict[str, Any]) -> Any:
+    """The Avro type behind an optional union or a name; a multi-branch union stays a list."""
+    return resolve_type(t, named)
+
+
+def _primitive_ok(t: Any, named: dict[str, Any], accepted: tuple[str, ...]) -> bool:
+    t = _avro_kind(t, named)
+    if isinstance(t, dict):  # a logical type would make fastavro return datetimes or Decimals
+        return "logicalType" not in t and t.get("type") in accepted
+    return t in accepted
+
+
+def _field_ok(name: str, avro_type: Any, named: dict[str, Any], accepted: tuple[str, ...]) -> bool:
+    t = _avro_kind(avro_type, named)
+    if name in _MAPS:  # Java: an array of key/value records (an Avro map has string keys)
+        if not isinstance(t, dict) or t.get("type") != "array":
+            return False
+        item = _avro_kind(t.get("items"), named)
+        if not isinstance(item, dict) or item.get("type") != "record" or len(item.get("fields", ())) != 2:
+            return False
+        key, value = item["fields"]
+        return _primitive_ok(key["type"], named, _INTS) and _primitive_ok(value["type"], named, accepted)
+    if name in _LISTS:
+        return isinstance(t, dict) and t.get("type") == "array" and _primitive_ok(t.get("items"), named, accepted)
+    return _primitive_ok(avro_type, named, accepted)
+
+
+def _check_types(record: dict[str, Any], names: dict[str, str], named: dict[str, Any],
+                 columns: dict[str, tuple[str, tuple[str, ...]]]) -> None:
+    for spec_name, avro_name in names.items():
+        accepted = columns[spec_name][1] if spec_name in columns else ()
+        if accepted and not _field_ok(spec_name, record_field(record, avro_name)["type"], named, accepted):
+            raise NotArrowRepresentable(f"field {avro_name!r} has an Avro type the spec does not give it")
+
+
+# --------------------------------------------------------------------------- partition values
+
+
+class _PartitionCodec:
+    """Typed partition tuples <-> lists of single-value bytes, memoised (partitions repeat)."""
+
+    def __init__(self, partition_type: StructType) -> None:
+        self.types = [f.field_type for f in partition_type.fields]
+        # -0.0 == 0.0 (and Decimal('1.0') == Decimal('1.00')) hash alike: no memo for such types.
+        self.memo_ok = not any(isinstance(t, PrimitiveType) and t.name in ("float", "double")
+                               for t in self.types)
+        self.decoded: dict[tuple[bytes | None, ...], tuple[Any, ...]] = {}
+
+    def encode(self, values: tuple[Any, ...]) -> list[bytes | None]:
+        out: list[bytes | None] = []
+        for t, v in zip(self.types, values, strict=True):
+            if v is None:
+                out.append(None)
+                continue
+            raw = to_bytes(t, v)
+            back = from_bytes(t, raw)
+            if type(back) is not type(v) or not (back == v or (back != back and v != v)):
+                raise NotArrowRepresentable(f"partition value {v!r} does not round-trip as {t}")
+            out.append(raw)
+        return out
+
+    def decode(self, raw: list[bytes | None]) -> tuple[Any, ...]:
+        key = tuple(raw)
+        found = self.decoded.get(key)
+        if found is None:
+            found = tuple(None if b is None else from_bytes(t, b) for t, b in zip(self.types, raw, strict=True))
+            if self.memo_ok:
+                self.decoded[key] = found
+        return found
+
+
+def partition_values(partition_type: StructType) -> Callable[[list[bytes | None]], tuple[Any, ...]]:
+    """A decoder of the ``partition`` column's values back to typed tuples (memoised)."""
+    return _PartitionCodec(partition_type).decode
+
+
+def _memo_partitions(decode: Callable[[Any], tuple[Any, ...]], codec: _PartitionCodec
+                     ) -> Callable[[Any], list[bytes | None]]:
+    memo: dict[tuple[Any, ...], list[bytes | None]] = {}
+
+    def one(record: Any) -> list[bytes | None]:
+        if not codec.memo_ok or not isinstance(record, dict):
+            return codec.encode(decode(record))
+        values = tuple(record.values())
+        key = (*values, *map(type, values))  # True and 1 hash alike
+        found = memo.get(key)
+        if found is None:
+            found = memo[key] = codec.encode(decode(record))
+        return found
+
+    return one
+
+
+# --------------------------------------------------------------------------- manifests
+
+
+def decode_key(manifest: ManifestFile, partition_type: StructType, format_version: int) -> bytes:
+    """What a manifest's table depends on besides the file: the inherited values and the partition
+    type. A cached table made under another key is a miss (a retried commit may list a manifest
+    with another sequence number)."""
+    row_ids = format_version >= 3 and manifest.content == ManifestContent.DATA
+    return json.dumps([ARROW_LAYOUT_VERSION, format_version, manifest.added_snapshot_id, manifest.sequence_number,
+                       manifest.first_row_id if row_ids else None, int(manifest.content),
+                       str(partition_type)]).encode()
+
+
+def manifest_table(data: AvroSource, *, manifest: ManifestFile, partition_type: StructType,
+                   format_version: int) -> pa.Table:
+    """Every entry of a manifest with every field, inheritance applied (see the module docstring)."""
+    try:
+        return _manifest_table(data, manifest, partition_type, format_version)
+    except NotArrowRepresentable:
+        _reference(lambda: list(read_manifest(data, manifest=manifest, partition_type=partition_type,
+                                              format_version=format_version)))
+        raise
+    except Exception as e:  # the reference reader decides what the error is
+        _reference(lambda: list(read_manifest(data, manifest=manifest, partition_type=partition_type,
+                                              format_version=format_version)))
+        raise NotArrowRepresentable(f"{type(e).__name__}: {e}") from None
+
+
+def _reference(read: Callable[[], object]) -> None:
+    read()  # raises the reader's own CorruptInputError / UnsupportedError
+
+
+def _manifest_table(data: AvroSource, manifest: ManifestFile, partition_type: StructType,
+                    format_version: int) -> pa.Table:
+    import pyarrow as pa
+
+    layout = open_manifest(data, partition_type=partition_type, format_version=format_version)
+    _check_types(layout.schema, layout.entry_names, layout.named, _ENTRY_COLUMNS)
+    _check_types(layout.file_schema, layout.file_names, layout.named, _FILE_COLUMNS)
+    if layout.partition is None:  # unreachable: open_manifest raised for a missing partition field
+        raise CorruptInputError("manifest data_file has no partition field")
+    codec = _PartitionCodec(partition_type)
+    partition = _memo_partitions(layout.partition, codec)
+    en, fn = layout.entry_names, layout.file_names
+    status_n, df_n = en["status"], en["data_file"]
+    snap_n, seq_n, fseq_n = en.get("snapshot_id"), en.get("sequence_number"), en.get("file_sequence_number")
+    content_n, part_n, rc_n, frid_n = fn.get("content"), fn["partition"], fn["record_count"], fn.get("first_row_id")
+    # Plain copies: every data_file field but the computed ones.
+    copied = [(n, fn[n]) for n in _FILE_COLUMNS if n in fn and n not in ("content", "partition", "first_row_id")]
+    cols: dict[str, list[Any]] = {n: [] for n in (*_ENTRY_COLUMNS, "content", "partition", "first_row_id")}
+    copies: list[list[Any]] = [[] for _ in copied]
+    m_snap, m_seq = manifest.added_snapshot_id, manifest.sequence_number
+    next_row_id = (manifest.first_row_id if format_version >= 3 and manifest.content == ManifestContent.DATA
+                   else None)
+    a_status, a_snap, a_seq, a_fseq = (cols["status"].append, cols["snapshot_id"].append,
+                                       cols["sequence_number"].append, cols["file_sequence_number"].append)
+    a_content, a_part, a_frid = cols["content"].append, cols["partition"].append, cols["first_row_id"].append
+    for rec in read_records(layout.reader):
+        raw = rec[df_n]
+        status = rec[status_n]
+        content = raw[content_n] if content_n else 0
+        if status not in (0, 1, 2) or content not in (0, 1, 2):
+            raise ValueError("invalid status or content")
+        # Inheritance: icectl.spec.manifest.inherit_from_manifest, inlined (one call per entry).
+        snap = rec.get(snap_n) if snap_n else None
+        seq = rec.get(seq_n) if seq_n else None
+        fseq = rec.get(fseq_n) if fseq_n else None
+        first_row_id = raw.get(frid_n) if frid_n else None
+        record_count = raw[rc_n]
+        if status == 1 or m_seq == 0:
+            seq = m_seq if seq is None else seq
+            fseq = m_seq if fseq is None else fseq
+        if next_row_id is not None and first_row_id is None and content == 0 and status != 2:
+            first_row_id = next_row_id
+            next_row_id += record_count
+        a_status(status)
+        a_snap(m_snap if snap is None else snap)
+        a_seq(seq)
+        a_fseq(fseq)
+        a_content(content)
+        a_part(partition(raw[part_n]))
+        a_frid(first_row_id)
+        for i, (_, avro_name) in enumerate(copied):
+            copies[i].append(raw.get(avro_name))
+    converted: dict[str, pa.Array] = {}
+    for (name, avro_name), values in zip(copied, copies, strict=True):
+        if name in _MAPS:
+            map_type = _arrow_type(_FILE_COLUMNS[name][0])
+            converted[name] = _map_array(values, layout.file_schema, avro_name, layout.named, map_type)
+        else:
+            cols[name] = values
+    arrays, names = [], []
+    for name, (type_name, _) in {**_ENTRY_COLUMNS, **_FILE_COLUMNS}.items():
+        arrow_type = _arrow_type(type_name)
+        values = cols.get(name)
+        if name in converted:
+            arrays.append(converted[name])
+        elif values is None:
+            arrays.append(pa.nulls(len(cols["status"]), arrow_type))
+        else:
+            arrays.append(pa.array(values, type=arrow_type))
+        names.append(name)
+    meta = {DECODE_KEY: decode_key(manifest, partition_type, format_version)}
+    return pa.Table.from_arrays(arrays, names=names, metadata=meta)
+
+
+def _map_array(values: list[Any], record: dict[str, Any], avro_name: str, named: dict[str, Any],
+               arrow_type: pa.MapType) -> pa.Array:
+    """Java's int-keyed maps (arrays of key/value records) to an Arrow map, converted in C++: a list
+    of structs named as the Avro record's two fields, then its children as the map's keys and items."""
+    import pyarrow as pa
+
+    item = _avro_kind(_avro_kind(record_field(record, avro_name)["type"], named)["items"], named)
+    key_name, value_name = (f["name"] for f in item["fields"])
+    as_list = pa.array(values, type=pa.list_(pa.struct([(key_name, arrow_type.key_type),
+                                                        (value_name, arrow_type.item_type)])))
+    pairs = as_list.flatten()
+    return pa.MapArray.from_arrays(as_list.offsets, pairs.field(0), pairs.field(1), type=arrow_type,
+                                   mask=as_list.is_null())
+
+
+def manifest_table_ipc(data: bytes, manifest: ManifestFile, partition_type: StructType,
+                       format_version: int) -> bytes | None:
+    """:func:`manifest_table` for a worker process: the table as Arrow IPC stream bytes, or None
+    when it cannot be made (the parent decodes again for the reader's exact error or fallback)."""
+    import pyarrow as pa
+
+    try:
+        table = manifest_table(data, manifest=manifest, partition_type=partition_type,
+                               format_version=format_version)
+    except (IcectlError, NotArrowRepresentable):
+        return None
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    return sink.getvalue().to_pybytes()
+
+
+def entries_from_table(table: pa.Table, *, manifest: ManifestFile, partition_type: StructType,
+                       fields: Iterable[str] | None = None) -> list[ManifestEntry]:
+    """The entries of :func:`manifest_table`'s table, equal to ``list(read_manifest(...))`` with the
+    same ``fields`` (fields not asked for are ``None``)."""
+    del manifest  # the table holds the inherited values; kept for symmetry with read_manifest
+    if fields is not None:
+        unknown = set(fields) - set(DATA_FILE_FIELD_IDS)
+        if unknown:
+            raise ValueError(f"unknown data_file fields: {', '.join(sorted(unknown))}")
+    wanted = set(DATA_FILE_FIELD_IDS) if fields is None else set(fields) | ALWAYS_READ_DATA_FILE_FIELDS
+    n = table.num_rows
+    col = {name: table.column(name).to_pylist() if name in wanted else [None] * n
+           for name in _FILE_COLUMNS}
+    if "partition" in wanted:
+        codec = _PartitionCodec(partition_type)
+        col["partition"] = [codec.decode(p) for p in col["partition"]]
+    for name in _MAPS & wanted:
+        col[name] = [None if v is None else dict(v) for v in col[name]]
+    for name in _LISTS & wanted:
+        col[name] = [None if v is None else tuple(v) for v in col[name]]
+    files = map(DataFile, [_CONTENTS[c] for c in col["content"]], *(col[name] for name in list(_FILE_COLUMNS)[1:]))
+    statuses = [_STATUSES[s] for s in table.column("status").to_pylist()]
+    return list(map(ManifestEntry, statuses, table.column("snapshot_id").to_pylist(),
+                    table.column("sequence_number").to_pylist(), table.column("file_sequence_number").to_pylist(),
+                    files))
+
+
+# --------------------------------------------------------------------------- manifest lists
+
+_LIST_COLUMNS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "manifest_path": (_STR, ("string",)),
+    "manifest_length": (_I64, _INTS),
+    "partition_spec_id": (_I64, _INTS),
+    "content": (_I8, ("int",)),
+    "sequence_number": (_I64, _INTS),
+    "min_sequence_number": (_I64, _INTS),
+    "added_snapshot_id": (_I64, _INTS),
+    "added_files_count": (_I64, _INTS),
+    "existing_files_count": (_I64, _INTS),
+    "deleted_files_count": (_I64, _INTS),
+    "added_rows_count": (_I64, _INTS),
+    "existing_rows_count": (_I64, _INTS),
+    "deleted_rows_count": (_I64, _INTS),
+    "partitions": (_SUMMARIES, ()),
+    "key_metadata": (_BIN, ("bytes",)),
+    "first_row_id": (_I64, _INTS),
+}
+_SUMMARY_TYPES = {"contains_null": ("boolean",), "contains_nan": ("boolean",), "lower_bound": ("bytes",),
+                  "upper_bound": ("bytes",)}
+
+
+def list_decode_key() -> bytes:
+    """A manifest list's table depends on nothing but the file (v1 defaults apply to every version)."""
+    return json.dumps([ARROW_LAYOUT_VERSION, "list"]).encode()
+
+
+def manifest_list_table(data: AvroSource, *, format_version: int) -> pa.Table:
+    """Every ``manifest_file`` row of a manifest list, v1 defaults applied as
+    :func:`~icectl.codec.manifest_reader.read_manifest_list` applies them; the Avro key-value
+    metadata is kept in the schema's metadata."""
+    try:
+        return _manifest_list_table(data, format_version)
+    except NotArrowRepresentable:
+        _reference(lambda: read_manifest_list(data, format_version=format_version))
+        raise
+    except Exception as e:  # the reference reader decides what the error is
+        _reference(lambda: read_manifest_list(data, format_version=format_version))
+        raise NotArrowRepresentable(f"{type(e).__name__}: {e}") from None
+
+
+def _manifest_list_table(data: AvroSource, format_version: int) -> pa.Table:
+    import pyarrow as pa
+
+    # Checks and defaults: codec.manifest_reader._manifest_file_builder, column-wise.
+    reader, names, summary_names = open_manifest_list(data, format_version=format_version)
+    schema = writer_schema(reader)
+    named = named_types(schema, {})
+    _check_types(schema, names, named, _LIST_COLUMNS)
+    if summary_names:
+        items = _avro_kind(_avro_kind(record_field(schema, names["partitions"])["type"], named)["items"], named)
+        for spec_name, avro_name in summary_names.items():
+            if not _primitive_ok(record_field(items, avro_name)["type"], named, _SUMMARY_TYPES[spec_name]):
+                raise NotArrowRepresentable(f"field_summary field {avro_name!r} has an unexpected Avro type")
+    order = list(_LIST_COLUMNS)
+    avro = [names.get(f) for f in order]
+    rows = [[rec.get(a) if a is not None else None for a in avro] for rec in read_records(reader)]
+    cols = [list(c) for c in zip(*rows, strict=True)] if rows else [[] for _ in order]
+    path, length, spec_id, content, seq, min_seq = (cols[i] for i in range(6))
+    for i in range(len(path)):
+        if path[i] is None or length[i] is None or spec_id[i] is None:
+            raise CorruptInputError("manifest list entry lacks manifest_path, manifest_length or partition_spec_id")
+        content[i] = 0 if content[i] is None else content[i]
+        if content[i] not in (0, 1):
+            raise CorruptInputError(f"manifest {path[i]}: unknown manifest content {content[i]}")
+    cols[4] = [0 if v is None else v for v in seq]
+    cols[5] = [0 if v is None else v for v in min_seq]
+    s_names = [(k, summary_names.get(k)) for k in _SUMMARY_TYPES]
+    cols[13] = [None if summaries is None else
+                [{k: (s.get(a) if a else None) for k, a in s_names} for s in summaries]
+                for summaries in cols[13]]
+    for summaries in cols[13]:
+        for s in summaries or ():
+            s["contains_null"] = bool(s["contains_null"])
+    arrays = [pa.array(values, type=_arrow_type(_LIST_COLUMNS[name][0]))
+              for name, values in zip(order, cols, strict=True)]
+    meta = {LIST_METADATA: json.dumps(dict(reader.metadata)).encode(), DECODE_KEY: list_decode_key()}
+    return pa.Table.from_arrays(arrays, names=order, metadata=meta)
+
+
+def manifest_files_from_table(table: pa.Table) -> ManifestList:
+    """The manifest list of :func:`manifest_list_table`'s table, equal to ``read_manifest_list``."""
+    cols = [table.column(name).to_pylist() for name in _LIST_COLUMNS]
+    cols[3] = [ManifestContent(c) for c in cols[3]]
+    cols[13] = [None if s is None else tuple(
+        PartitionFieldSummary(x["contains_null"], x["contains_nan"], x["lower_bound"], x["upper_bound"])
+        for x in s) for s in cols[13]]
+    meta = table.schema.metadata or {}
+    avro_meta = json.loads(meta.get(LIST_METADATA, b"{}"))
+    return ManifestList(list(map(ManifestFile, *cols)), avro_meta)
