@@ -67,6 +67,10 @@ def skip_needless_coercion(commands: Iterable[_click.Command]) -> None:
 
 def _install(param: _click.Parameter) -> None:
     desc = getattr(param, "type_descriptor", None)
-    if desc is not None and getattr(param, "_runtime_param", "absent") is None:
-        param._runtime_param = _NoNeedlessCoercion(  # type: ignore[attr-defined]
-            parameter_info=desc.parameter_info, annotation=desc.annotation)
+    if desc is None or getattr(param, "_runtime_param", "absent") is not None:
+        return  # not a typer parameter, or one whose converter typer built already
+    try:
+        converter = _NoNeedlessCoercion(parameter_info=desc.parameter_info, annotation=desc.annotation)
+    except (TypeError, AttributeError):  # a typer whose RuntimeParam changed shape: keep typer's own
+        return
+    param._runtime_param = converter  # type: ignore[attr-defined]
