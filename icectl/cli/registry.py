@@ -2,10 +2,11 @@
 
 ``icectl --help`` must not import every command module (and through them pyarrow, fastavro,
 rich tables, catalogs ...): that made every start take half a second. The root group lists the
-commands from :data:`COMMANDS` and imports a command's module only when that command runs, is
-asked for its help, or is completed. This is the only module that imports icectl modules at run
-time (``importlib.import_module``, by the names below); tests/unit/test_architecture.py holds it to
-that, and tests/cli/test_startup.py checks that :data:`COMMANDS` matches what the modules define.
+commands from :data:`COMMANDS` (``icectl inspect`` from :data:`INSPECT_COMMANDS`) and imports a
+command's module only when that command runs, is asked for its help, or is completed
+(``importlib.import_module``, by the names below: one of the run-time imports that
+tests/unit/test_architecture.py allows). tests/cli/test_startup.py checks that the registry matches
+what the modules define and that ``--help`` prints what the groups built eagerly would.
 """
 
 from __future__ import annotations
