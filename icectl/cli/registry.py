@@ -175,6 +175,10 @@ class LazyGroup(TyperGroup):
         # typer passes the commands registered on the Typer itself: none, they are all in the index.
         self.commands = LazyCommands(self.index)
 
+    def list_commands(self, ctx: _click.Context) -> list[str]:
+        # TyperGroup's walks commands.items(), which would import every module.
+        return list(self.index)
+
     def add_command(self, cmd: _click.Command, name: str | None = None) -> None:
         raise TypeError(f"add commands of this group to icectl.cli.registry, not to {type(self).__name__}")
 

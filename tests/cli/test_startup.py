@@ -167,6 +167,18 @@ def test_the_registry_says_what_the_modules_define() -> None:
             assert " ".join(first_paragraph.split()) == entry.help, f"help of '{name}' differs from the registry"
 
 
+def test_listing_the_commands_imports_none(tmp_path: Path) -> None:
+    probe = ("import sys, typer.main\n"
+             "from icectl.cli.app import app\n"
+             "root = typer.main.get_command(app)\n"
+             "names = root.list_commands(None)\n"
+             "assert names == list(root.commands) and 'inspect' in names, names\n"
+             "assert not [m for m in sys.modules if m.startswith('icectl.cli.') and m.endswith('_cmd')]\n")
+    run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert run.returncode == 0, run.stderr
+
+
 def test_the_root_group_takes_no_commands_of_its_own() -> None:
     root = typer.main.get_command(app)
     assert isinstance(root, LazyGroup)
