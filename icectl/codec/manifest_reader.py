@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import io
 import re
+import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from dataclasses import fields as dataclass_fields
@@ -160,7 +161,7 @@ def open_manifest_list(stream: AvroSource, *, format_version: int
     return reader, names, summary_names
 
 
-def scan_manifest_list_paths(data: bytes) -> list[str] | None:
+def scan_manifest_list_paths(data: bytes, names: dict[bytes, str] | None = None) -> list[str] | None:
     """The ``manifest_path`` of every row of a manifest list, found without decoding the rows;
     ``None`` when this shortcut cannot be sure (then decode with :func:`read_manifest_list`).
 
@@ -170,42 +171,97 @@ def scan_manifest_list_paths(data: bytes) -> list[str] | None:
     row's path; the answer is trusted only if every hit is preceded by its own length prefix and
     each block has exactly one hit per row. A row whose path lies elsewhere, or a path that
     contains ``.avro`` before its end, makes the counts or prefixes disagree, hence ``None``.
+
+    ``names`` (shared across calls) maps each hit's bytes to its decoded path: the lists of one
+    table repeat the same paths thousands of times, so each is decoded once and the same string
+    object is returned every time.
     """
     import fastavro  # here, not at the top: `icectl inspect table` imports this module and reads no Avro
 
     if data[:len(AVRO_MAGIC)] != AVRO_MAGIC:  # fastavro does not check it: the full decode reports it
         return None
+    names = names if names is not None else {}
     try:
         with avro_errors():
-            blocks = fastavro.block_reader(io.BytesIO(data))
+            stream = io.BytesIO(data)
+            blocks = fastavro.block_reader(stream)
             fields = blocks.writer_schema.get("fields") if isinstance(blocks.writer_schema, dict) else None
             if not fields or fields[0].get("field-id") != MANIFEST_FILE_FIELD_IDS["manifest_path"] \
                     or fields[0].get("type") != "string":
                 return None
             out: list[str] = []
-            pattern: re.Pattern[bytes] | None = None
-            for block in blocks:
-                raw = block.bytes_.getvalue()
-                if pattern is None:
+            folder: bytes | None = None
+            for raw, num_records in raw_blocks(data, stream.tell(), blocks):
+                if folder is None:
                     length, start = _zigzag_varint(raw, 0)
                     first = raw[start:start + length]
                     cut = first.rfind(b"/")
                     if cut < 0 or not first.endswith(b".avro"):
                         return None
-                    pattern = re.compile(re.escape(first[:cut + 1]) + rb"[^\x00]*?\.avro")
-                hits = 0
-                for m in pattern.finditer(raw):
-                    path = m.group()
-                    prefix = _zigzag_bytes(len(path))
-                    if raw[m.start() - len(prefix):m.start()] != prefix:
-                        return None
-                    out.append(path.decode())
-                    hits += 1
-                if hits != block.num_records:
+                    folder = first[:cut + 1]
+                hits = _same_length_hits(raw, folder, num_records)
+                if hits is None:
+                    hits = _prefixed_hits(raw, folder)
+                if hits is None or len(hits) != num_records:
                     return None
+                for hit in set(hits).difference(names):
+                    _, start = _zigzag_varint(hit, 0)
+                    names[hit] = hit[start:].decode()
+                out.extend(map(names.__getitem__, hits))
             return out
-    except (CorruptInputError, UnsupportedError, UnicodeDecodeError, IndexError):
+    except (CorruptInputError, UnsupportedError, UnicodeDecodeError, IndexError, zlib.error):
         return None  # the full decode reports the problem properly
+
+
+def raw_blocks(data: bytes, start: int, blocks: Any) -> Iterator[tuple[bytes, int]]:
+    """Each block's decompressed bytes and record count (``start``: where the header ends, ``blocks``:
+    fastavro's block reader over ``data``). Deflate blocks are inflated here with
+    zlib, which lets other threads run meanwhile (fastavro's reader holds the interpreter), so
+    lists read in a thread pool decompress on every core; a block not followed by the file's sync
+    marker ends the shortcut (IndexError). Other codecs: fastavro's own block reader."""
+    codec = blocks.metadata.get("avro.codec", "null") or "null"
+    if codec not in ("deflate", "null"):
+        for block in blocks:
+            yield block.bytes_.getvalue(), block.num_records
+        return
+    sync = data[start - 16:start]  # the header ends with the sync marker
+    pos = start
+    while pos < len(data):
+        count, pos = _zigzag_varint(data, pos)
+        size, pos = _zigzag_varint(data, pos)
+        end = pos + size
+        if count < 0 or size < 0 or data[end:end + 16] != sync:
+            raise IndexError("not a block")
+        chunk = data[pos:end]
+        yield (zlib.decompress(chunk, -15) if codec == "deflate" else chunk), count
+        pos = end + 16
+
+
+def _same_length_hits(raw: bytes, folder: bytes, records: int) -> list[bytes] | None:
+    """The fast case, when every path of the block has the first path's length (names made of a
+    UUID and a counter): one C-speed search for that length prefix, the folder and exactly as many
+    bytes as the path has, ending in ``.avro``. Each hit is length-prefixed by construction; the
+    hits are trusted only when there is exactly one per row (else the general search decides)."""
+    length, start = _zigzag_varint(raw, 0)
+    rest = length - len(folder) - len(b".avro")
+    if rest < 0:
+        return None
+    pattern = re.escape(raw[:start] + folder) + rb"[^\x00]{%d}\.avro" % rest
+    hits = re.findall(pattern, raw)
+    return hits if len(hits) == records else None
+
+
+def _prefixed_hits(raw: bytes, folder: bytes) -> list[bytes] | None:
+    """Every ``<folder>...avro`` string of the block with the length prefix before it (None when a
+    hit lacks its own prefix)."""
+    out: list[bytes] = []
+    for m in re.finditer(re.escape(folder) + rb"[^\x00]*?\.avro", raw):
+        path = m.group()
+        prefix = _zigzag_bytes(len(path))
+        if raw[m.start() - len(prefix):m.start()] != prefix:
+            return None
+        out.append(prefix + path)
+    return out
 
 
 def _zigzag_varint(raw: bytes, pos: int) -> tuple[int, int]:

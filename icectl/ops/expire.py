@@ -8,7 +8,9 @@ and is reachable from no snapshot of the table as re-read after the commit (reac
 Java's incremental shortcut): manifest lists, manifests, data files, delete files, Puffin files
 (only when no retained DV uses them), statistics and partition-statistics files. Paths are
 compared as locations (``file:///x`` is ``/x``), where Java compares strings; Hadoop's ``.crc``
-sidecars of local files go with their files, as when Spark deletes them.
+sidecars of local files go with their files, as when Spark deletes them. The retained manifests'
+files are read only when more than manifest lists is to go (:func:`files_to_delete`): a manifest
+list is metadata, never one of the data or delete files a retained manifest lists.
 
 Format v4 (layout page section 8): a v4 snapshot reaches its root manifest, the leaves its root
 lists as live (v1-v4 manifests), the rows of each leaf not removed by that snapshot's manifest
@@ -100,6 +102,8 @@ class ReadCache:
     contents: dict[str, list[tuple[str, str]]] = field(default_factory=dict)  # manifest -> live (path, category)
     trees: dict[str, TreeFiles] = field(default_factory=dict)  # v4 root -> what it references
     leaf_rows: dict[str, list[tuple[str, DataFileContent, bool]]] = field(default_factory=dict)  # every row
+    # The shortcut's hits, each decoded once: the lists of N fast appends repeat N^2/2 paths
+    names: dict[bytes, str] = field(default_factory=dict)
 
 
 def _manifest_paths(md: TableMetadata, s: Snapshot, io: FileIO, cache: ReadCache, *, shortcut: bool) -> list[str]:
@@ -117,7 +121,7 @@ def _manifest_paths(md: TableMetadata, s: Snapshot, io: FileIO, cache: ReadCache
     if known is not None:
         return known
     data = io.read(s.manifest_list)
-    paths = scan_manifest_list_paths(data) if shortcut else None
+    paths = scan_manifest_list_paths(data, cache.names) if shortcut else None
     if paths is not None:
         cache.scanned[s.manifest_list] = paths  # kept apart: the retained side never trusts it
         return paths
@@ -134,16 +138,29 @@ def _manifest_paths(md: TableMetadata, s: Snapshot, io: FileIO, cache: ReadCache
 
 
 def _listing_manifest(path: str, md: TableMetadata, cache: ReadCache) -> ManifestFile:
-    """The manifest-list row of ``path``, or, when only the shortcut saw it, a stand-in that is
-    enough to list the manifest's live files (no partition, sequence number or row id is read)."""
+    """The manifest-list row of ``path`` (see :func:`_decode_rows`), or, when no list row could be
+    decoded, a stand-in that is enough to list the manifest's live files."""
     m = cache.manifests.get(path)
     return m if m is not None else ManifestFile(path, 0, md.default_spec_id)
+
+
+def _decode_rows(md: TableMetadata, snaps: list[Snapshot], io: FileIO, cache: ReadCache, paths: set[str]) -> None:
+    """Decode the manifest lists (among ``snaps``' lists the shortcut read) that name ``paths``, so
+    those manifests are read with their own rows (partition spec, sequence numbers): the manifests
+    only expired snapshots reach, usually a few lists of a few rows."""
+    todo = set(paths)
+    for s in snaps:
+        listed = cache.scanned.get(s.manifest_list or "")
+        if not todo or listed is None or todo.isdisjoint(listed):
+            continue
+        _manifest_paths(md, s, io, cache, shortcut=False)  # fills cache.manifests
+        todo.difference_update(listed)
 
 
 def reachable_files(md: TableMetadata, snapshot_ids: Iterable[int], io: FileIO,
                     skip_manifests: set[str] | None = None,
                     cache: ReadCache | None = None, *, shortcut: bool = False,
-                    whole: set[str] | None = None) -> tuple[FileSet, set[str]]:
+                    whole: set[str] | None = None, contents: bool = True) -> tuple[FileSet, set[str]]:
     """Every file the given snapshots reach, and the set of their manifest paths (v4: live leaves).
 
     Each manifest list and each manifest is read once however many snapshots share it; manifests
@@ -151,6 +168,7 @@ def reachable_files(md: TableMetadata, snapshot_ids: Iterable[int], io: FileIO,
     ``shortcut``: see :func:`_manifest_paths`; never for the retained side. ``whole``, when given,
     receives the manifests whose every live row these snapshots reach: all but the v4 leaves that
     each of them reaches through a manifest DV (the only safe ``skip_manifests`` for another call).
+    ``contents=False`` (v1-v3 snapshots only) leaves the manifests unopened: lists and manifests only.
     """
     cache = cache if cache is not None else ReadCache()
     out = FileSet()
@@ -173,7 +191,10 @@ def reachable_files(md: TableMetadata, snapshot_ids: Iterable[int], io: FileIO,
         out.add(p, "manifest_files")
     for p in leaves:
         out.add(p, "manifest_files")
-    wanted = [p for p in manifests if not skip_manifests or p not in skip_manifests]
+    wanted = [p for p in manifests if (not skip_manifests or p not in skip_manifests) and (contents or roots)]
+    unknown = {p for p in wanted if p not in cache.contents and p not in cache.manifests}
+    if unknown and shortcut:
+        _decode_rows(md, snaps, io, cache, unknown)
     to_read = [_listing_manifest(p, md, cache) for p in wanted if p not in cache.contents]
     for m in to_read:
         cache.contents[m.manifest_path] = []
@@ -246,9 +267,18 @@ def statistics_files(md: TableMetadata) -> set[str]:
 def files_to_delete(before: TableMetadata, expired: list[int], after: TableMetadata, io: FileIO,
                     cache: ReadCache | None = None, leftovers: Leftovers | None = None) -> FileSet:
     """Reachable from the expired snapshots of ``before`` (and from ``leftovers``, the snapshots
-    earlier expiries removed) and from no snapshot of ``after``."""
+    earlier expiries removed) and from no snapshot of ``after``.
+
+    The retained snapshots' manifests are opened only when something beside manifest lists is to
+    go (a manifest no retained snapshot lists, its files, a statistics file): the files they list
+    matter only against those. When only manifest lists go (appends: every manifest stays), the
+    retained side is its lists and manifest paths, as in Java's ReachableFileCleanup, which reads
+    the current manifests only when there are manifests to delete.
+    """
+    cache = cache if cache is not None else ReadCache()
     kept_manifests: set[str] = set()
-    kept, _ = reachable_files(after, [s.snapshot_id for s in after.snapshots], io, cache=cache, whole=kept_manifests)
+    retained = [s.snapshot_id for s in after.snapshots]
+    kept, _ = reachable_files(after, retained, io, cache=cache, whole=kept_manifests, contents=False)
     for p in statistics_files(after):
         kept.add(p, "statistics_files")
     gone, _ = reachable_files(before, expired, io, skip_manifests=kept_manifests, cache=cache, shortcut=True)
@@ -258,7 +288,13 @@ def files_to_delete(before: TableMetadata, expired: list[int], after: TableMetad
     if leftovers is not None and leftovers.snapshots:
         for k, v in _leftover_files(leftovers, io, kept_manifests).files.items():
             gone.files.setdefault(k, v)
-    return gone.minus(kept)
+    doomed = gone.minus(kept)
+    if any(category != "manifest_lists" for _path, category in doomed.files.values()):
+        kept, _ = reachable_files(after, retained, io, cache=cache)  # lists cached: now the manifests too
+        for p in statistics_files(after):
+            kept.add(p, "statistics_files")
+        doomed = gone.minus(kept)
+    return doomed
 
 
 def _leftover_files(leftovers: Leftovers, io: FileIO, skip: set[str]) -> FileSet:

@@ -18,6 +18,7 @@ from icectl.ops.inspect_files import (
     FILE_FIELDS,
     METRIC_FIELDS,
     PartitionMapper,
+    chunked_json,
     file_row,
     file_rows_json,
     human_value,
@@ -177,11 +178,13 @@ def file_rows(table: Table, *, snapshot_id: int | None = None, ref: str | None =
             yield file_row(md, mapper, m, e.data_file, metrics)
 
     def json_text(encode: Callable[[Any], str]) -> Iterator[str]:
+        if metrics:  # row by row (readable_metrics), written in chunks
+            return chunked_json(rows(), encode)
         return file_rows_json(md, table.io, manifests, mapper, encode)
 
     return RowsResult("files", f"Files of {table.identifier}", _file_columns(md, metrics), rows(),
                       view_meta(table, snapshot_id=snap.snapshot_id if snap else None),
-                      json_text=None if metrics else json_text)
+                      json_text=json_text)
 
 
 def entry_rows(table: Table, *, snapshot_id: int | None = None, ref: str | None = None,
@@ -198,7 +201,8 @@ def entry_rows(table: Table, *, snapshot_id: int | None = None, ref: str | None 
 
     return RowsResult("entries", f"Manifest entries of {table.identifier}",
                       ["status", "snapshot_id", "sequence_number", "file_sequence_number", "manifest_path",
-                       "data_file"], rows(), view_meta(table, snapshot_id=snap.snapshot_id if snap else None))
+                       "data_file"], rows(), view_meta(table, snapshot_id=snap.snapshot_id if snap else None),
+                      json_text=lambda encode: chunked_json(rows(), encode))
 
 
 def _entry_row(md: TableMetadata, mapper: PartitionMapper, m: ManifestFile, e: ManifestEntry,

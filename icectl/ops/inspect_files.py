@@ -18,7 +18,7 @@ from icectl.codec.manifest_arrow import partition_values
 from icectl.spec.manifest import DataFile, ManifestEntry, ManifestFile
 from icectl.spec.metadata import TableMetadata
 from icectl.spec.schema import NestedField, StructType
-from icectl.spec.values import to_human
+from icectl.spec.values import from_bytes, to_human
 from icectl.storage import FileIO
 from icectl.table.scan import iter_manifest_tables
 
@@ -44,6 +44,9 @@ class PartitionMapper:
         self.unified = md.unified_partition_type()
         self._by_spec: dict[int, list[tuple[int, NestedField]]] = {}
         self._cache: dict[tuple[int, Any], dict[str, Any]] = {}
+        # For readable_metrics (the same view): the schema's primitive columns, formatted bounds.
+        self.metric_columns: list[tuple[int, str, NestedField]] | None = None
+        self.shown_bounds: dict[tuple[int, bytes], Any] = {}
 
     def to_dict(self, spec_id: int, values: tuple[Any, ...] | None) -> dict[str, Any]:
         # Tables have few distinct partitions and many files: format each partition once.
@@ -104,32 +107,60 @@ def file_row(md: TableMetadata, mapper: PartitionMapper, m: ManifestFile, f: Dat
             row[name] = getattr(f, name)
         row["lower_bounds"] = f.lower_bounds
         row["upper_bounds"] = f.upper_bounds
-        row["readable_metrics"] = _readable_metrics(md, f)
+        row["readable_metrics"] = _readable_metrics(md, f, mapper)
     return row
 
 
-def _readable_metrics(md: TableMetadata, f: DataFile) -> dict[str, Any]:
-    schema = md.schema()
+def _readable_metrics(md: TableMetadata, f: DataFile, mapper: PartitionMapper) -> dict[str, Any]:
+    if mapper.metric_columns is None:
+        schema = md.schema()
+        mapper.metric_columns = [
+            (fid, schema.column_name(fid) or str(fid), field) for fid in schema.field_ids()
+            if (field := schema.find_field(fid)) is not None and field.field_type.is_primitive]
+    shown = mapper.shown_bounds
+    sizes, values, nulls, nans = (f.column_sizes or {}, f.value_counts or {}, f.null_value_counts or {},
+                                  f.nan_value_counts or {})
+    lowers, uppers = f.lower_bounds or {}, f.upper_bounds or {}
     out: dict[str, Any] = {}
-    lower, upper = f.lower_bound_values(schema), f.upper_bound_values(schema)
-    for fid in schema.field_ids():
-        field = schema.find_field(fid)
-        if field is None or not field.field_type.is_primitive:
-            continue
-        out[schema.column_name(fid) or str(fid)] = {
-            "column_size": (f.column_sizes or {}).get(fid), "value_count": (f.value_counts or {}).get(fid),
-            "null_value_count": (f.null_value_counts or {}).get(fid),
-            "nan_value_count": (f.nan_value_counts or {}).get(fid),
-            "lower_bound": human_value(field, lower.get(fid)), "upper_bound": human_value(field, upper.get(fid))}
+    for fid, name, field in mapper.metric_columns:
+        bounds = []
+        for raw in (lowers.get(fid), uppers.get(fid)):
+            if raw is None:
+                bounds.append(None)
+                continue
+            key = (fid, raw)  # bounds repeat from file to file: decode and format each once
+            text = shown.get(key, _MISSING)
+            if text is _MISSING:
+                text = human_value(field, from_bytes(field.field_type, raw))
+                if len(shown) < 200_000:
+                    shown[key] = text
+            bounds.append(text)
+        out[name] = {
+            "column_size": sizes.get(fid), "value_count": values.get(fid), "null_value_count": nulls.get(fid),
+            "nan_value_count": nans.get(fid), "lower_bound": bounds[0], "upper_bound": bounds[1]}
     return out
 
 
+_MISSING = object()
 
 
 # --------------------------------------------------------------------------- fast JSON of `inspect files`
 
 # json.dumps escapes these in strings (ensure_ascii=False leaves everything else as is).
 _JSON_ESCAPED = r'["\\\x00-\x1f]'
+
+
+def chunked_json(rows: Iterable[dict[str, Any]], encode: Callable[[Any], str], size: int = 512) -> Iterator[str]:
+    """Rows encoded one by one but written in chunks (``RowsResult.json_text``): one write per
+    ``size`` rows instead of one per row."""
+    batch: list[str] = []
+    for row in rows:
+        batch.append(encode(row))
+        if len(batch) >= size:
+            yield ",\n".join(batch)
+            batch = []
+    if batch:
+        yield ",\n".join(batch)
 
 
 _BATCH_ROWS = 16_384  # rows rendered together: Arrow kernels cost ~0.1 ms a call; the text of a batch is held whole

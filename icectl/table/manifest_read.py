@@ -10,6 +10,10 @@ Every read checks the identity against the store, so nothing decided here (above
 reachable when deleting) rests on a stale entry. ``use_cache=False`` reads the files themselves
 (``validate --deep``). A manifest the Arrow form cannot give back exactly is decoded with the Avro
 reader and not cached.
+
+Cold decoding uses fastavro in worker processes, not a native Avro decoder: DataFusion and
+polars-avro (10x faster) fail on Spark's empty ``partition`` records and would be a new native
+dependency whose output must be converted to this exact form; worker processes need nothing new.
 """
 
 from __future__ import annotations
@@ -176,8 +180,6 @@ def _key_of(table: pa.Table) -> bytes | None:
 def _decode(data: bytes, manifest: ManifestFile, ptype: StructType, format_version: int,
             use_pool: bool) -> pa.Table | None:
     """The manifest's table, or None when the Arrow form cannot hold it. Errors are the reader's."""
-    from concurrent.futures.process import BrokenProcessPool
-
     import pyarrow as pa
 
     if use_pool and len(data) >= POOL_MIN_FILE_BYTES:
@@ -185,8 +187,8 @@ def _decode(data: bytes, manifest: ManifestFile, ptype: StructType, format_versi
         if fut is not None:
             try:
                 ipc = fut.result()
-            except (BrokenProcessPool, OSError, RuntimeError):
-                ipc = None  # a worker died: decode here
+            except Exception:  # a worker died, or failed unexpectedly: decode here, which decides
+                ipc = None
             if ipc is not None:
                 return pa.ipc.open_stream(ipc).read_all()
             # The worker could not: decoding here raises the reader's exact error, or falls back.

@@ -22,11 +22,12 @@ from icectl.catalog import find_table
 from icectl.config import Config
 from icectl.errors import CorruptInputError, ExitCode, IcectlError, NotFoundError
 from icectl.results import UNSET, Part, RowsResult, Unset
-from icectl.spec.manifest import ManifestFile
+from icectl.spec.manifest import ManifestEntry, ManifestFile
 from icectl.spec.metadata import TableMetadata
 from icectl.spec.snapshots import Snapshot
 from icectl.storage import FileIO
-from icectl.table import Table
+from icectl.table import Table, manifest_read
+from icectl.table.manifest_cache import manifest_cache
 from icectl.table.scan import DEFAULT_WORKERS
 from icectl.validate import delete_rules, file_rules, manifest_list_rules, manifest_rules, metadata_rules, v4_rules
 from icectl.validate.context import Context
@@ -206,11 +207,16 @@ def _fetch_lists(ctx: Context, pool: ThreadPoolExecutor,
                  snapshots: list[Snapshot]) -> Iterator[tuple[Snapshot, bytes | NotFoundError | None]]:
     """Each snapshot with its manifest list's (v4: root's) bytes, fetched a few snapshots ahead in threads."""
 
-    def fetch(path: str) -> bytes | NotFoundError:
+    lists = ctx.lists  # made here, not in the threads
+
+    def fetch(path: str, is_list: bool) -> bytes | NotFoundError:
         try:
-            return ctx.io.read(path)
+            data = ctx.io.read(path)
         except NotFoundError as e:  # a finding, reported by read_list
             return e
+        if is_list:
+            lists.prepare(data)  # decompressed here, in this thread
+        return data
 
     pending: deque[tuple[Snapshot, Future[bytes | NotFoundError] | None]] = deque()
     it = iter(snapshots)
@@ -219,7 +225,7 @@ def _fetch_lists(ctx: Context, pool: ThreadPoolExecutor,
         snap = next(it, None)
         if snap is not None:
             path = snap.root_manifest if _is_v4(snap) else snap.manifest_list
-            pending.append((snap, pool.submit(fetch, path) if path else None))
+            pending.append((snap, pool.submit(fetch, path, not _is_v4(snap)) if path else None))
 
     for _ in range(_AHEAD):
         submit()
@@ -282,13 +288,13 @@ def _recheck_row(ctx: Context, list_path: str | None, m: ManifestFile, ordinal: 
 
 def _read_manifests(ctx: Context, pool: ThreadPoolExecutor, todo: list[tuple[str | None, int, ManifestFile]]) -> None:
     """Check each manifest of ``todo``; reads run ahead in the pool's threads, checks in this one."""
-    pending: deque[tuple[str | None, int, ManifestFile, Future[bytes]]] = deque()
+    pending: deque[tuple[str | None, int, ManifestFile, Future[tuple[bytes, list[ManifestEntry] | None]]]] = deque()
     it = iter(todo)
 
     def submit() -> None:
         nxt = next(it, None)
         if nxt is not None:
-            pending.append((*nxt, pool.submit(ctx.io.read, nxt[2].manifest_path)))
+            pending.append((*nxt, pool.submit(_fetch_manifest, ctx, nxt[2])))
 
     for _ in range(_AHEAD):
         submit()
@@ -296,11 +302,28 @@ def _read_manifests(ctx: Context, pool: ThreadPoolExecutor, todo: list[tuple[str
         list_path, i, m, fut = pending.popleft()
         submit()
         try:
-            data = fut.result()
+            data, entries = fut.result()
         except NotFoundError:  # gone since its size was taken
             ctx.reporter.report(manifest_list_rules.MANIFEST_EXISTS, list_path, f"manifest {m.manifest_path} is "
                                 "missing", entry=f"{list_path}#{i}", manifest_path=m.manifest_path)
             continue
-        summary = manifest_rules.check_manifest(ctx, list_path, m, i, data)
+        summary = manifest_rules.check_manifest(ctx, list_path, m, i, data, entries=entries)
         if summary is not None:  # None: unreadable, reported; the rest goes on
             ctx.summaries[m.manifest_path] = summary
+
+
+def _fetch_manifest(ctx: Context, m: ManifestFile) -> tuple[bytes, list[ManifestEntry] | None]:
+    """A manifest's bytes (its header's keys are checked as written) and, unless ``--deep`` (which
+    reads the files themselves), its entries through the manifest cache: decoded once, ever, while
+    the store's identity of the file stays the same. A manifest the read layer cannot give is decoded
+    from the bytes by the rules themselves, which report why it does not read."""
+    data = ctx.io.read(m.manifest_path)
+    if ctx.deep or manifest_cache() is None or ctx.metadata.spec_by_id(m.partition_spec_id) is None:
+        return data, None  # without a cache the rules decode the bytes themselves: faster than via Arrow
+    try:
+        entries = manifest_read.manifest_entries(ctx.io, manifest_rules.as_written(m),
+                                                 partition_type=ctx.metadata.partition_type(m.partition_spec_id),
+                                                 format_version=ctx.metadata.format_version)
+    except (IcectlError, ValueError):
+        return data, None
+    return data, entries

@@ -6,6 +6,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from icectl.codec.manifest_list_delta import ListDecoder
 from icectl.codec.puffin import PuffinFileMetadata, read_puffin_footer
 from icectl.errors import IcectlError, NotFoundError
 from icectl.spec.manifest import ManifestFile, single_valued_ids
@@ -62,6 +63,15 @@ class Context:
     _puffin: dict[str, PuffinFileMetadata | IcectlError] = field(default_factory=dict)
     _schemas: dict[str, Schema | None] = field(default_factory=dict)
     _single_valued: frozenset[int] | None = None
+    _lists: ListDecoder | None = None
+
+    @property
+    def lists(self) -> ListDecoder:
+        """Decodes manifest lists, each row copied from an earlier list decoded once (a table of N
+        fast appends has N^2/2 rows)."""
+        if self._lists is None:
+            self._lists = ListDecoder(format_version=self.metadata.format_version)
+        return self._lists
 
     @property
     def single_valued_ids(self) -> frozenset[int]:

@@ -6,7 +6,6 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from icectl.codec.manifest_reader import read_manifest_list
 from icectl.errors import CorruptInputError, IcectlError, NotFoundError, UnsupportedError
 from icectl.spec.manifest import ManifestContent, ManifestEntryStatus, ManifestFile
 from icectl.spec.schema import IcebergType, StructType
@@ -92,9 +91,9 @@ def read_list(ctx: Context, snap: Snapshot, data: bytes | NotFoundError | None =
         if isinstance(data, NotFoundError):
             raise data
         if data is None or snap.manifest_list is None:
-            return manifests_of(ctx.metadata, snap, ctx.io)
+            return manifests_of(ctx.metadata, snap, ctx.io, use_cache=not ctx.deep)
         try:
-            return list(read_manifest_list(data, format_version=ctx.metadata.format_version))
+            return list(ctx.lists.read(data))
         except IcectlError as e:
             raise e.in_file(snap.manifest_list) from None
     except NotFoundError as e:

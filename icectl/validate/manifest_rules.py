@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 import decimal
+import struct
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from icectl.codec.manifest_reader import read_manifest, read_manifest_metadata
@@ -72,6 +74,7 @@ BUCKET_BOUNDS = rule("manifest.bucket-partition-bounds", E,
                      "a bucket partition value equals the bucket (Murmur3) of its column's exact bound",
                      "Bucket Transform Details; Appendix B")
 
+_MISSING = object()
 _INTS = {"int", "long", "date", "time", "timestamp", "timestamptz", "timestamp_ns", "timestamptz_ns"}
 _ORDERED = _INTS | {"float", "double", "string", "binary", "fixed", "decimal", "boolean"}
 
@@ -98,15 +101,17 @@ def _value_fits(t: IcebergType, v: Any) -> bool:
 
 
 def check_manifest(ctx: Context, list_path: str | None, m: ManifestFile, ordinal: int, data: bytes,
-                   list_rules: ListRules | None = None) -> ManifestSummary | None:
+                   list_rules: ListRules | None = None,
+                   entries: list[ManifestEntry] | None = None) -> ManifestSummary | None:
     """Every entry rule over one manifest, then the list row against the entries; entries are not kept.
     ``None`` when the manifest does not decode (a ``manifest.readable`` finding; the entries read
     before the damage were checked).
 
     ``list_rules``: the rules the list row's checks report under (a v4 root's manifest entries
-    have their own ids)."""
+    have their own ids). ``entries``: the manifest's entries as written (:func:`as_written`) when the
+    caller has them from the manifest cache, decoded from these very bytes in an earlier run."""
     try:
-        return _check_manifest(ctx, list_path, m, ordinal, data, list_rules)
+        return _check_manifest(ctx, list_path, m, ordinal, data, list_rules, entries)
     except UnsupportedError:
         raise  # readable by others (a codec icectl lacks): not a finding about the table
     except CorruptInputError as e:
@@ -115,8 +120,14 @@ def check_manifest(ctx: Context, list_path: str | None, m: ManifestFile, ordinal
         return None
 
 
+def as_written(m: ManifestFile) -> ManifestFile:
+    """``m`` without its first_row_id: entries read with it show the first_row_id they were written
+    with (no entry rule uses the inherited value), and a null one draws on the manifest's range."""
+    return dataclasses.replace(m, first_row_id=None)
+
+
 def _check_manifest(ctx: Context, list_path: str | None, m: ManifestFile, ordinal: int, data: bytes,
-                    list_rules: ListRules | None) -> ManifestSummary:
+                    list_rules: ListRules | None, entries: list[ManifestEntry] | None) -> ManifestSummary:
     md, rep = ctx.metadata, ctx.reporter
     path = m.manifest_path
     summary = ManifestSummary(m)
@@ -147,12 +158,10 @@ def _check_manifest(ctx: Context, list_path: str | None, m: ManifestFile, ordina
     schema = ctx.manifest_schema(kv.get("schema")) or md.schema()
     totals = EntryTotals(partitions=[PartitionStats() for _ in ptype.fields])
     checker = EntryChecker(ctx, m, spec, ptype, schema, summary, totals)
-    # Read without the manifest's first_row_id, so entries show the first_row_id they were written
-    # with (no entry rule uses the inherited value): a null one draws on the manifest's range.
-    as_written = dataclasses.replace(m, first_row_id=None)
+    if entries is None:
+        entries = read_manifest(data, manifest=as_written(m), partition_type=ptype, format_version=md.format_version)
     try:
-        for i, e in enumerate(read_manifest(data, manifest=as_written, partition_type=ptype,
-                                            format_version=md.format_version)):
+        for i, e in enumerate(entries):
             checker.check(i, e)
             df = e.data_file
             # DELETED entries neither take ids nor advance the range (spec "First Row ID Inheritance")
@@ -184,9 +193,50 @@ def _merge_adjacent(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
 def bound_less(a: Any, b: Any) -> bool:
     """a < b as Java orders bounds (strings by UTF-16 code units); False when they do not compare."""
     try:
-        return a.encode("utf-16-be") < b.encode("utf-16-be") if isinstance(a, str) else a < b
+        if isinstance(a, str):
+            # ASCII strings order alike either way; others by their UTF-16 code units.
+            return a < b if a.isascii() and b.isascii() else a.encode("utf-16-be") < b.encode("utf-16-be")
+        return a < b
     except (TypeError, AttributeError):
         return False
+
+
+_STRUCTS = {"int": (4, struct.Struct("<i")), "date": (4, struct.Struct("<i")), "long": (8, struct.Struct("<q")),
+            "double": (8, struct.Struct("<d")), "float": (4, struct.Struct("<f")),
+            "time": (8, struct.Struct("<q")), "timestamptz": (8, struct.Struct("<q")),
+            "timestamptz_ns": (8, struct.Struct("<q")), "timestamp": (8, struct.Struct("<q")),
+            "timestamp_ns": (8, struct.Struct("<q"))}
+
+
+def bound_decoder(t: IcebergType) -> Callable[[bytes], Any]:
+    """``from_bytes`` for one column type, with its common cases (a fixed-width number of the
+    type's own width, UTF-8 text) decoded directly; anything else, errors included, goes through
+    ``from_bytes`` itself, so values and error messages are its own."""
+    name = t.name if isinstance(t, PrimitiveType) else ""
+    if name in _STRUCTS:
+        width, unpack = _STRUCTS[name][0], _STRUCTS[name][1].unpack
+
+        def number(raw: bytes) -> Any:
+            return unpack(raw)[0] if len(raw) == width else from_bytes(t, raw)
+        return number
+    if name == "string":
+        def text(raw: bytes) -> Any:
+            try:
+                return raw.decode("utf-8") if type(raw) is bytes else from_bytes(t, raw)
+            except UnicodeDecodeError:
+                return from_bytes(t, raw)  # raises its own error
+        return text
+    return lambda raw: from_bytes(t, raw)
+
+
+@dataclasses.dataclass(frozen=True)
+class ColumnInfo:
+    """What the bound rules need of one column id, worked out once per manifest."""
+
+    type: IcebergType | None
+    primitive: bool  # bounds of other types are not decoded
+    ordered: bool  # a primitive type whose bounds compare (aggregated and order-checked)
+    decode: Callable[[bytes], Any]
 
 
 class EntryChecker:
@@ -204,6 +254,7 @@ class EntryChecker:
         self.derived = [(i, f.source_id, f.transform) for i, f in enumerate(spec.fields)
                         if isinstance(f.transform, (IdentityTransform, BucketTransform))]
         self._types: dict[int, IcebergType | None] = {}
+        self._columns: dict[int, ColumnInfo] = {}
         self.on_bounds = self.rep.any_on(BOUNDS_DECODE, BOUNDS_ORDER, IDENTITY_BOUNDS, BUCKET_BOUNDS)
         self.on_values = self.rep.on(ENTRY_VALUES)
 
@@ -218,6 +269,16 @@ class EntryChecker:
                     break
         self._types[field_id] = t
         return t
+
+    def _column(self, field_id: int) -> ColumnInfo:
+        info = self._columns.get(field_id)
+        if info is None:
+            t = self._type(field_id)
+            primitive = t is not None and t.is_primitive
+            ordered = isinstance(t, PrimitiveType) and t.name in _ORDERED
+            decode = bound_decoder(t) if t is not None and primitive else from_bytes
+            info = self._columns[field_id] = ColumnInfo(t, primitive, ordered, decode)
+        return info
 
     def check(self, i: int, e: ManifestEntry) -> None:
         rep, m, df, path = self.rep, self.m, e.data_file, self.m.manifest_path
@@ -282,27 +343,30 @@ class EntryChecker:
         totals = self.totals
         if totals.lowers is None or totals.uppers is None:
             totals.lowers, totals.uppers = {}, {}
+        columns = self._columns  # filled by _bounds for every id here
         for values, acc, below in ((lowers, totals.lowers, True), (uppers, totals.uppers, False)):
             for fid, v in values.items():
                 if isinstance(v, float) and v != v:
                     continue
-                t = self._type(fid)
-                if not isinstance(t, PrimitiveType) or t.name not in _ORDERED:
+                if not columns[fid].ordered:
                     continue
-                if fid not in acc or (bound_less(v, acc[fid]) if below else bound_less(acc[fid], v)):
+                seen = acc.get(fid, _MISSING)
+                if seen is _MISSING or (bound_less(v, seen) if below else bound_less(seen, v)):
                     acc[fid] = v
 
     def _bounds(self, e: ManifestEntry, where: str, partition: tuple[Any, ...]) -> None:
         rep, df, path = self.rep, e.data_file, self.m.manifest_path
         lowers: dict[int, Any] = {}
         uppers: dict[int, Any] = {}
+        columns = self._columns
         for label, raw_bounds, out in (("lower", df.lower_bounds, lowers), ("upper", df.upper_bounds, uppers)):
             for fid, raw in (raw_bounds or {}).items():
-                t = self._type(fid)
-                if t is None or not t.is_primitive:
+                column = columns.get(fid) or self._column(fid)
+                if not column.primitive:
                     continue
+                t = column.type
                 try:
-                    out[fid] = from_bytes(t, raw)
+                    out[fid] = column.decode(raw)
                 except (IcectlError, ValueError) as err:
                     rep.report(BOUNDS_DECODE, path, f"{label} bound of column {fid} in {df.file_path} is not a {t}: "
                                f"{getattr(err, 'message', err)}", entry=where, field_id=fid, type=str(t),
@@ -311,13 +375,17 @@ class EntryChecker:
             self._aggregate(lowers, uppers)
         for fid, lo in lowers.items():
             hi = uppers.get(fid)
-            t = self._type(fid)
-            if hi is None or t is None or not isinstance(t, PrimitiveType) or t.name not in _ORDERED:
+            if hi is None or not columns[fid].ordered:
                 continue
             if isinstance(lo, float) and (lo != lo or hi != hi):  # NaN bounds compare with nothing
                 continue
-            # Java orders strings by UTF-16 code units (Comparators.charSequences), not code points.
-            if (lo.encode("utf-16-be") > hi.encode("utf-16-be")) if isinstance(lo, str) else lo > hi:
+            # Java orders strings by UTF-16 code units (Comparators.charSequences), not code points:
+            # the same order as Python's for ASCII.
+            if isinstance(lo, str) and not (lo.isascii() and hi.isascii()):
+                wrong = lo.encode("utf-16-be") > hi.encode("utf-16-be")
+            else:
+                wrong = lo > hi
+            if wrong:
                 rep.report(BOUNDS_ORDER, path, f"column {fid} of {df.file_path}: lower bound {lo!r} > upper bound "
                            f"{hi!r}", entry=where, field_id=fid, lower=lo, upper=hi)
         if len(partition) != len(self.types):

@@ -53,3 +53,20 @@ def test_a_bound_that_looks_like_a_path_gives_up() -> None:
 
 def test_not_avro_gives_up() -> None:
     assert scan_manifest_list_paths(b"not avro at all") is None
+
+
+@pytest.mark.parametrize("count", [5, 3000])
+def test_paths_of_several_lengths_equal_full_decode(count: int) -> None:
+    """Names of different lengths leave the one-length search short of a hit per row: the
+    general search (each hit's own length prefix) still finds them all."""
+    data = list_bytes([mf(f"{DIR}{'x' * (i % 4)}{i:05d}-m{i}.avro", i) for i in range(count)])
+    assert scan_manifest_list_paths(data) == decoded(data)
+
+
+def test_shared_names_return_the_same_path_objects() -> None:
+    names: dict[bytes, str] = {}
+    first = list_bytes([mf(f"{DIR}{i:05d}-m0.avro", i) for i in range(3)])
+    second = list_bytes([mf(f"{DIR}{i:05d}-m0.avro", i) for i in range(4)])
+    a, b = scan_manifest_list_paths(first, names), scan_manifest_list_paths(second, names)
+    assert a == decoded(first) and b == decoded(second) and len(names) == 4
+    assert all(x is y for x, y in zip(a, b, strict=False))  # each path decoded once, reused

@@ -38,6 +38,7 @@ from icectl.spec.snapshots import (
 )
 from icectl.storage import FileIO
 from icectl.table import load_table
+from icectl.table.scan import manifests_of
 
 COUNTS = ("deleted_data_files_count", "deleted_position_delete_files_count", "deleted_equality_delete_files_count",
           "deleted_manifest_files_count", "deleted_manifest_lists_count", "deleted_statistics_files_count")
@@ -607,3 +608,50 @@ def test_files_under_write_data_path_belong_to_the_table(wh: Path, tmp_path: Pat
     time.sleep(0.01)
     r = t.expire("--older-than", "0s", "--retain-last", "1")
     assert r["kept_external_files"] == [str(other / "f003.parquet")] and (other / "f003.parquet").exists()
+
+
+@dataclasses.dataclass
+class ReadLog(FileIO):
+    """A FileIO that remembers what it read (whole files and ranges), to see which files a run opens."""
+
+    opened: list[str] = dataclasses.field(default_factory=list)
+
+    def read(self, path: str) -> bytes:
+        self.opened.append(path)
+        return super().read(path)
+
+    def read_with_identity(self, path: str) -> Any:
+        self.opened.append(path)
+        return super().read_with_identity(path)
+
+    def read_range(self, path: str, offset: int, length: int) -> bytes:
+        self.opened.append(path)
+        return super().read_range(path, offset, length)
+
+
+def test_retained_manifests_are_opened_only_when_more_than_manifest_lists_go(wh: Path) -> None:
+    """Appends: every manifest stays listed, so only the old lists go, and the files the retained
+    manifests list (which matter only against manifests or content files that go, as in Java's
+    ReachableFileCleanup) are not read. After a compaction the old manifests go too: then the
+    retained manifest is read, and every data file it lists stays."""
+    t = Tbl(wh)
+    for _ in range(3):
+        t.add()
+    io = ReadLog()
+    table = load_table(str(t.dir), None, io)
+    kept = {m.manifest_path for m in manifests_of(table.metadata, table.metadata.current_snapshot(), table.io)}
+    result = expire_snapshots(table, ExpirePolicy(older_than_ms=int(time.time() * 1000) + 1, retain_last=1))
+    assert result.data["deleted_manifest_lists_count"] == 2 and result.data["deleted_manifest_files_count"] == 0
+    assert len(kept) == 3 and not kept & set(io.opened)
+
+    t.add()
+    code, _, err = run(wh, "compact", t.name, "--json")
+    assert code == 0, err
+    time.sleep(0.003)
+    io = ReadLog()
+    table = load_table(str(t.dir), None, io)
+    merged = {m.manifest_path for m in manifests_of(table.metadata, table.metadata.current_snapshot(), table.io)}
+    result = expire_snapshots(table, ExpirePolicy(older_than_ms=int(time.time() * 1000) + 1, retain_last=1))
+    assert result.data["deleted_manifest_files_count"] == 4 and result.data["deleted_data_files_count"] == 0
+    assert merged <= set(io.opened)
+    assert all(t.data_file(n).exists() for n in (1, 2, 3, 4))
