@@ -13,8 +13,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import tomllib
-
 from icectl.errors import CorruptInputError, NotFoundError
 from icectl.storage import S3Settings
 
@@ -96,6 +94,8 @@ def load_config(path: str | Path | None = None) -> Config:
     p = Path(path) if path else config_path()
     raw: dict[str, Any] = {}
     if p is not None:
+        import tomllib  # only with a config file: most runs of a fresh install have none
+
         try:
             raw = tomllib.loads(p.read_text())
         except FileNotFoundError:

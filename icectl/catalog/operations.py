@@ -35,7 +35,7 @@ import time
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from icectl.errors import (
     CommitConflictError,
@@ -45,8 +45,10 @@ from icectl.errors import (
 )
 from icectl.spec.metadata import TableMetadata, parse_table_metadata
 from icectl.spec.properties import METADATA_COMPRESSION, WRITE_METADATA_PATH
-from icectl.spec.updates import TableChange, apply_change, prepare_commit
 from icectl.storage import FileIO, basename, join
+
+if TYPE_CHECKING:
+    from icectl.spec.updates import TableChange
 
 UNSAFE_OBJECT_STORE_ENV = "ICECTL_UNSAFE_OBJECT_STORE_COMMITS"
 REFRESH_ATTEMPTS = 5  # a file named by the hint/pointer may be deleted by a concurrent cleanup
@@ -123,6 +125,10 @@ class LocalCommits:
         """Check ``change``'s requirements against ``base`` (raising
         :class:`~icectl.spec.updates.RequirementFailedError`, a conflict), apply its updates and swap
         the result in. None when the updates change nothing: no version is written."""
+        # The commit machinery (spec.updates and spec.requirements, ~8 ms to import) loads when a
+        # commit is made: reading a table never needs it (RUN_TIME_IMPORTERS, test_architecture.py).
+        from icectl.spec.updates import apply_change, prepare_commit
+
         now = now_ms()
         new = apply_change(base.metadata, change, now_ms=now)
         if new is base.metadata:

@@ -1,4 +1,9 @@
-"""The icectl command-line app: the root command and its global options."""
+"""The icectl command-line app: the root command and its global options.
+
+The root knows its commands through :mod:`icectl.cli.registry` and imports a command's module
+only when that command is used, so ``icectl --help`` and ``--version`` start in a few hundredths
+of a second (tests/cli/test_startup.py).
+"""
 
 from __future__ import annotations
 
@@ -9,28 +14,15 @@ from typing import Annotated
 import typer
 
 from icectl import __version__
-from icectl.cli import (
-    catalog_cmd,
-    inspect_cmd,
-    maintenance_cmd,
-    namespace_cmd,
-    orphan_cmd,
-    properties_cmd,
-    refs_cmd,
-    remove_files_cmd,
-    snapshot_cmd,
-    table_cmd,
-    upgrade_cmd,
-    validate_cmd,
-    write_cmd,
-)
-from icectl.cli.framework import state
+from icectl.cli.registry import RootGroup
+from icectl.cli.state import state
 from icectl.errors import EXIT_CODE_TABLE
 
 EXIT_CODES_HELP = "Exit codes: " + ", ".join(f"{code} {name}" for code, name, _ in EXIT_CODE_TABLE) + "."
 
 app = typer.Typer(
     name="icectl",
+    cls=RootGroup,
     help="Administer Apache Iceberg tables: inspect, create, expire, remove orphan files, compact, "
          "validate, upgrade; roll back, branch, tag, set properties, register and drop.\n\n"
          + EXIT_CODES_HELP,
@@ -54,27 +46,14 @@ def root(
                                         help="Show tracebacks for errors.")] = False,
     config: Annotated[Path | None, typer.Option("--config", envvar="ICECTL_CONFIG", show_default=False,
                                                 help="Config file (catalogs, storage).")] = None,
+    no_cache: Annotated[bool, typer.Option(
+        "--no-cache", help="Neither read nor write the manifest cache in this run.")] = False,
     version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
                                           help="Print the version and exit.")] = False,
 ) -> None:
     state.debug = debug
     state.config_path = config
-
-
-inspect_cmd.register(app)
-catalog_cmd.register(app)
-namespace_cmd.register(app)
-write_cmd.register_create(app)
-write_cmd.register(app)
-maintenance_cmd.register(app)
-upgrade_cmd.register(app)
-remove_files_cmd.register(app)
-validate_cmd.register(app)
-snapshot_cmd.register(app)
-refs_cmd.register(app)
-properties_cmd.register(app)
-orphan_cmd.register(app)
-table_cmd.register(app)
+    state.no_cache = no_cache
 
 
 def main() -> None:

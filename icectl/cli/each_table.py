@@ -6,7 +6,7 @@ import traceback
 from collections.abc import Callable, Iterator
 
 from icectl.catalog import open_catalog, walk_tables
-from icectl.cli.framework import state
+from icectl.cli.state import state
 from icectl.config import Config
 from icectl.errors import ExitCode, IcectlError
 from icectl.results import Result, TableFailure

@@ -7,29 +7,20 @@ import inspect
 import sys
 import traceback
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any, TypeVar
 
 import typer
 
 from icectl import progress
 from icectl.cli.render import print_error, render, stderr_console
+from icectl.cli.state import state
 from icectl.config import Config, load_config
 from icectl.errors import ExitCode, IcectlError
 from icectl.storage import FileIO
+from icectl.table import Table, load_table, manifest_cache
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-
-
-class _State:
-    """Global options of this invocation (set by the root callback)."""
-
-    debug: bool = False
-    config_path: Path | None = None
-
-
-state = _State()
 
 def command(group: typer.Typer, name: str, **kwargs: Any) -> Callable[[F], F]:
     """Register a command whose function returns a result; render it and map errors to exit codes.
@@ -44,6 +35,8 @@ def command(group: typer.Typer, name: str, **kwargs: Any) -> Callable[[F], F]:
         def wrapper(*args: Any, **kw: Any) -> None:
             as_json = bool(kw.get("json_output")) if as_json_param else False
             try:
+                if state.no_cache:  # --no-cache (the root callback only notes it: --help loads no table layer)
+                    manifest_cache.set_cache_enabled(False)
                 with progress.reporting(_terminal_reporter()):
                     result = fn(*args, **kw)
                     for warning in getattr(result, "warnings", ()):  # stderr: --json keeps stdout one document
@@ -84,13 +77,15 @@ class _RichReporter:
     """Progress bars on stderr (transient: they vanish when the work is done)."""
 
     def __init__(self) -> None:
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-        self.progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                                 TimeElapsedColumn(), console=stderr_console(), transient=True)
+        self.progress: Any = None  # made on the first task: rich.progress costs 25 ms to import
         self.active = 0
 
     def start(self, description: str, total: int | None) -> object:
+        if self.progress is None:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+            self.progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                     TimeElapsedColumn(), console=stderr_console(), transient=True)
         if self.active == 0:
             self.progress.start()
         self.active += 1
@@ -112,4 +107,11 @@ def _terminal_reporter() -> _RichReporter | None:
 
 def load_config_and_io() -> tuple[Config, FileIO]:
     config = load_config(state.config_path)
+    manifest_cache.configure_cache(config.cache)  # the [cache] of --config FILE, not of the default file
     return config, FileIO(s3=config.s3)
+
+
+def open_table(address: str) -> Table:
+    """The table a command's TABLE argument names, with the config and storage of this run."""
+    config, io = load_config_and_io()
+    return load_table(address, config, io)

@@ -7,13 +7,16 @@ import decimal
 import json
 import sys
 import uuid
-from typing import Any, TextIO
-
-from rich.console import Console
-from rich.table import Table
-from rich.tree import Tree
+from typing import TYPE_CHECKING, Any, TextIO
 
 from icectl.results import MessageResult, MultiResult, Result, RowsResult
+
+# rich is imported where a view is drawn: `--json` and `--help` never load it, and a document
+# (`inspect table`) loads the tree but not the table module.
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table
+    from rich.tree import Tree
 
 
 def _json_default(value: Any) -> Any:
@@ -35,6 +38,8 @@ def to_json(value: Any) -> str:
 
 
 def stdout_console() -> Console:
+    from rich.console import Console
+
     # markup off: paths and properties come from metadata and may contain [brackets].
     # Not a terminal: don't squeeze columns to 80 characters.
     return Console(file=sys.stdout, markup=False, highlight=False, emoji=False,
@@ -42,6 +47,8 @@ def stdout_console() -> Console:
 
 
 def stderr_console() -> Console:
+    from rich.console import Console
+
     return Console(file=sys.stderr, markup=False, highlight=False, emoji=False)
 
 
@@ -60,7 +67,12 @@ def render(result: Result | MultiResult, *, as_json: bool, out: TextIO | None = 
     if as_json:
         _render_json(result, out)
         return
-    console = stdout_console() if out is sys.stdout else Console(file=out, markup=False, width=400)
+    if out is sys.stdout:
+        console = stdout_console()
+    else:
+        from rich.console import Console
+
+        console = Console(file=out, markup=False, width=400)
     if isinstance(result, RowsResult):
         console.print(rows_table(result))
     elif isinstance(result, MessageResult):
@@ -104,6 +116,8 @@ def cell(value: Any) -> str:
 
 
 def rows_table(result: RowsResult) -> Table:
+    from rich.table import Table
+
     meta = result.json_head()
     meta.pop("view")
     caption = " ".join(f"{k}={cell(v)}" for k, v in meta.items() if v is not None)
@@ -116,6 +130,8 @@ def rows_table(result: RowsResult) -> Table:
 
 
 def record_tree(title: str, data: dict[str, Any]) -> Tree:
+    from rich.tree import Tree
+
     tree = Tree(title)
     _add(tree, data)
     return tree

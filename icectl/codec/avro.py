@@ -13,6 +13,7 @@ with Java's block size and compact schema JSON. Manifests, manifest lists and v4
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 import os
@@ -25,10 +26,6 @@ from contextlib import contextmanager
 from datetime import date, datetime, time, timedelta, timezone
 from typing import Any, BinaryIO
 
-import fastavro
-from fastavro.read import SchemaResolutionError
-from fastavro.schema import SchemaParseException, UnknownType
-
 from icectl.errors import CorruptInputError, UnsupportedError
 from icectl.spec.schema import DecimalType, FixedType, IcebergType, ListType, MapType, PrimitiveType, StructType
 from icectl.spec.values import decimal_from_unscaled, decimal_unscaled, from_bytes, to_bytes
@@ -37,11 +34,10 @@ AvroSource = BinaryIO | bytes | bytearray | memoryview
 
 AVRO_MAGIC = b"Obj\x01"
 # The object container header (Avro spec "Object Container Files").
-_HEADER_SCHEMA = fastavro.parse_schema({"type": "record", "name": "org.apache.avro.file.Header", "fields": [
+_HEADER = {"type": "record", "name": "org.apache.avro.file.Header", "fields": [
     {"name": "magic", "type": {"type": "fixed", "name": "Magic", "size": 4}},
     {"name": "meta", "type": {"type": "map", "values": "bytes"}},
-    {"name": "sync", "type": {"type": "fixed", "name": "Sync", "size": 16}}]})
-_LONG_SCHEMA = fastavro.parse_schema("long")
+    {"name": "sync", "type": {"type": "fixed", "name": "Sync", "size": 16}}]}
 _SYNC_INTERVAL = 64_000  # Avro Java DataFileWriter's default block size (uncompressed bytes)
 # Avro codec names and Iceberg's write.avro.compression-codec aliases. zstd/snappy are left out:
 # fastavro cannot read them back without extra packages, so icectl could not check what it wrote.
@@ -52,6 +48,24 @@ _ALIASES = {
     "existing_files_count": "existing_data_files_count",
     "deleted_files_count": "deleted_data_files_count",
 }
+
+
+# fastavro is imported where it is used, not with this module: commands that read no Avro
+# (`icectl inspect table`, `--help`) import this module through icectl.table.scan and must start fast.
+
+@functools.cache
+def _parsed_schemas() -> tuple[Any, Any]:
+    """The container header's schema and Avro ``long``, parsed once."""
+    import fastavro
+
+    return fastavro.parse_schema(_HEADER), fastavro.parse_schema("long")
+
+
+def _fastavro_schema_errors() -> tuple[type[Exception], ...]:
+    from fastavro.read import SchemaResolutionError
+    from fastavro.schema import SchemaParseException, UnknownType
+
+    return SchemaParseException, UnknownType, SchemaResolutionError
 
 
 # --------------------------------------------------------------------------- reading
@@ -75,7 +89,7 @@ def avro_errors() -> Iterator[None]:
         raise CorruptInputError(f"corrupt Avro data: a string is not valid UTF-8 ({e.reason})") from None
     except json.JSONDecodeError as e:
         raise CorruptInputError(f"corrupt Avro header: the schema is not valid JSON ({e.msg})") from None
-    except (SchemaParseException, UnknownType, SchemaResolutionError) as e:
+    except _fastavro_schema_errors() as e:  # evaluated only when an exception gets this far
         raise CorruptInputError(f"corrupt Avro header: invalid schema ({type(e).__name__}: {e})") from None
     except ValueError as e:
         text = str(e)
@@ -110,6 +124,8 @@ def check_magic(stream: BinaryIO) -> BinaryIO:
 
 
 def open_reader(stream: BinaryIO, reader_schema: dict[str, Any] | None = None) -> Any:
+    import fastavro
+
     stream = check_magic(stream)
     start = stream.tell() if stream.seekable() else None
     try:
@@ -150,12 +166,14 @@ def probe_avro_file(read_range: Callable[[int, int], bytes], size: int) -> dict[
     key-value metadata. Reads the header (magic, metadata, schema JSON) and the last 16 bytes,
     which in a complete Avro file are the header's sync marker (every block ends with it), so a
     cut-off file is told from a whole one for the cost of two small reads."""
+    from fastavro import schemaless_reader
+
     head = read_range(0, min(size, _PROBE_BYTES))
     while True:
         stream = check_magic(io.BytesIO(head))
         try:
             with avro_errors():
-                header = fastavro.schemaless_reader(stream, _HEADER_SCHEMA, None)
+                header = schemaless_reader(stream, _parsed_schemas()[0], None)
             break
         except CorruptInputError as e:
             if "truncated" not in e.message or len(head) >= size:
@@ -424,10 +442,13 @@ def write_avro_file(schema: dict[str, Any], records: Iterable[dict[str, Any]], m
     if avro_codec is None:
         raise UnsupportedError(f"Avro codec {codec!r} is not supported for writing "
                                f"(supported: {', '.join(sorted(_CODECS))})")
+    import fastavro
+
+    header_schema, long_schema = _parsed_schemas()
     meta = {"avro.schema": compact_json(schema), "avro.codec": avro_codec, **metadata}
     out = io.BytesIO()
     sync = os.urandom(16)
-    fastavro.schemaless_writer(out, _HEADER_SCHEMA, {
+    fastavro.schemaless_writer(out, header_schema, {
         "magic": AVRO_MAGIC, "meta": {k: v.encode() for k, v in meta.items()}, "sync": sync})
     parsed = fastavro.parse_schema(schema)
     block = io.BytesIO()
@@ -436,8 +457,8 @@ def write_avro_file(schema: dict[str, Any], records: Iterable[dict[str, Any]], m
     def flush() -> None:
         nonlocal count
         data = _compress(avro_codec, block.getvalue())
-        fastavro.schemaless_writer(out, _LONG_SCHEMA, count)
-        fastavro.schemaless_writer(out, _LONG_SCHEMA, len(data))
+        fastavro.schemaless_writer(out, long_schema, count)
+        fastavro.schemaless_writer(out, long_schema, len(data))
         out.write(data + sync)
         block.seek(0)
         block.truncate()

@@ -19,8 +19,6 @@ from dataclasses import dataclass
 from dataclasses import fields as dataclass_fields
 from typing import Any
 
-import fastavro
-
 from icectl.codec.avro import (
     AVRO_MAGIC,
     AvroSource,
@@ -178,6 +176,8 @@ def scan_manifest_list_paths(data: bytes, names: dict[bytes, str] | None = None)
     table repeat the same paths thousands of times, so each is decoded once and the same string
     object is returned every time.
     """
+    import fastavro  # here, not at the top: `icectl inspect table` imports this module and reads no Avro
+
     if data[:len(AVRO_MAGIC)] != AVRO_MAGIC:  # fastavro does not check it: the full decode reports it
         return None
     names = names if names is not None else {}

@@ -20,12 +20,13 @@ import struct
 import zlib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
-
-from pyroaring import BitMap64
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from icectl import __version__
 from icectl.errors import CorruptInputError, UnsupportedError
+
+if TYPE_CHECKING:  # pyroaring is imported where bitmaps are made: most commands read no DV
+    from pyroaring import BitMap64
 
 MAGIC = b"PFA1"
 DV_MAGIC = b"\xd1\xd3\x39\x64"
@@ -257,6 +258,8 @@ def decode_deletion_vector(blob: bytes, *, expected_cardinality: int | None = No
     actual = zlib.crc32(body) & 0xFFFFFFFF
     if crc != actual:
         raise CorruptInputError(f"DV CRC mismatch: stored {crc:08x}, computed {actual:08x}")
+    from pyroaring import BitMap64
+
     try:
         positions = BitMap64.deserialize(body[4:])
     except (ValueError, MemoryError) as e:
@@ -271,6 +274,8 @@ def decode_deletion_vector(blob: bytes, *, expected_cardinality: int | None = No
 
 def encode_deletion_vector(positions: BitMap64 | Iterable[int]) -> bytes:
     """A ``deletion-vector-v1`` blob; run-length encoded first, as Java does."""
+    from pyroaring import BitMap64
+
     bitmap = BitMap64(positions)  # a copy: run_optimize must not change the caller's bitmap
     if bitmap and (bitmap.max() > _MAX_DV_POSITION):
         raise ValueError("DV positions must be below 2**63")
@@ -281,6 +286,8 @@ def encode_deletion_vector(positions: BitMap64 | Iterable[int]) -> bytes:
 
 def deletion_vector_blob(referenced_data_file: str, positions: BitMap64 | Iterable[int]) -> PuffinBlob:
     """A ready-to-write DV blob with the properties the spec requires."""
+    from pyroaring import BitMap64
+
     bitmap = BitMap64(positions)
     return PuffinBlob(DELETION_VECTOR_V1, (ROW_POSITION_FIELD_ID,),
                       {"referenced-data-file": referenced_data_file, "cardinality": str(len(bitmap))},

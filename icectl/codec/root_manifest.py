@@ -21,9 +21,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
-
-from pyroaring import BitMap64
+from typing import TYPE_CHECKING, Any
 
 from icectl.codec.avro import (
     AvroSchemaBuilder,
@@ -72,6 +70,9 @@ from icectl.spec.content_entry import (
 )
 from icectl.spec.manifest import ManifestEntryStatus
 from icectl.spec.schema import BINARY, INT, LONG, STRING, IcebergType, ListType, MapType, NestedField, StructType
+
+if TYPE_CHECKING:  # pyroaring is imported where bitmaps are made: most commands read no DV
+    from pyroaring import BitMap64
 
 # --------------------------------------------------------------------------- schema
 
@@ -432,6 +433,8 @@ def manifest_dv_entry(leaf: str, leaf_size: int, positions: BitMap64 | Iterable[
                       status: ManifestEntryStatus = ManifestEntryStatus.ADDED) -> ContentEntry:
     """An inline manifest DV for ``leaf`` (its ``file_size_in_bytes`` is the leaf's, which
     ``location`` names)."""
+    from pyroaring import BitMap64  # here: commands that read no DV never load pyroaring
+
     bitmap = BitMap64(positions)
     return ContentEntry(
         content_type=ContentType.MANIFEST_DV, location=leaf, file_format=PUFFIN, partition_spec_id=0,

@@ -11,6 +11,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+# The inspect-table results live in view_results (light to import); importable from here as well.
+from icectl.ops.view_results import SchemaBrief as SchemaBrief
+from icectl.ops.view_results import SnapshotBrief as SnapshotBrief
+from icectl.ops.view_results import SortOrderBrief as SortOrderBrief
+from icectl.ops.view_results import SpecBrief as SpecBrief
+from icectl.ops.view_results import TableOverview as TableOverview
+from icectl.ops.view_results import TableViewMeta
 from icectl.results import UNSET, CommandResult, MessageResult, Part, Unset, json_key
 
 # The file categories of an expiry: Spark's expire_snapshots output names (deleted_<category>_count)
@@ -298,71 +305,7 @@ class CreateResult(CommandResult):
     metadata_location: str | Unset = UNSET  # created
 
 
-# --------------------------------------------------------------------------- inspect table
-
-
-@dataclass
-class SnapshotBrief(Part):
-    snapshot_id: int
-    committed_at: str | None
-    operation: str | None
-    sequence_number: int
-
-
-@dataclass
-class SchemaBrief(Part):
-    schema_id: int
-    columns: list[str]
-
-
-@dataclass
-class SpecBrief(Part):
-    spec_id: int
-    fields: list[str]
-
-
-@dataclass
-class SortOrderBrief(Part):
-    order_id: int
-    fields: list[str]
-
-
-@dataclass(kw_only=True)
-class TableOverview(CommandResult):
-    """``icectl inspect table``: the overview of a table's metadata."""
-
-    view: ClassVar[str] = "table"
-
-    table: str
-    metadata_location: str | None
-    format_version: int
-    table_uuid: str | None
-    location: str | None
-    last_updated: str | None
-    last_sequence_number: int
-    current_snapshot_id: int | None
-    current_snapshot: SnapshotBrief | None
-    snapshot_count: int
-    refs: dict[str, str]  # name -> "<type> -> <snapshot id>"
-    schema: SchemaBrief
-    partition_spec: SpecBrief
-    sort_order: SortOrderBrief
-    properties: dict[str, str]
-    totals: dict[str, str]  # the current snapshot's total-* summary properties
-    next_row_id: int | Unset | None = UNSET  # v3 and later
-
-
 # --------------------------------------------------------------------------- rows views' meta
-
-
-@dataclass(kw_only=True)
-class TableViewMeta(Part):
-    """The keys an inspect rows view puts before ``rows``."""
-
-    table: str
-    metadata_location: str | None
-    schema_id: int | Unset = UNSET  # inspect schema
-    snapshot_id: int | Unset | None = UNSET  # views of one snapshot
 
 
 @dataclass(kw_only=True)

@@ -1,0 +1,207 @@
+"""The root command's lazy command registry: every command's name and one-line help, no imports.
+
+``icectl --help`` must not import every command module (and through them pyarrow, fastavro,
+rich tables, catalogs ...): that made every start take half a second. The root group lists the
+commands from :data:`COMMANDS` (``icectl inspect`` from :data:`INSPECT_COMMANDS`) and imports a
+command's module only when that command runs, is asked for its help, or is completed
+(``importlib.import_module``, by the names below: one of the run-time imports that
+tests/unit/test_architecture.py allows). tests/cli/test_startup.py checks that the registry matches
+what the modules define and that ``--help`` prints what the groups built eagerly would.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from gettext import gettext as _
+from typing import Any, ClassVar
+
+import typer
+import typer.main
+from typer import _click
+from typer._click.utils import make_default_short_help
+from typer.core import TyperGroup
+
+from icectl.cli.coercion import skip_needless_coercion
+
+
+@dataclass(frozen=True)
+class LazyCommand:
+    """Where a top-level command is defined, and the first paragraph of its help."""
+
+    module: str  # icectl.cli.<module>
+    register: str  # the module's function that adds it (and its siblings) to a Typer app
+    help: str  # the first paragraph of the command's help: all that `icectl --help` shows of it
+
+
+# In the order `icectl --help` lists them (commands first, then groups, as typer orders them).
+COMMANDS: dict[str, LazyCommand] = {
+    "list": LazyCommand("catalog_cmd", "register",
+                        "List the tables of a namespace, or of the whole catalog with --all."),
+    "create": LazyCommand("write_cmd", "register_create",
+                          "Create an empty Iceberg table (metadata as Iceberg Java would write it)."),
+    "add-files": LazyCommand("write_cmd", "register",
+                             "Register existing Parquet files in a table as one append snapshot."),
+    "expire-snapshots": LazyCommand("maintenance_cmd", "register",
+                                    "Expire snapshots by retention policy, then delete the files no retained "
+                                    "snapshot reaches."),
+    "compact": LazyCommand("maintenance_cmd", "register",
+                           "Rewrite and merge manifests (data and delete manifests) into few, clustered ones."),
+    "upgrade": LazyCommand("upgrade_cmd", "register", "Upgrade a table's format version in one atomic commit."),
+    "remove-files": LazyCommand("remove_files_cmd", "register",
+                                "Remove data files from a v4 table as one delete commit that writes one root "
+                                "manifest."),
+    "validate": LazyCommand("validate_cmd", "register",
+                            "Check a table against the spec: metadata, manifest lists, manifests, deletes (and "
+                            "files with --deep)."),
+    "rollback": LazyCommand("snapshot_cmd", "register",
+                            "Roll a branch back to an earlier snapshot of its own history."),
+    "set-current": LazyCommand("snapshot_cmd", "register",
+                               "Set a branch (default main, the table's current snapshot) to any snapshot of the "
+                               "table."),
+    "cherrypick": LazyCommand("snapshot_cmd", "register",
+                              "Apply one snapshot's change to main, as Spark's cherrypick_snapshot."),
+    "publish": LazyCommand("snapshot_cmd", "register",
+                           "Publish a staged write-audit-publish write: cherry-pick the snapshot whose summary "
+                           "has wap.id."),
+    "fast-forward": LazyCommand("snapshot_cmd", "register",
+                                "Fast-forward a branch to another branch or tag, as Spark's fast_forward."),
+    "remove-orphan-files": LazyCommand("orphan_cmd", "register",
+                                       "Delete the files under the table location that no snapshot or metadata "
+                                       "file of the table reaches."),
+    "register": LazyCommand("table_cmd", "register",
+                            "Register an existing table's metadata file under a name (Spark's register_table)."),
+    "drop": LazyCommand("table_cmd", "register",
+                        "Drop a table from its catalog; with --purge, delete its files too (Spark's DROP TABLE "
+                        "... PURGE)."),
+    "inspect": LazyCommand("inspect_cmd", "register",
+                           "Show a table's metadata: overview, schema, snapshots, manifests, files, deletion "
+                           "vectors."),
+    "namespace": LazyCommand("namespace_cmd", "register", "Create and list namespaces of a catalog."),
+    "branch": LazyCommand("refs_cmd", "register",
+                          "Create, replace, drop and list branches (Spark's ALTER TABLE ... CREATE / REPLACE / "
+                          "DROP BRANCH)."),
+    "tag": LazyCommand("refs_cmd", "register",
+                       "Create, replace, drop and list tags (Spark's ALTER TABLE ... CREATE / REPLACE / DROP TAG)."),
+    "properties": LazyCommand("properties_cmd", "register",
+                              "List, set and unset table properties (Spark's ALTER TABLE ... SET / UNSET "
+                              "TBLPROPERTIES)."),
+    "cache": LazyCommand("cache_cmd", "register",
+                         "The manifest cache: decoded manifests and manifest lists kept on the local disk between "
+                         "runs (folder: $ICECTL_CACHE_DIR, [cache] dir, or ~/.cache/icectl; off: ICECTL_CACHE=off or "
+                         "--no-cache)."),
+}
+
+# `icectl inspect VIEW`: the views of the metadata file alone, and those that read manifests
+# (which import the manifest readers, Avro and Arrow).
+INSPECT_COMMANDS: dict[str, LazyCommand] = {
+    "table": LazyCommand("inspect_cmd", "register_views",
+                         "Overview: format, location, uuid, current snapshot, schema, spec, sort order, properties, "
+                         "totals."),
+    "schema": LazyCommand("inspect_cmd", "register_views",
+                          "Columns of the current (or a given) schema with field ids, types and v3 defaults."),
+    "snapshots": LazyCommand("inspect_cmd", "register_views", "Every snapshot (Spark's `snapshots` metadata table)."),
+    "history": LazyCommand("inspect_cmd", "register_views",
+                           "The snapshot log: when each snapshot became current (Spark's `history`)."),
+    "refs": LazyCommand("inspect_cmd", "register_views",
+                        "Branches and tags with their retention settings (Spark's `refs`)."),
+    "metadata-log": LazyCommand("inspect_cmd", "register_views",
+                                "Previous metadata files (Spark's `metadata_log_entries`)."),
+    "manifests": LazyCommand("inspect_manifests_cmd", "register",
+                             "Manifests of a snapshot's manifest list (Spark's `manifests`)."),
+    "files": LazyCommand("inspect_manifests_cmd", "register",
+                         "Live data, delete and DV files of a snapshot (Spark's `files`)."),
+    "entries": LazyCommand("inspect_manifests_cmd", "register",
+                           "Manifest entries with status and sequence numbers, deleted ones included (Spark's "
+                           "`entries`)."),
+    "partitions": LazyCommand("inspect_manifests_cmd", "register",
+                              "Record and file counts per partition (Spark's `partitions`)."),
+    "dvs": LazyCommand("inspect_manifests_cmd", "register",
+                       "Deletion vectors of a v3 snapshot, each read from its Puffin file and checked."),
+    "tree": LazyCommand("inspect_manifests_cmd", "register",
+                        "The metadata tree of a snapshot: v4 root entries by type and status, leaves with their "
+                        "counts, manifest DVs with cardinality (a manifest list's rows for older snapshots)."),
+}
+
+
+def load_commands(entry: LazyCommand, only: str | None = None) -> dict[str, _click.Command]:
+    """Import ``entry``'s module and build the click commands its register function adds (``only``:
+    just that one; typer spends ~0.3 ms building each)."""
+    module = importlib.import_module(f"icectl.cli.{entry.module}")
+    # The same settings as the root app, so a command's help reads as it did when the root
+    # registered every command itself (typer takes the markup mode from the app that builds it).
+    holder = typer.Typer(rich_markup_mode=None)
+    getattr(module, entry.register)(holder)
+    if only is not None:
+        holder.registered_commands = [c for c in holder.registered_commands if c.name == only]
+        holder.registered_groups = [g for g in holder.registered_groups if g.name == only]
+    commands = dict(typer.main.get_group(holder).commands)
+    skip_needless_coercion(commands.values())
+    return commands
+
+
+class LazyCommands(Mapping[str, _click.Command]):
+    """The root's ``commands``: every name known up front, each command built on first access."""
+
+    def __init__(self, index: Mapping[str, LazyCommand]) -> None:
+        self.index = index
+        self.loaded: dict[str, _click.Command] = {}
+
+    def __getitem__(self, name: str) -> _click.Command:
+        if name not in self.loaded:
+            if name not in self.index:
+                raise KeyError(name)
+            built = load_commands(self.index[name], only=name)
+            if name not in built:
+                raise LookupError(f"icectl.cli.{self.index[name].module}.{self.index[name].register} "
+                                  f"did not define the command '{name}'")
+            self.loaded[name] = built[name]
+        return self.loaded[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.index)
+
+    def __len__(self) -> int:
+        return len(self.index)
+
+
+class LazyGroup(TyperGroup):
+    """A group that lists the commands of its :attr:`index` without importing them (``--help``)
+    and imports a command's module only when it is looked up (to run it, show its help or
+    complete it). Subclasses name the index; typer builds the group (``typer.Typer(cls=...)``)."""
+
+    index: ClassVar[Mapping[str, LazyCommand]] = {}
+
+    def __init__(self, **attrs: Any) -> None:
+        super().__init__(**attrs)
+        skip_needless_coercion([self])  # the group's own options (before its commands are set)
+        # typer passes the commands registered on the Typer itself: none, they are all in the index.
+        self.commands = LazyCommands(self.index)
+
+    def list_commands(self, ctx: _click.Context) -> list[str]:
+        # TyperGroup's walks commands.items(), which would import every module.
+        return list(self.index)
+
+    def add_command(self, cmd: _click.Command, name: str | None = None) -> None:
+        raise TypeError(f"add commands of this group to icectl.cli.registry, not to {type(self).__name__}")
+
+    def format_commands(self, ctx: _click.Context, formatter: _click.HelpFormatter) -> None:
+        # TyperGroup.format_commands fed from COMMANDS: click shortens only a help's first paragraph
+        # (Command.get_short_help_str), so that paragraph gives the very line the real command would.
+        limit = formatter.width - 6 - max(len(name) for name in self.index)
+        rows = [(name, make_default_short_help(entry.help, limit).strip()) for name, entry in self.index.items()]
+        with formatter.section(_("Commands")):
+            formatter.write_dl(rows)
+
+
+class RootGroup(LazyGroup):
+    """``icectl``."""
+
+    index = COMMANDS
+
+
+class InspectGroup(LazyGroup):
+    """``icectl inspect``."""
+
+    index = INSPECT_COMMANDS
