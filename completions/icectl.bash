@@ -7,6 +7,7 @@ _icectl() {
         case "$path|$w" in
             "|add-files") path="add-files" ;;
             "|branch") path="branch" ;;
+            "|cache") path="cache" ;;
             "|cherrypick") path="cherrypick" ;;
             "|compact") path="compact" ;;
             "|create") path="create" ;;
@@ -30,6 +31,8 @@ _icectl() {
             "branch|drop") path="branch drop" ;;
             "branch|list") path="branch list" ;;
             "branch|replace") path="branch replace" ;;
+            "cache|clear") path="cache clear" ;;
+            "cache|info") path="cache info" ;;
             "inspect|dvs") path="inspect dvs" ;;
             "inspect|entries") path="inspect entries" ;;
             "inspect|files") path="inspect files" ;;
@@ -135,9 +138,9 @@ _icectl() {
     case "$path" in
         "")
             if [[ "$cur" == -* ]]; then
-                COMPREPLY=($(compgen -W "--debug --config --version --help -h" -- "$cur"))
+                COMPREPLY=($(compgen -W "--debug --config --no-cache --version --help -h" -- "$cur"))
             else
-                COMPREPLY=($(compgen -W "add-files branch cherrypick compact create drop expire-snapshots fast-forward inspect list namespace properties publish register remove-files remove-orphan-files rollback set-current tag upgrade validate" -- "$cur"))
+                COMPREPLY=($(compgen -W "add-files branch cache cherrypick compact create drop expire-snapshots fast-forward inspect list namespace properties publish register remove-files remove-orphan-files rollback set-current tag upgrade validate" -- "$cur"))
             fi ;;
         "add-files")
             if [[ "$cur" == -* ]]; then
@@ -172,6 +175,24 @@ _icectl() {
         "branch replace")
             if [[ "$cur" == -* ]]; then
                 COMPREPLY=($(compgen -W "--snapshot -s --ref -r --retain-last --max-snapshot-age --max-ref-age --dry-run --json --help -h" -- "$cur"))
+            else
+                COMPREPLY=($(compgen -f -- "$cur"))
+            fi ;;
+        "cache")
+            if [[ "$cur" == -* ]]; then
+                COMPREPLY=($(compgen -W "--help -h" -- "$cur"))
+            else
+                COMPREPLY=($(compgen -W "clear info" -- "$cur"))
+            fi ;;
+        "cache clear")
+            if [[ "$cur" == -* ]]; then
+                COMPREPLY=($(compgen -W "--dry-run --json --help -h" -- "$cur"))
+            else
+                COMPREPLY=($(compgen -f -- "$cur"))
+            fi ;;
+        "cache info")
+            if [[ "$cur" == -* ]]; then
+                COMPREPLY=($(compgen -W "--json --help -h" -- "$cur"))
             else
                 COMPREPLY=($(compgen -f -- "$cur"))
             fi ;;

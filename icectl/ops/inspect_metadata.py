@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from icectl.errors import NotFoundError
-from icectl.ops.results import SchemaBrief, SnapshotBrief, SortOrderBrief, SpecBrief, TableOverview, TableViewMeta
+from icectl.ops.view_results import SchemaBrief, SnapshotBrief, SortOrderBrief, SpecBrief, TableOverview, TableViewMeta
 from icectl.results import UNSET, RowsResult
 from icectl.spec.durations import human_duration
 from icectl.spec.metadata import TableMetadata

@@ -23,7 +23,6 @@ so old entries are never read as new ones.
 from __future__ import annotations
 
 import errno
-import hashlib
 import os
 import struct
 import threading
@@ -100,6 +99,8 @@ class ManifestCache:
 
     def path_of(self, kind: str, location: str, identity: FileIdentity) -> Path:
         key = "\0".join((str(FORMAT), kind, file_key(location), str(identity.length), identity.version))
+        import hashlib  # 2 ms of every start otherwise (OpenSSL); only a cached read needs it
+
         return self.folder / (hashlib.sha256(key.encode()).hexdigest()[:40] + ENTRY_SUFFIX)
 
     # -- read ----------------------------------------------------------------------------------
