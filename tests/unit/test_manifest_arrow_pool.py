@@ -19,6 +19,7 @@ def pool_for_everything(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None
     monkeypatch.setattr(manifest_read, "POOL_MIN_FILE_BYTES", 0)
     monkeypatch.setenv("ICECTL_DECODE_PROCESSES", "2")
     monkeypatch.setenv("ICECTL_CACHE", "off")
+    monkeypatch.setenv("ICECTL_CACHE_MIN_MANIFEST_BYTES", "0")  # small manifests go the Arrow way too
 
 
 def entries(d: Path) -> list[tuple[str, object]]:
