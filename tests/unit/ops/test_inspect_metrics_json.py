@@ -25,6 +25,7 @@ import pytest
 from icectl.cli.render import render, to_json
 from icectl.codec.manifest_reader import read_manifest
 from icectl.codec.manifest_writer import write_manifest
+from icectl.errors import CorruptInputError
 from icectl.ops.inspect import ContentFilter, entry_rows, file_rows
 from icectl.ops.inspect_files import PartitionMapper
 from icectl.ops.inspect_metrics import metric_pieces
@@ -159,7 +160,8 @@ def _hostile(template: DataFile, rng: random.Random, i: int, key_metadata: bool,
 
 def hostile_table(tmp_path: Path, version: int, flavour: str = "wild") -> Path:
     """A table of 3 manifests x 300 entries with random metrics; ``flavour`` "tame": only values
-    the bulk decoders take, "key_metadata": one file has key metadata (the batch goes row by row)."""
+    the bulk decoders take, "key_metadata": one file has key metadata (the batch goes row by row),
+    "corrupt": string bounds that are not UTF-8."""
     d = tmp_path / "t"
     schema = SCHEMA if version >= 3 else SCHEMA.replace("tsns timestamptz_ns, ", "")
     icectl("create", str(d), "--schema", schema, "--partition-by", "days(ts)", "--format-version", str(version))
@@ -174,6 +176,8 @@ def hostile_table(tmp_path: Path, version: int, flavour: str = "wild") -> Path:
     ids = {schema.column_name(fid): fid for fid in schema.field_ids()}
     by_id = {k if isinstance(k, int) else ids[k]: tame(k, v) if flavour == "tame" else v
              for k, v in BOUNDS.items() if isinstance(k, int) or k in ids}
+    if flavour == "corrupt":
+        by_id[ids["s"]] = [b"ok", b"\xff\xfe not UTF-8"]
     for n, m in enumerate(manifests_of(md, snap, table.io, use_cache=False)):
         ptype = md.partition_type(m.partition_spec_id)
         entries = list(read_manifest(Path(m.manifest_path).read_bytes(), manifest=m, partition_type=ptype,
@@ -258,3 +262,15 @@ def test_v4_root_entries_render_as_the_row_path_does(tmp_path: Path, cache: Path
         assert fast == slow and fast.count('"file_path"') == 2
         fast, slow = fast_and_slow(entry_rows, table, metrics=metrics)
         assert fast == slow and '"status": 2' in fast
+
+
+def test_a_corrupt_bound_fails_as_in_the_row_path(tmp_path: Path, cache: Path) -> None:
+    table = load_table(str(hostile_table(tmp_path, 3, "corrupt")))
+    errors = []
+    for json_text in (True, False):
+        result = file_rows(table, metrics=True)
+        with pytest.raises(CorruptInputError) as e:
+            render(result if json_text else dataclasses.replace(result, json_text=None), as_json=True,
+                   out=io.StringIO())
+        errors.append(str(e.value))
+    assert errors[0] == errors[1] and "UTF-8" in errors[0]
