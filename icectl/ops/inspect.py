@@ -18,7 +18,8 @@ from icectl.ops.inspect_files import (
     FILE_FIELDS,
     METRIC_FIELDS,
     PartitionMapper,
-    chunked_json,
+    entry_row,
+    entry_rows_json,
     file_row,
     file_rows_json,
     human_value,
@@ -35,7 +36,7 @@ from icectl.ops.inspect_metadata import (  # re-exported: callers use icectl.ops
     view_meta,
 )
 from icectl.results import RowsResult
-from icectl.spec.manifest import DataFileContent, ManifestContent, ManifestEntry, ManifestFile
+from icectl.spec.manifest import DataFileContent, ManifestContent, ManifestFile
 from icectl.spec.metadata import TableMetadata
 from icectl.spec.schema import NestedField, StructType
 from icectl.spec.snapshots import Snapshot
@@ -178,9 +179,7 @@ def file_rows(table: Table, *, snapshot_id: int | None = None, ref: str | None =
             yield file_row(md, mapper, m, e.data_file, metrics)
 
     def json_text(encode: Callable[[Any], str]) -> Iterator[str]:
-        if metrics:  # row by row (readable_metrics), written in chunks
-            return chunked_json(rows(), encode)
-        return file_rows_json(md, table.io, manifests, mapper, encode)
+        return file_rows_json(md, table.io, manifests, mapper, encode, metrics)
 
     return RowsResult("files", f"Files of {table.identifier}", _file_columns(md, metrics), rows(),
                       view_meta(table, snapshot_id=snap.snapshot_id if snap else None),
@@ -197,19 +196,12 @@ def entry_rows(table: Table, *, snapshot_id: int | None = None, ref: str | None 
 
     def rows() -> Iterator[dict[str, Any]]:
         for m, e in iter_entries(md, table.io, manifests, fields=_wanted_fields(metrics)):
-            yield _entry_row(md, mapper, m, e, metrics)
+            yield entry_row(md, mapper, m, e, metrics)
 
     return RowsResult("entries", f"Manifest entries of {table.identifier}",
                       ["status", "snapshot_id", "sequence_number", "file_sequence_number", "manifest_path",
                        "data_file"], rows(), view_meta(table, snapshot_id=snap.snapshot_id if snap else None),
-                      json_text=lambda encode: chunked_json(rows(), encode))
-
-
-def _entry_row(md: TableMetadata, mapper: PartitionMapper, m: ManifestFile, e: ManifestEntry,
-               metrics: bool) -> dict[str, Any]:
-    return {"status": int(e.status), "snapshot_id": e.snapshot_id, "sequence_number": e.sequence_number,
-            "file_sequence_number": e.file_sequence_number, "manifest_path": m.manifest_path,
-            "data_file": file_row(md, mapper, m, e.data_file, metrics)}
+                      json_text=lambda encode: entry_rows_json(md, table.io, manifests, mapper, encode, metrics))
 
 
 def partition_rows(table: Table, *, snapshot_id: int | None = None, ref: str | None = None) -> RowsResult:

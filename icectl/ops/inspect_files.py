@@ -1,12 +1,14 @@
 """The ``files`` and ``entries`` views' rows: a file's row, its partition as the unified struct, and
-the fast JSON of ``inspect files --json``.
+the fast JSON of ``inspect files|entries --json`` (with or without ``--metrics``).
 
-The fast path renders a manifest's live rows straight from its Arrow table
+The fast path renders a manifest's rows straight from its Arrow table
 (:func:`icectl.table.scan.iter_manifest_tables`), column by column with Arrow's string kernels:
-no entry object and no dict per row. Its text is byte for byte what the renderer writes for the
-rows of :func:`file_row` (``tests/unit/ops/test_inspect_files_json.py`` checks it on the Spark
-fixtures); a manifest with a value it does not handle (key metadata, a string that JSON must
-escape, no Arrow table) is rendered row by row instead.
+no entry object and no dict per row; the metric maps and ``readable_metrics`` come from
+:mod:`icectl.ops.inspect_metrics`. Its text is byte for byte what the renderer writes for the
+rows of :func:`file_row` / :func:`entry_row` (``tests/unit/ops/test_inspect_files_json.py`` and
+``test_inspect_metrics_json.py`` check it on the Spark fixtures and hostile metrics); a batch with
+a value it does not handle (key metadata, a string that JSON must escape, a duplicated map key,
+no Arrow table) is rendered row by row instead.
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from icectl.codec.manifest_arrow import partition_values
-from icectl.spec.manifest import DataFile, ManifestEntry, ManifestFile
+from icectl.ops.inspect_metrics import JSON_ESCAPED, metric_pieces
+from icectl.spec.manifest import DataFile, ManifestEntry, ManifestEntryStatus, ManifestFile
 from icectl.spec.metadata import TableMetadata
 from icectl.spec.schema import NestedField, StructType
 from icectl.spec.values import from_bytes, to_human
@@ -47,6 +50,34 @@ class PartitionMapper:
         # For readable_metrics (the same view): the schema's primitive columns, formatted bounds.
         self.metric_columns: list[tuple[int, str, NestedField]] | None = None
         self.shown_bounds: dict[tuple[int, bytes], Any] = {}
+        self.bound_texts: dict[tuple[int, bytes], str] = {}  # their JSON, for the bulk path
+
+    def columns(self) -> list[tuple[int, str, NestedField]]:
+        """readable_metrics' columns: the current schema's primitive ones (id, name, field)."""
+        if self.metric_columns is None:
+            schema = self.md.schema()
+            self.metric_columns = [
+                (fid, schema.column_name(fid) or str(fid), field) for fid in schema.field_ids()
+                if (field := schema.find_field(fid)) is not None and field.field_type.is_primitive]
+        return self.metric_columns
+
+    def shown_bound(self, field: NestedField, raw: bytes) -> Any:
+        key = (field.field_id, raw)  # bounds repeat from file to file: decode and format each once
+        shown = self.shown_bounds.get(key, _MISSING)
+        if shown is _MISSING:
+            shown = human_value(field, from_bytes(field.field_type, raw))
+            if len(self.shown_bounds) < 200_000:
+                self.shown_bounds[key] = shown
+        return shown
+
+    def bound_text(self, field: NestedField, raw: bytes, encode: Callable[[Any], str]) -> str:
+        key = (field.field_id, raw)
+        text = self.bound_texts.get(key)
+        if text is None:
+            text = encode(self.shown_bound(field, raw))
+            if len(self.bound_texts) < 200_000:
+                self.bound_texts[key] = text
+        return text
 
     def to_dict(self, spec_id: int, values: tuple[Any, ...] | None) -> dict[str, Any]:
         # Tables have few distinct partitions and many files: format each partition once.
@@ -112,29 +143,13 @@ def file_row(md: TableMetadata, mapper: PartitionMapper, m: ManifestFile, f: Dat
 
 
 def _readable_metrics(md: TableMetadata, f: DataFile, mapper: PartitionMapper) -> dict[str, Any]:
-    if mapper.metric_columns is None:
-        schema = md.schema()
-        mapper.metric_columns = [
-            (fid, schema.column_name(fid) or str(fid), field) for fid in schema.field_ids()
-            if (field := schema.find_field(fid)) is not None and field.field_type.is_primitive]
-    shown = mapper.shown_bounds
     sizes, values, nulls, nans = (f.column_sizes or {}, f.value_counts or {}, f.null_value_counts or {},
                                   f.nan_value_counts or {})
     lowers, uppers = f.lower_bounds or {}, f.upper_bounds or {}
     out: dict[str, Any] = {}
-    for fid, name, field in mapper.metric_columns:
-        bounds = []
-        for raw in (lowers.get(fid), uppers.get(fid)):
-            if raw is None:
-                bounds.append(None)
-                continue
-            key = (fid, raw)  # bounds repeat from file to file: decode and format each once
-            text = shown.get(key, _MISSING)
-            if text is _MISSING:
-                text = human_value(field, from_bytes(field.field_type, raw))
-                if len(shown) < 200_000:
-                    shown[key] = text
-            bounds.append(text)
+    for fid, name, field in mapper.columns():
+        bounds = [None if raw is None else mapper.shown_bound(field, raw)
+                  for raw in (lowers.get(fid), uppers.get(fid))]
         out[name] = {
             "column_size": sizes.get(fid), "value_count": values.get(fid), "null_value_count": nulls.get(fid),
             "nan_value_count": nans.get(fid), "lower_bound": bounds[0], "upper_bound": bounds[1]}
@@ -146,75 +161,96 @@ _MISSING = object()
 
 # --------------------------------------------------------------------------- fast JSON of `inspect files`
 
-# json.dumps escapes these in strings (ensure_ascii=False leaves everything else as is).
-_JSON_ESCAPED = r'["\\\x00-\x1f]'
-
-
-def chunked_json(rows: Iterable[dict[str, Any]], encode: Callable[[Any], str], size: int = 512) -> Iterator[str]:
-    """Rows encoded one by one but written in chunks (``RowsResult.json_text``): one write per
-    ``size`` rows instead of one per row."""
-    batch: list[str] = []
-    for row in rows:
-        batch.append(encode(row))
-        if len(batch) >= size:
-            yield ",\n".join(batch)
-            batch = []
-    if batch:
-        yield ",\n".join(batch)
-
-
-_BATCH_ROWS = 16_384  # rows rendered together: Arrow kernels cost ~0.1 ms a call; the text of a batch is held whole
+# Rows rendered together: Arrow kernels cost ~0.1 ms a call, and the text and columns of a batch are
+# held whole. 4,096 rows: as fast as 16,384 on the 100k benchmark table, 50 MB less peak memory
+# (entries --json warm: 184 -> 134 MB; with --metrics 8,192 rows took 293 MB, 4,096 235 MB).
+_BATCH_ROWS = 4_096
 
 
 def file_rows_json(md: TableMetadata, io: FileIO, manifests: Iterable[ManifestFile], mapper: PartitionMapper,
-                   encode: Callable[[Any], str]) -> Iterator[str]:
-    """The ``files`` view's live rows (no metrics) as JSON text in chunks (rows joined by
-    ``",\n"``), ``encode`` being the renderer's encoder of one value. Consecutive manifests of one
-    spec are rendered together, up to :data:`_BATCH_ROWS` rows."""
-    import pyarrow as pa
+                   encode: Callable[[Any], str], metrics: bool = False) -> Iterator[str]:
+    """The ``files`` view's live rows as JSON text in chunks (rows joined by ``",\n"``),
+    ``encode`` being the renderer's encoder of one value. Consecutive manifests of one spec are
+    rendered together, up to :data:`_BATCH_ROWS` rows."""
+    return _rows_json(md, io, manifests, mapper, encode, metrics, entries=False)
 
-    batch: list[pa.Table] = []
-    batch_spec: ManifestFile | None = None
+
+def entry_rows_json(md: TableMetadata, io: FileIO, manifests: Iterable[ManifestFile], mapper: PartitionMapper,
+                    encode: Callable[[Any], str], metrics: bool = False) -> Iterator[str]:
+    """The ``entries`` view's rows (DELETED ones too) as JSON text in chunks, as :func:`file_rows_json`."""
+    return _rows_json(md, io, manifests, mapper, encode, metrics, entries=True)
+
+
+def entry_row(md: TableMetadata, mapper: PartitionMapper, m: ManifestFile, e: ManifestEntry,
+              metrics: bool) -> dict[str, Any]:
+    return {"status": int(e.status), "snapshot_id": e.snapshot_id, "sequence_number": e.sequence_number,
+            "file_sequence_number": e.file_sequence_number, "manifest_path": m.manifest_path,
+            "data_file": file_row(md, mapper, m, e.data_file, metrics)}
+
+
+_ENTRY_FIELDS = ("status", "snapshot_id", "sequence_number", "file_sequence_number")
+
+
+def _rows_json(md: TableMetadata, io: FileIO, manifests: Iterable[ManifestFile], mapper: PartitionMapper,
+               encode: Callable[[Any], str], metrics: bool, entries: bool) -> Iterator[str]:
+    batch: list[tuple[ManifestFile, pa.Table]] = []
     rows = 0
     for m, got in iter_manifest_tables(md, io, manifests):
-        live = None if isinstance(got, list) else _live_file_columns(got)
-        if batch and (live is None or batch_spec is None or m.partition_spec_id != batch_spec.partition_spec_id
-                      or rows >= _BATCH_ROWS):
-            assert batch_spec is not None
-            yield _table_chunk(md, mapper, batch_spec, pa.concat_tables(batch), encode)
+        part = None if isinstance(got, list) else _view_columns(got, metrics, entries)
+        if batch and (part is None or m.partition_spec_id != batch[0][0].partition_spec_id or rows >= _BATCH_ROWS):
+            yield _table_chunk(md, mapper, batch, encode, metrics, entries)
             batch, rows = [], 0
         if isinstance(got, list):
-            yield _slow_chunk(md, mapper, m, got, encode)
-        elif live is not None and live.num_rows:
-            batch.append(live)
-            batch_spec = m
-            rows += live.num_rows
+            yield from _slow_chunks(md, mapper, m, got, encode, metrics, entries)
+        elif part is not None and part.num_rows:
+            batch.append((m, part))
+            rows += part.num_rows
     if batch:
-        assert batch_spec is not None
-        yield _table_chunk(md, mapper, batch_spec, pa.concat_tables(batch), encode)
+        yield _table_chunk(md, mapper, batch, encode, metrics, entries)
 
 
-def _live_file_columns(table: pa.Table) -> pa.Table:
+def _view_columns(table: pa.Table, metrics: bool, entries: bool) -> pa.Table:
     import pyarrow.compute as pc
 
     # Only the view's columns are filtered (copied): the metric maps are most of a manifest's bytes.
+    view = table.select([*(_ENTRY_FIELDS if entries else ()), *FILE_FIELDS, *(METRIC_FIELDS if metrics else ())])
+    if entries:
+        return view
     live = pc.not_equal(table.column("status"), 2)
-    return table.select(list(FILE_FIELDS)).filter(live)
+    return view if pc.all(live).as_py() else view.filter(live)  # most manifests have no DELETED entry
 
 
-def _table_chunk(md: TableMetadata, mapper: PartitionMapper, m: ManifestFile, live: pa.Table,
-                 encode: Callable[[Any], str]) -> str:
-    text = _fast_chunk(md, mapper, m, live, encode)
+def _table_chunk(md: TableMetadata, mapper: PartitionMapper, batch: list[tuple[ManifestFile, pa.Table]],
+                 encode: Callable[[Any], str], metrics: bool, entries: bool) -> str:
+    import pyarrow as pa
+
+    t = pa.concat_tables([part for _, part in batch])
+    paths = None
+    if entries:  # each manifest's path, as JSON, on each of its rows
+        paths = pa.concat_arrays([pa.repeat(pa.scalar(encode(m.manifest_path)), part.num_rows)
+                                  for m, part in batch])
+    text = _fast_chunk(md, mapper, batch[0][0], t, encode, metrics, paths)
     if text is None:
-        decode = partition_values(md.partition_type(m.partition_spec_id))
-        rows = [file_row(md, mapper, m, _file_of(r, decode), False) for r in live.to_pylist()]
-        text = ",\n".join(map(encode, rows))
+        texts = []
+        for m, part in batch:
+            decode = partition_values(md.partition_type(m.partition_spec_id))
+            for r in part.to_pylist():
+                f = _file_of(r, decode)
+                texts.append(encode(entry_row(md, mapper, m, _entry_of(r, f), metrics) if entries
+                                    else file_row(md, mapper, m, f, metrics)))
+        text = ",\n".join(texts)
     return text
 
 
-def _slow_chunk(md: TableMetadata, mapper: PartitionMapper, m: ManifestFile, entries: list[ManifestEntry],
-                encode: Callable[[Any], str]) -> str:
-    return ",\n".join(encode(file_row(md, mapper, m, e.data_file, False)) for e in entries if e.is_live)
+def _slow_chunks(md: TableMetadata, mapper: PartitionMapper, m: ManifestFile, got: list[ManifestEntry],
+                 encode: Callable[[Any], str], metrics: bool, entries: bool) -> Iterator[str]:
+    # Written 512 rows at a time: a manifest without an Arrow table may be large.
+    for start in range(0, len(got), 512):
+        part = got[start:start + 512]
+        if entries:
+            yield ",\n".join(encode(entry_row(md, mapper, m, e, metrics)) for e in part)
+        else:
+            yield ",\n".join(encode(file_row(md, mapper, m, e.data_file, metrics)) for e in part if e.is_live)
 
 
 def _file_of(row: dict[str, Any], decode: Callable[[list[bytes | None]], tuple[Any, ...]]) -> DataFile:
@@ -222,7 +258,14 @@ def _file_of(row: dict[str, Any], decode: Callable[[list[bytes | None]], tuple[A
     values["partition"] = decode(row["partition"])
     for k in ("split_offsets", "equality_ids"):
         values[k] = None if values[k] is None else tuple(values[k])
+    for k in METRIC_FIELDS:
+        values[k] = None if values[k] is None else dict(values[k])
     return DataFile(**values)
+
+
+def _entry_of(row: dict[str, Any], f: DataFile) -> ManifestEntry:
+    return ManifestEntry(ManifestEntryStatus(row["status"]), row["snapshot_id"], row["sequence_number"],
+                         row["file_sequence_number"], f)
 
 
 def _num(col: pa.ChunkedArray) -> pa.ChunkedArray:
@@ -247,16 +290,17 @@ def _int_list(col: pa.ChunkedArray) -> pa.ChunkedArray:
 
 
 def _fast_chunk(md: TableMetadata, mapper: PartitionMapper, m: ManifestFile, t: pa.Table,
-                encode: Callable[[Any], str]) -> str | None:
-    """The rows of :func:`file_row` (no metrics) as the renderer writes them, or None when a
-    value needs the row-by-row path."""
+                encode: Callable[[Any], str], metrics: bool, paths: pa.Array | None) -> str | None:
+    """The rows of :func:`file_row` (of :func:`entry_row` when ``paths``, the manifest path's JSON
+    of each row, is given) as the renderer writes them, or None when a value needs the row-by-row
+    path."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
     if t.column("key_metadata").null_count != t.num_rows:
         return None  # bytes: rare, rendered as hex by the encoder
     strings = ["file_path", "file_format", "referenced_data_file"]
-    if any(pc.any(pc.match_substring_regex(t.column(c), _JSON_ESCAPED)).as_py() for c in strings):
+    if any(pc.any(pc.match_substring_regex(t.column(c), JSON_ESCAPED)).as_py() for c in strings):
         return None
     spec_id = m.partition_spec_id
     decode = partition_values(md.partition_type(spec_id))
@@ -283,7 +327,20 @@ def _fast_chunk(md: TableMetadata, mapper: PartitionMapper, m: ManifestFile, t: 
     if md.format_version >= 3:
         pieces += [', "content_offset": ', _num(t.column("content_offset")),
                    ', "content_size_in_bytes": ', _num(t.column("content_size_in_bytes"))]
+    if metrics:
+        more = metric_pieces(t, mapper.columns(), lambda f, raw: mapper.bound_text(f, raw, encode), encode)
+        if more is None:
+            return None
+        pieces += more
     pieces.append("}")
-    rows = pc.binary_join_element_wise(*pieces, "").combine_chunks()
-    # One string in C++: the rows as one list, joined (no Python string per row).
-    return pc.binary_join(pa.ListArray.from_arrays(pa.array([0, len(rows)], pa.int32()), rows), ",\n")[0].as_py()
+    if paths is not None:
+        pieces = ['{"status": ', _num(t.column("status")), ', "snapshot_id": ', _num(t.column("snapshot_id")),
+                  ', "sequence_number": ', _num(t.column("sequence_number")),
+                  ', "file_sequence_number": ', _num(t.column("file_sequence_number")),
+                  ', "manifest_path": ', paths, ', "data_file": ', *pieces, "}"]
+    # Each row followed by ",\n": the rows' data buffer is then the chunk's text (no Python string per
+    # row, no second copy to join them).
+    rows = pc.binary_join_element_wise(*pieces, ",\n", "").combine_chunks()
+    _, offsets, data = rows.buffers()
+    bounds = memoryview(offsets).cast("i")
+    return data[bounds[rows.offset]:bounds[rows.offset + len(rows)] - 2].to_pybytes().decode()
