@@ -39,7 +39,7 @@ from icectl.validate import (
     v4_rules,
 )
 from icectl.validate.context import Context, ManifestSummary
-from icectl.validate.list_reuse import CheckedList, ListReuse
+from icectl.validate.list_reuse import CheckedList, ListReuse, StoredList, load_list, store_list
 from icectl.validate.rules import (
     AREAS,
     CATALOGUE,
@@ -212,22 +212,41 @@ def _file_sequence_bounds(ctx: Context, lowest: dict[str, manifest_list_rules.Li
                                 snapshot_sequence_number=snap.sequence_number)
 
 
+@dataclass
+class _ListRead:
+    """A snapshot's manifest list (v4: root) as fetched: its bytes (or the error met), or what the
+    manifest cache holds for this version of it; ``identity``: of exactly the bytes read."""
+
+    data: bytes | NotFoundError | None = None
+    identity: FileIdentity | None = None
+    stored: StoredList | None = None
+
+
 def _fetch_lists(ctx: Context, pool: ThreadPoolExecutor,
-                 snapshots: list[Snapshot]) -> Iterator[tuple[Snapshot, bytes | NotFoundError | None]]:
+                 snapshots: list[Snapshot]) -> Iterator[tuple[Snapshot, _ListRead]]:
     """Each snapshot with its manifest list's (v4: root's) bytes, fetched a few snapshots ahead in threads."""
 
     lists = ctx.lists  # made here, not in the threads
+    cached = outcome_cache.outcome_base(ctx) is not None  # the same runs keep lists
 
-    def fetch(path: str, is_list: bool) -> bytes | NotFoundError:
+    def fetch(path: str, is_list: bool) -> _ListRead:
+        before = None
+        if is_list and cached:
+            before = _identity(ctx, path)
+            stored = load_list(path, before, ctx.metadata.format_version)
+            if stored is not None:
+                return _ListRead(stored=stored)
         try:
             data = ctx.io.read(path)
         except NotFoundError as e:  # a finding, reported by read_list
-            return e
+            return _ListRead(e)
         if is_list:
             lists.prepare(data)  # decompressed here, in this thread
-        return data
+            if cached and before is not None:
+                return _ListRead(data, before if _identity(ctx, path) == before else None)
+        return _ListRead(data)
 
-    pending: deque[tuple[Snapshot, Future[bytes | NotFoundError] | None]] = deque()
+    pending: deque[tuple[Snapshot, Future[_ListRead] | None]] = deque()
     it = iter(snapshots)
 
     def submit() -> None:
@@ -241,7 +260,17 @@ def _fetch_lists(ctx: Context, pool: ThreadPoolExecutor,
     while pending:
         snap, fut = pending.popleft()
         submit()
-        yield snap, (fut.result() if fut is not None else None)
+        yield snap, (fut.result() if fut is not None else _ListRead())
+
+
+def _read_now(ctx: Context, path: str) -> _ListRead:
+    """A list whose stored rows name an earlier list not checked in this run: read it here."""
+    before = _identity(ctx, path)
+    try:
+        data = ctx.io.read(path)
+    except NotFoundError as e:
+        return _ListRead(e)
+    return _ListRead(data, before if before is not None and _identity(ctx, path) == before else None)
 
 
 def _is_v4(snap: Snapshot) -> bool:
@@ -262,14 +291,21 @@ def _check_snapshots(ctx: Context, snapshots: list[Snapshot]) -> tuple[set[str],
     reuse = ListReuse()
     with (progress.task("checking snapshots", len(snapshots)) as advance,
           ThreadPoolExecutor(max_workers=DEFAULT_WORKERS) as pool):
-        for snap, data in _fetch_lists(ctx, pool, snapshots):
+        for snap, got in _fetch_lists(ctx, pool, snapshots):
             advance(1)
             if _is_v4(snap):
-                v4_rules.check_root_snapshot(ctx, v4, pool, snap, data)
+                v4_rules.check_root_snapshot(ctx, v4, pool, snap, got.data)
                 continue
-            manifests = manifest_list_rules.read_list(ctx, snap, data)
+            manifests = reuse.rebuild(got.stored) if got.stored is not None else None
+            if got.stored is not None:
+                if manifests is not None:
+                    got = _ListRead(identity=got.stored.identity)
+                elif snap.manifest_list is not None:
+                    got = _read_now(ctx, snap.manifest_list)
             if manifests is None:
-                continue
+                manifests = manifest_list_rules.read_list(ctx, snap, got.data)
+                if manifests is None:
+                    continue
             k, earlier = reuse.split(manifests)
             fresh = manifests[:k] if earlier is not None else manifests  # the rest: checked (list_reuse)
             new: list[tuple[str | None, int, ManifestFile]] = []
@@ -283,7 +319,9 @@ def _check_snapshots(ctx: Context, snapshots: list[Snapshot]) -> tuple[set[str],
                         new.append((snap.manifest_list, i, m))
             _read_manifests(ctx, pool, new)
             _per_list_rules(ctx, snap, manifests, fresh, earlier, lowest)
-            reuse.remember(snap, manifests, k, earlier)
+            reuse.remember(snap, manifests, k, earlier, snap.manifest_list, got.identity)
+            if got.data is not None and snap.manifest_list is not None:  # read and decoded in this run
+                store_list(snap.manifest_list, got.identity, ctx.metadata.format_version, fresh, earlier)
     manifest_list_rules.check_sequence_bounds(ctx, lowest)
     _file_sequence_bounds(ctx, lowest)
     _file_sequence_bounds(ctx, v4.lowest)

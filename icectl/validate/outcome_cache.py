@@ -97,12 +97,18 @@ def _base(ctx: Context) -> str | None:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def outcome_key(ctx: Context, list_path: str | None, m: ManifestFile, ordinal: int) -> str | None:
-    """The key of this manifest's outcome in this run, or None when it is not to be cached."""
+def outcome_base(ctx: Context) -> str | None:
+    """The hash of what every manifest check of this run reads besides its own inputs; None when
+    nothing is cached in this run."""
     if ctx.outcome_base is False:
         ctx.outcome_base = _base(ctx)
-    base = ctx.outcome_base
-    if not isinstance(base, str) or m.content != ManifestContent.DATA:
+    return ctx.outcome_base if isinstance(ctx.outcome_base, str) else None
+
+
+def outcome_key(ctx: Context, list_path: str | None, m: ManifestFile, ordinal: int) -> str | None:
+    """The key of this manifest's outcome in this run, or None when it is not to be cached."""
+    base = outcome_base(ctx)
+    if base is None or m.content != ManifestContent.DATA:
         return None
     # A check costs ~20 us per entry, a cache hit ~0.3 ms: manifests of a few entries are checked again.
     listed = sum(c or 0 for c in (m.added_files_count, m.existing_files_count, m.deleted_files_count))

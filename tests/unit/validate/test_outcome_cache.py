@@ -186,3 +186,32 @@ def test_broken_tables_after_a_cached_pristine_run(case: Case, spark_tables: Any
     uncached = rows(table, **kw, cache=False)
     assert rows(table, **kw) == uncached  # cold for what changed, warm for the rest
     assert rows(table, **kw) == uncached  # warm
+
+
+def _snapshots_oldest_first(table: Path) -> list[Any]:
+    md = load_table(str(table)).metadata
+    return [s for s in sorted(md.snapshots, key=lambda s: s.sequence_number) if s.manifest_list]
+
+
+def test_lists_are_rebuilt_only_while_their_earlier_list_is_the_same_version(spark_tables: Any,
+                                                                             tmp_path: Path) -> None:
+    """A stored list names the earlier list its other rows were: once that list changes, the later
+    list is read again, never rebuilt from the changed list's rows."""
+    table = copy_table(spark_tables["many_snaps"].location, tmp_path / "t")
+    before = rows(table, all_snapshots=True)
+    warm, hits = outcome_hits(table, all_snapshots=True)
+    assert warm == before == rows(table, all_snapshots=True, cache=False) and hits > 0
+    snaps = _snapshots_oldest_first(table)
+    assert len(snaps) >= 3
+    parent, child = snaps[-2], snaps[-1]
+
+    def edit(records: list[dict[str, Any]]) -> None:
+        for r in records:  # the parent's rows claim the child added them: wrong for the child, were they its rows
+            r["added_snapshot_id"] = child.snapshot_id
+    time.sleep(0.05)
+    edit_manifest_list(parent.manifest_list, edit)
+    after = rows(table, all_snapshots=True)
+    assert after == rows(table, all_snapshots=True, cache=False)
+    assert after != before
+    assert not any(r["rule"] == "manifest-list.sequence-number" and r["file"] == child.manifest_list for r in after)
+    assert rows(table, all_snapshots=True) == after  # and warm again
