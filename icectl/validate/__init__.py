@@ -428,8 +428,11 @@ def _fetch_manifest(ctx: Context, m: ManifestFile) -> tuple[bytes, list[Manifest
     the store's identity of the file stays the same. A manifest the read layer cannot give is decoded
     from the bytes by the rules themselves, which report why it does not read."""
     data = ctx.io.read(m.manifest_path)
-    if ctx.deep or manifest_cache() is None or ctx.metadata.spec_by_id(m.partition_spec_id) is None:
-        return data, None  # without a cache the rules decode the bytes themselves: faster than via Arrow
+    if ctx.deep or manifest_cache() is None or ctx.metadata.spec_by_id(m.partition_spec_id) is None \
+            or m.manifest_length < manifest_read.min_cached_bytes():
+        # without a cache (or for a manifest the read layer would read uncached, a second time)
+        # the rules decode the bytes themselves: faster than via Arrow
+        return data, None
     try:
         entries = manifest_read.manifest_entries(ctx.io, manifest_rules.as_written(m),
                                                  partition_type=ctx.metadata.partition_type(m.partition_spec_id),
