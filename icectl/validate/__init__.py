@@ -22,15 +22,24 @@ from icectl.catalog import find_table
 from icectl.config import Config
 from icectl.errors import CorruptInputError, ExitCode, IcectlError, NotFoundError
 from icectl.results import UNSET, Part, RowsResult, Unset
-from icectl.spec.manifest import ManifestEntry, ManifestFile
+from icectl.spec.manifest import ManifestContent, ManifestEntry, ManifestFile
 from icectl.spec.metadata import TableMetadata
 from icectl.spec.snapshots import Snapshot
-from icectl.storage import FileIO
+from icectl.storage import FileIdentity, FileIO
 from icectl.table import Table, manifest_read
 from icectl.table.manifest_cache import manifest_cache
 from icectl.table.scan import DEFAULT_WORKERS
-from icectl.validate import delete_rules, file_rules, manifest_list_rules, manifest_rules, metadata_rules, v4_rules
-from icectl.validate.context import Context
+from icectl.validate import (
+    delete_rules,
+    file_rules,
+    manifest_list_rules,
+    manifest_rules,
+    metadata_rules,
+    outcome_cache,
+    v4_rules,
+)
+from icectl.validate.context import Context, ManifestSummary
+from icectl.validate.list_reuse import CheckedList, ListReuse, StoredList, load_list, store_list
 from icectl.validate.rules import (
     AREAS,
     CATALOGUE,
@@ -203,22 +212,41 @@ def _file_sequence_bounds(ctx: Context, lowest: dict[str, manifest_list_rules.Li
                                 snapshot_sequence_number=snap.sequence_number)
 
 
+@dataclass
+class _ListRead:
+    """A snapshot's manifest list (v4: root) as fetched: its bytes (or the error met), or what the
+    manifest cache holds for this version of it; ``identity``: of exactly the bytes read."""
+
+    data: bytes | NotFoundError | None = None
+    identity: FileIdentity | None = None
+    stored: StoredList | None = None
+
+
 def _fetch_lists(ctx: Context, pool: ThreadPoolExecutor,
-                 snapshots: list[Snapshot]) -> Iterator[tuple[Snapshot, bytes | NotFoundError | None]]:
+                 snapshots: list[Snapshot]) -> Iterator[tuple[Snapshot, _ListRead]]:
     """Each snapshot with its manifest list's (v4: root's) bytes, fetched a few snapshots ahead in threads."""
 
     lists = ctx.lists  # made here, not in the threads
+    cached = outcome_cache.outcome_base(ctx) is not None  # the same runs keep lists
 
-    def fetch(path: str, is_list: bool) -> bytes | NotFoundError:
+    def fetch(path: str, is_list: bool) -> _ListRead:
+        before = None
+        if is_list and cached:
+            before = _identity(ctx, path)
+            stored = load_list(path, before, ctx.metadata.format_version)
+            if stored is not None:
+                return _ListRead(stored=stored)
         try:
             data = ctx.io.read(path)
         except NotFoundError as e:  # a finding, reported by read_list
-            return e
+            return _ListRead(e)
         if is_list:
             lists.prepare(data)  # decompressed here, in this thread
-        return data
+            if cached and before is not None:
+                return _ListRead(data, before if _identity(ctx, path) == before else None)
+        return _ListRead(data)
 
-    pending: deque[tuple[Snapshot, Future[bytes | NotFoundError] | None]] = deque()
+    pending: deque[tuple[Snapshot, Future[_ListRead] | None]] = deque()
     it = iter(snapshots)
 
     def submit() -> None:
@@ -232,7 +260,17 @@ def _fetch_lists(ctx: Context, pool: ThreadPoolExecutor,
     while pending:
         snap, fut = pending.popleft()
         submit()
-        yield snap, (fut.result() if fut is not None else None)
+        yield snap, (fut.result() if fut is not None else _ListRead())
+
+
+def _read_now(ctx: Context, path: str) -> _ListRead:
+    """A list whose stored rows name an earlier list not checked in this run: read it here."""
+    before = _identity(ctx, path)
+    try:
+        data = ctx.io.read(path)
+    except NotFoundError as e:
+        return _ListRead(e)
+    return _ListRead(data, before if before is not None and _identity(ctx, path) == before else None)
 
 
 def _is_v4(snap: Snapshot) -> bool:
@@ -250,18 +288,28 @@ def _check_snapshots(ctx: Context, snapshots: list[Snapshot]) -> tuple[set[str],
     checked: set[str] = set()
     lowest: dict[str, manifest_list_rules.Listing] = {}
     v4 = v4_rules.V4State()
+    reuse = ListReuse()
     with (progress.task("checking snapshots", len(snapshots)) as advance,
           ThreadPoolExecutor(max_workers=DEFAULT_WORKERS) as pool):
-        for snap, data in _fetch_lists(ctx, pool, snapshots):
+        for snap, got in _fetch_lists(ctx, pool, snapshots):
             advance(1)
             if _is_v4(snap):
-                v4_rules.check_root_snapshot(ctx, v4, pool, snap, data)
+                v4_rules.check_root_snapshot(ctx, v4, pool, snap, got.data)
                 continue
-            manifests = manifest_list_rules.read_list(ctx, snap, data)
+            manifests = reuse.rebuild(got.stored) if got.stored is not None else None
+            if got.stored is not None:
+                if manifests is not None:
+                    got = _ListRead(identity=got.stored.identity)
+                elif snap.manifest_list is not None:
+                    got = _read_now(ctx, snap.manifest_list)
             if manifests is None:
-                continue
+                manifests = manifest_list_rules.read_list(ctx, snap, got.data)
+                if manifests is None:
+                    continue
+            k, earlier = reuse.split(manifests)
+            fresh = manifests[:k] if earlier is not None else manifests  # the rest: checked (list_reuse)
             new: list[tuple[str | None, int, ManifestFile]] = []
-            for i, m in enumerate(manifests):
+            for i, m in enumerate(fresh):
                 if m.manifest_path not in checked:
                     checked.add(m.manifest_path)
                     if m.manifest_path in ctx.summaries:  # a v4 root's leaf, read already: this row against it
@@ -270,13 +318,30 @@ def _check_snapshots(ctx: Context, snapshots: list[Snapshot]) -> tuple[set[str],
                     if manifest_list_rules.check_manifest_file(ctx, snap.manifest_list, m, i):
                         new.append((snap.manifest_list, i, m))
             _read_manifests(ctx, pool, new)
-            manifest_list_rules.check_snapshot_list(ctx, snap, manifests)
-            manifest_list_rules.note_listings(snap, manifests, lowest)
-            delete_rules.check_snapshot_deletes(ctx, snap, manifests)
+            _per_list_rules(ctx, snap, manifests, fresh, earlier, lowest)
+            reuse.remember(snap, manifests, k, earlier, snap.manifest_list, got.identity)
+            if got.data is not None and snap.manifest_list is not None:  # read and decoded in this run
+                store_list(snap.manifest_list, got.identity, ctx.metadata.format_version, fresh, earlier)
     manifest_list_rules.check_sequence_bounds(ctx, lowest)
     _file_sequence_bounds(ctx, lowest)
     _file_sequence_bounds(ctx, v4.lowest)
     return checked, v4
+
+
+def _per_list_rules(ctx: Context, snap: Snapshot, manifests: list[ManifestFile], fresh: list[ManifestFile],
+                    earlier: CheckedList | None, lowest: dict[str, manifest_list_rules.Listing]) -> None:
+    """The rules over one snapshot's whole list; over its ``fresh`` rows alone where the rest, an
+    ``earlier`` list's very rows, are known to find nothing (see :mod:`.list_reuse`)."""
+    if earlier is None:
+        fresh = manifests
+    md = ctx.metadata
+    v3_ranges = md.format_version >= 3 and snap.first_row_id is not None
+    whole = earlier is None or v3_ranges or snap.snapshot_id in earlier.added_ids
+    manifest_list_rules.check_snapshot_list(ctx, snap, manifests if whole else fresh)
+    below = earlier is not None and snap.sequence_number < earlier.sequence_number
+    manifest_list_rules.note_listings(snap, manifests if earlier is None or below else fresh, lowest)
+    if earlier is None or earlier.has_deletes or any(m.content == ManifestContent.DELETES for m in fresh):
+        delete_rules.check_snapshot_deletes(ctx, snap, manifests)
 
 
 def _recheck_row(ctx: Context, list_path: str | None, m: ManifestFile, ordinal: int) -> None:
@@ -287,29 +352,74 @@ def _recheck_row(ctx: Context, list_path: str | None, m: ManifestFile, ordinal: 
 
 
 def _read_manifests(ctx: Context, pool: ThreadPoolExecutor, todo: list[tuple[str | None, int, ManifestFile]]) -> None:
-    """Check each manifest of ``todo``; reads run ahead in the pool's threads, checks in this one."""
-    pending: deque[tuple[str | None, int, ManifestFile, Future[tuple[bytes, list[ManifestEntry] | None]]]] = deque()
+    """Check each manifest of ``todo``; reads run ahead in the pool's threads, checks in this one.
+    A manifest whose outcome the cache holds for this very version and context is not checked
+    again: its stored findings are reported in their order (see :mod:`.outcome_cache`)."""
+    pending: deque[tuple[str | None, int, ManifestFile, str | None, Future[_Fetched]]] = deque()
     it = iter(todo)
 
     def submit() -> None:
         nxt = next(it, None)
         if nxt is not None:
-            pending.append((*nxt, pool.submit(_fetch_manifest, ctx, nxt[2])))
+            key = outcome_cache.outcome_key(ctx, nxt[0], nxt[2], nxt[1])
+            pending.append((*nxt, key, pool.submit(_fetch, ctx, nxt[2], key)))
 
     for _ in range(_AHEAD):
         submit()
     while pending:
-        list_path, i, m, fut = pending.popleft()
+        list_path, i, m, key, fut = pending.popleft()
         submit()
         try:
-            data, entries = fut.result()
+            got = fut.result()
         except NotFoundError:  # gone since its size was taken
             ctx.reporter.report(manifest_list_rules.MANIFEST_EXISTS, list_path, f"manifest {m.manifest_path} is "
                                 "missing", entry=f"{list_path}#{i}", manifest_path=m.manifest_path)
             continue
-        summary = manifest_rules.check_manifest(ctx, list_path, m, i, data, entries=entries)
+        if got.stored is not None:
+            summary: ManifestSummary | None = outcome_cache.replay(ctx, m, *got.stored, list_path, i)
+        elif key is not None:
+            reporter = ctx.reporter
+            ctx.reporter = recorder = outcome_cache.Recorder(reporter)
+            try:
+                summary = manifest_rules.check_manifest(ctx, list_path, m, i, got.data)
+            finally:
+                ctx.reporter = reporter
+            if summary is not None:
+                outcome_cache.store(m.manifest_path, got.identity, key, recorder.calls, summary, list_path, i)
+        else:
+            summary = manifest_rules.check_manifest(ctx, list_path, m, i, got.data, entries=got.entries)
         if summary is not None:  # None: unreadable, reported; the rest goes on
             ctx.summaries[m.manifest_path] = summary
+
+
+@dataclass
+class _Fetched:
+    data: bytes = b""
+    entries: list[ManifestEntry] | None = None
+    identity: FileIdentity | None = None  # of exactly the version ``data`` holds (None: unknown)
+    stored: tuple[list[outcome_cache.Call], dict[str, Any]] | None = None  # the cached outcome
+
+
+def _identity(ctx: Context, path: str) -> FileIdentity | None:
+    try:
+        return ctx.io.identity(path)
+    except (IcectlError, OSError):  # the read says what is wrong
+        return None
+
+
+def _fetch(ctx: Context, m: ManifestFile, key: str | None) -> _Fetched:
+    """With an outcome key: the stored outcome, or the bytes (decoded by the rules, so the outcome
+    is that of this version alone) and their identity, taken before and after the read."""
+    if key is None:
+        return _Fetched(*_fetch_manifest(ctx, m))
+    path = m.manifest_path
+    before = _identity(ctx, path)
+    stored = outcome_cache.load(path, before, key)
+    if stored is not None:
+        return _Fetched(identity=before, stored=stored)
+    data = ctx.io.read(path)
+    after = _identity(ctx, path) if before is not None else None
+    return _Fetched(data, identity=before if after == before else None)
 
 
 def _fetch_manifest(ctx: Context, m: ManifestFile) -> tuple[bytes, list[ManifestEntry] | None]:
@@ -318,8 +428,11 @@ def _fetch_manifest(ctx: Context, m: ManifestFile) -> tuple[bytes, list[Manifest
     the store's identity of the file stays the same. A manifest the read layer cannot give is decoded
     from the bytes by the rules themselves, which report why it does not read."""
     data = ctx.io.read(m.manifest_path)
-    if ctx.deep or manifest_cache() is None or ctx.metadata.spec_by_id(m.partition_spec_id) is None:
-        return data, None  # without a cache the rules decode the bytes themselves: faster than via Arrow
+    if ctx.deep or manifest_cache() is None or ctx.metadata.spec_by_id(m.partition_spec_id) is None \
+            or m.manifest_length < manifest_read.min_cached_bytes():
+        # without a cache (or for a manifest the read layer would read uncached, a second time)
+        # the rules decode the bytes themselves: faster than via Arrow
+        return data, None
     try:
         entries = manifest_read.manifest_entries(ctx.io, manifest_rules.as_written(m),
                                                  partition_type=ctx.metadata.partition_type(m.partition_spec_id),

@@ -47,6 +47,7 @@ class ManifestSummary:
     inherited_rows: int = 0
     # v3: row-id ranges of live data files written with their own first_row_id, adjacent ones merged
     explicit_row_ids: list[tuple[int, int]] = field(default_factory=list)
+    delete_entries: int = 0  # entries of delete files (their checks read Puffin files: not cached)
     # The entries' totals (EntryTotals), for a v4 root naming a leaf checked before: its manifest_stats
     totals: Any = None
 
@@ -64,6 +65,9 @@ class Context:
     _schemas: dict[str, Schema | None] = field(default_factory=dict)
     _single_valued: frozenset[int] | None = None
     _lists: ListDecoder | None = None
+    # outcome_cache's hash of what every manifest check reads besides the manifest (None: outcomes
+    # are not cached in this run; False: not worked out yet)
+    outcome_base: str | bool | None = False
 
     @property
     def lists(self) -> ListDecoder:

@@ -336,6 +336,7 @@ class EntryChecker:
                 s.live_files.append(LiveFile(df.file_path, df.file_size_in_bytes, df.record_count,
                                              df.file_format, int(df.content), where))
         if not is_data:
+            s.delete_entries += 1
             delete_rules.check_delete_entry(self.ctx, e, where, s, self.schema)
 
     def _aggregate(self, lowers: dict[int, Any], uppers: dict[int, Any]) -> None:
