@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import fastavro
 
 from icectl.codec.avro import AVRO_MAGIC
-from icectl.codec.manifest_reader import ManifestList, raw_blocks, read_manifest_list
+from icectl.codec.manifest_reader import ManifestList, raw_blocks, read_manifest_list, zigzag_bytes
 
 _CODECS = ("null", "deflate")  # re-framing the new rows needs their codec; others decode whole
 
@@ -142,14 +142,4 @@ def _one_block(header: bytes, codec: str, records: bytes, count: int) -> bytes:
     if codec == "deflate":
         packer = zlib.compressobj(1, zlib.DEFLATED, -15)
         body = packer.compress(records) + packer.flush()
-    return header + _long(count) + _long(len(body)) + body + sync
-
-
-def _long(n: int) -> bytes:
-    z = (n << 1) ^ (n >> 63)
-    out = bytearray()
-    while z >= 0x80:
-        out.append((z & 0x7F) | 0x80)
-        z >>= 7
-    out.append(z)
-    return bytes(out)
+    return header + zigzag_bytes(count) + zigzag_bytes(len(body)) + body + sync

@@ -257,7 +257,7 @@ def _prefixed_hits(raw: bytes, folder: bytes) -> list[bytes] | None:
     out: list[bytes] = []
     for m in re.finditer(re.escape(folder) + rb"[^\x00]*?\.avro", raw):
         path = m.group()
-        prefix = _zigzag_bytes(len(path))
+        prefix = zigzag_bytes(len(path))
         if raw[m.start() - len(prefix):m.start()] != prefix:
             return None
         out.append(prefix + path)
@@ -275,7 +275,8 @@ def _zigzag_varint(raw: bytes, pos: int) -> tuple[int, int]:
             return (n >> 1) ^ -(n & 1), pos
 
 
-def _zigzag_bytes(n: int) -> bytes:
+def zigzag_bytes(n: int) -> bytes:
+    """Avro's encoding of a long: zig-zag, then a base-128 varint."""
     z = (n << 1) ^ (n >> 63)
     out = bytearray()
     while z >= 0x80:
