@@ -97,7 +97,7 @@ def test_processes_hammering_one_cache_folder_never_get_a_wrong_table(tmp_path: 
     assert sum(r["puts"] for r in results) > 100, results
     assert next(r for r in results if r["role"] == "vandal")["vandal"] > 10, results
     assert next(r for r in results if r["role"] == "clearer")["clears"] > 0, results
-    # Each process bounds the folder by its own running total: together they stay near the bound.
+    # Each process rescans the folder after writing a tenth of the bound: together they stay near it.
     on_disk = sum(f.stat().st_size for f in (root / "manifests").glob("*.arrow"))
-    assert on_disk <= 2 * bound, on_disk
+    assert on_disk <= 1.5 * bound, on_disk
     assert not list((root / "manifests").glob(".tmp-*"))  # every writer renamed or removed its temp

@@ -213,6 +213,20 @@ def test_eviction_keeps_the_total_under_the_bound_and_spares_what_was_used(tmp_p
     assert cache.path_of("manifest/1", LOC, FileIdentity(5000, "new")).exists()
 
 
+def test_writers_sharing_a_folder_see_each_others_entries(tmp_path: Path) -> None:
+    """Two caches on one folder (two processes): each rescans after writing a tenth of the bound, so
+    together they keep the folder near the bound, not at one bound per writer."""
+    probe = ManifestCache(tmp_path / "probe")
+    probe.put("manifest/1", LOC, ID1, table_of(20))
+    size = entry_files(probe)[0].stat().st_size
+    bound = size * 40
+    a, b = ManifestCache(tmp_path / "c", max_bytes=bound), ManifestCache(tmp_path / "c", max_bytes=bound)
+    for n, i in enumerate(_ids(200)):
+        (a if n % 2 else b).put("manifest/1", LOC, i, table_of(20))
+    total = sum(f.stat().st_size for f in entry_files(a))
+    assert total <= bound * 1.25, total / bound  # each alone counting its own writes: ~2x
+
+
 def test_a_new_process_evicts_by_last_use_on_disk(tmp_path: Path) -> None:
     """Another process's order of use is the files' mtimes: its scan orders by them."""
     first = ManifestCache(tmp_path)
