@@ -11,12 +11,12 @@ Later layouts (v4 root and leaf manifests) plan per group the same way; only the
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Container, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from icectl.codec.manifest_writer import ManifestWriteResult, write_manifest
+from icectl.config import parse_size as config_parse_size
 from icectl.errors import CorruptInputError, NotFoundError, UsageError
 from icectl.spec.manifest import (
     DataFile,
@@ -40,17 +40,12 @@ SAMPLE_ENTRIES = 500  # entries encoded to measure bytes per entry
 CONTENTS = {"data": (ManifestContent.DATA,), "deletes": (ManifestContent.DELETES,),
             "all": (ManifestContent.DATA, ManifestContent.DELETES)}
 
-_SIZE_UNITS = {"": 1, "b": 1, "k": 1000, "kb": 1000, "kib": 1024, "m": 1000**2, "mb": 1000**2, "mib": 1024**2,
-               "g": 1000**3, "gb": 1000**3, "gib": 1024**3}
-
-
 def parse_size(text: str) -> int:
-    """Bytes from ``8388608``, ``8MiB``, ``512KiB``, ``1.5MB`` (case-insensitive)."""
-    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", text)
-    unit = _SIZE_UNITS.get(m.group(2).lower()) if m else None
-    if m is None or unit is None:
-        raise UsageError(f"--target-size {text!r} is not a size (8388608, 8MiB, 512KiB, 1.5MB)")
-    size = int(float(m.group(1)) * unit)
+    """Bytes from ``8388608``, ``8MiB``, ``512KiB``, ``1.5MB`` (:func:`icectl.config.parse_size`'s units)."""
+    try:
+        size = config_parse_size(text)
+    except ValueError:
+        raise UsageError(f"--target-size {text!r} is not a size (8388608, 8MiB, 512KiB, 1.5MB)") from None
     if size < 1024:
         raise UsageError(f"--target-size {text!r} is below 1 KiB; a manifest's header alone is larger")
     return size
