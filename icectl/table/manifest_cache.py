@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import struct
 import threading
 import time
@@ -61,6 +62,10 @@ HEADER = struct.Struct("<8sIIQ")  # magic, format, crc32 of the body, body lengt
 HEADER_SIZE = 64  # padded: room for later fields
 ENTRY_SUFFIX = ".arrow"
 TEMP_PREFIX = ".tmp-"
+# The only names the cache deletes (eviction, clear, stale temp files): its own. A cache folder
+# pointed at the wrong place (ICECTL_CACHE_DIR=/data) must never lose a user's .arrow file.
+ENTRY_NAME = re.compile(r"[0-9a-f]{40}\.arrow")
+TEMP_NAME = re.compile(r"\.tmp-\d+-[0-9a-f]{32}")
 STALE_TEMP_SECONDS = 3600  # a temp file this old belongs to a process that died mid-write
 EVICT_TO = 0.9  # of the bound, so a full cache does not evict on every write
 RESCAN_AFTER = 0.1  # of the bound written by this process: then the folder is scanned again
@@ -220,9 +225,9 @@ class ManifestCache:
                     st = entry.stat(follow_symlinks=False)
                 except OSError:
                     continue
-                if entry.name.endswith(ENTRY_SUFFIX):
+                if ENTRY_NAME.fullmatch(entry.name):
                     yield entry.name, (st.st_mtime_ns, st.st_size)
-                elif entry.name.startswith(TEMP_PREFIX) and now - st.st_mtime_ns > STALE_TEMP_SECONDS * 1e9:
+                elif TEMP_NAME.fullmatch(entry.name) and now - st.st_mtime_ns > STALE_TEMP_SECONDS * 1e9:
                     _remove(Path(entry.path))
 
     def _evict(self, target: int) -> None:

@@ -343,3 +343,28 @@ def test_the_test_session_never_uses_the_users_cache() -> None:
     home_cache = Path.home() / ".cache" / "icectl"
     assert mc.cache_dir() != home_cache
     assert os.environ["ICECTL_CACHE_DIR"]
+
+
+def test_clear_and_eviction_delete_only_the_caches_own_files(tmp_path: Path) -> None:
+    # ICECTL_CACHE_DIR pointed at a folder holding other files: a user's Arrow file, an old temp-like
+    # name, a link to a file elsewhere. Neither `clear` nor eviction may touch them.
+    cache = ManifestCache(tmp_path / "c", max_bytes=DEFAULT_CACHE_MAX_BYTES)
+    cache.put("manifest/1", LOC, ID1, table_of(20))
+    outside = tmp_path / "precious.arrow"
+    outside.write_bytes(b"x" * 100)
+    foreign = [cache.folder / "results.arrow", cache.folder / ".tmp-notes", cache.folder / ("a" * 40 + ".arrow.bak")]
+    for f in foreign:
+        f.write_bytes(b"y" * 100)
+        old = 1_600_000_000
+        os.utime(f, (old, old))  # older than the stale-temp limit
+    (cache.folder / ("b" * 40 + ".arrow")).symlink_to(outside)
+    size = max(f.stat().st_size for f in entry_files(cache))
+    small = ManifestCache(tmp_path / "c", max_bytes=size * 11)
+    for i in _ids(15):  # past the bound: eviction runs
+        small.put("manifest/1", LOC, i, table_of(20))
+    assert len(entry_files(small)) < 15
+    assert all(f.exists() for f in foreign)
+    cache.clear()
+    assert all(f.exists() for f in foreign)
+    assert outside.read_bytes() == b"x" * 100  # a link is removed as a link at most, never followed
+    assert not list(cache.folder.glob("[0-9a-f]" * 40 + ".arrow"))  # its own entries are gone
