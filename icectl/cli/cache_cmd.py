@@ -2,47 +2,18 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import ClassVar
-
 import typer
 
 from icectl.cli.framework import command, state
 from icectl.cli.options import DryRunOpt, JsonOpt
 from icectl.config import load_config
-from icectl.results import CommandResult
+from icectl.ops.admin_results import CacheClearResult, CacheInfoResult
 from icectl.table import manifest_cache
 
 cache_app = typer.Typer(
     help="The manifest cache: decoded manifests and manifest lists kept on the local disk between runs "
          "(folder: $ICECTL_CACHE_DIR, [cache] dir, or ~/.cache/icectl; off: ICECTL_CACHE=off or --no-cache).",
     no_args_is_help=True, rich_markup_mode=None)
-
-
-@dataclass(kw_only=True)
-class CacheInfoResult(CommandResult):
-    """Where the cache is, how full, and whether this process would use and write it."""
-
-    view: ClassVar[str] = "cache_info"
-
-    dir: str
-    enabled: bool
-    writable: bool
-    entries: int
-    bytes: int
-    max_bytes: int
-
-
-@dataclass(kw_only=True)
-class CacheClearResult(CommandResult):
-    """What ``cache clear`` removed (or, with --dry-run, would remove)."""
-
-    view: ClassVar[str] = "cache_clear"
-
-    dir: str
-    dry_run: bool
-    entries: int
-    bytes: int
 
 
 def human_size(n: int) -> str:

@@ -250,3 +250,29 @@ __all__ = [
     "PropertyChange", "PublishResult", "RefChangeResult", "RefMove", "RefState", "RegisterResult",
     "RemoveOrphanFilesResult", "RollbackResult", "SetCurrentResult", "SnapshotManagementResult",
 ]
+
+
+@dataclass(kw_only=True)
+class CacheInfoResult(CommandResult):
+    """Where the cache is, how full, and whether this process would use and write it."""
+
+    view: ClassVar[str] = "cache_info"
+
+    dir: str
+    enabled: bool
+    writable: bool
+    entries: int
+    bytes: int
+    max_bytes: int
+
+
+@dataclass(kw_only=True)
+class CacheClearResult(CommandResult):
+    """What ``cache clear`` removed (or, with --dry-run, would remove)."""
+
+    view: ClassVar[str] = "cache_clear"
+
+    dir: str
+    dry_run: bool
+    entries: int
+    bytes: int
