@@ -220,3 +220,27 @@ def test_deletion_vectors(spark: Any, spark_tables: Any) -> None:
     pos = metadata_table(spark, t.name, "position_deletes")
     per_file = Counter(r["file_path"] for r in pos)
     assert {d["referenced_data_file"]: d["cardinality"] for d in dvs} == dict(per_file)
+
+
+def test_files_and_entries_from_a_warm_cache_equal_spark(spark: Any, fixture_table: Any, tmp_path: Any,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """The cached read path judged by Spark, not by icectl's uncached path: every manifest of the
+    fixture goes into a fresh cache (small and fresh files too), then a second run answers from it."""
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("ICECTL_CACHE_DIR", str(cache))
+    monkeypatch.setenv("ICECTL_CACHE_RACY_SECONDS", "0")
+    monkeypatch.setenv("ICECTL_CACHE_MIN_MANIFEST_BYTES", "0")
+    monkeypatch.delenv("ICECTL_CACHE", raising=False)
+    v, where = fixture_table.format_version, str(fixture_table.location)
+    theirs_files = {r["file_path"]: _file_view(r, v, True) for r in metadata_table(spark, fixture_table.name, "files")}
+    spark_entries = metadata_table(spark, fixture_table.name, "entries")
+    theirs_entries = Counter((r["status"], r["snapshot_id"], r["sequence_number"], r["file_sequence_number"],
+                              r["data_file"]["file_path"]) for r in spark_entries)
+    for run in ("cold", "warm"):
+        ours_files = {r["file_path"]: _file_view(r, v, True) for r in rows("files", where, "--metrics")}
+        ours_entries = Counter((r["status"], r["snapshot_id"], r["sequence_number"], r["file_sequence_number"],
+                                r["data_file"]["file_path"]) for r in rows("entries", where))
+        assert ours_files == theirs_files, run
+        assert ours_entries == theirs_entries, run
+        if theirs_files:
+            assert any(cache.rglob("*.arrow")), run  # the cache was really used
