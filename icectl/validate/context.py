@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import json
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from icectl.codec.manifest_list_delta import ListDecoder
@@ -14,6 +17,19 @@ from icectl.spec.metadata import TableMetadata
 from icectl.spec.schema import Schema
 from icectl.storage import FileIO
 from icectl.validate.rules import Reporter
+
+
+@functools.cache
+def checker_fingerprint() -> str:
+    """A hash of the source of the code that decides validate's findings (icectl/validate, codec and
+    spec): part of every cached outcome's and list's key, so stored results of other code, an
+    upgrade or a local edit, are never replayed (a hand-bumped version number can be forgotten)."""
+    root = Path(__file__).resolve().parent.parent
+    digest = hashlib.sha256()
+    for package in ("validate", "codec", "spec"):
+        for source in sorted((root / package).rglob("*.py")):
+            digest.update(source.relative_to(root).as_posix().encode() + b"\0" + source.read_bytes())
+    return digest.hexdigest()[:16]
 
 
 @dataclass

@@ -33,6 +33,7 @@ from icectl.spec.manifest import ManifestContent, ManifestFile, PartitionFieldSu
 from icectl.spec.snapshots import Snapshot
 from icectl.storage import FileIdentity
 from icectl.table.manifest_cache import manifest_cache
+from icectl.validate.context import checker_fingerprint
 
 
 @dataclass
@@ -147,7 +148,8 @@ _LIST_SCHEMA = pa.schema([("parent_location", pa.string()), ("parent_identity", 
 
 
 def _kind(format_version: int) -> str:
-    return f"validate-list/{LIST_VERSION}/v{format_version}"  # v1 defaults depend on the version
+    # v1 defaults depend on the version; the fingerprint: lists kept by other code are not rebuilt
+    return f"validate-list/{LIST_VERSION}/{checker_fingerprint()}/v{format_version}"
 
 
 def load_list(location: str, identity: FileIdentity | None, format_version: int) -> StoredList | None:

@@ -31,11 +31,11 @@ from icectl.spec.manifest import ManifestContent, ManifestFile, PartitionFieldSu
 from icectl.storage import FileIdentity
 from icectl.table.manifest_cache import manifest_cache
 from icectl.table.manifest_read import min_cached_bytes
-from icectl.validate.context import Context, ManifestSummary
+from icectl.validate.context import Context, ManifestSummary, checker_fingerprint
 from icectl.validate.rules import CATALOGUE, Reporter, Rule
 
-# Bump when any rule a manifest's check runs changes what it reports or what the summary holds:
-# outcomes stored by older code are then never read.
+# Bump when the stored layout changes. A change of the rules themselves needs no bump: the key holds
+# context.checker_fingerprint(), a hash of the checking code's source.
 RULES_VERSION = 1
 KIND = f"validate-outcome/{RULES_VERSION}"
 
@@ -93,7 +93,8 @@ def _base(ctx: Context) -> str | None:
             or any(s.root_manifest is not None for s in md.snapshots)):
         return None
     kept = {k: v for k, v in ctx.raw.items() if k not in _PER_COMMIT}
-    text = json.dumps([KIND, sorted(ctx.reporter.enabled), kept], sort_keys=True, default=repr)
+    text = json.dumps([KIND, checker_fingerprint(), sorted(ctx.reporter.enabled), kept], sort_keys=True,
+                      default=repr)
     return hashlib.sha256(text.encode()).hexdigest()
 
 

@@ -25,7 +25,7 @@ from icectl.codec.manifest_writer import write_manifest
 from icectl.spec.manifest import ManifestContent
 from icectl.table import load_table
 from icectl.table.manifest_cache import manifest_cache, set_cache_enabled
-from icectl.validate import validate_table
+from icectl.validate import list_reuse, outcome_cache, validate_table
 from icectl.validate.outcome_cache import KIND
 from unit.validate import test_delete_rules, test_manifest_list_rules, test_manifest_rules
 from unit.validate.breaking import Case
@@ -215,3 +215,21 @@ def test_lists_are_rebuilt_only_while_their_earlier_list_is_the_same_version(spa
     assert after != before
     assert not any(r["rule"] == "manifest-list.sequence-number" and r["file"] == child.manifest_list for r in after)
     assert rows(table, all_snapshots=True) == after  # and warm again
+
+
+
+def test_outcomes_of_other_checking_code_are_never_replayed(spark_tables: Any, cache: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    # The key holds a hash of the checking code's source (context.checker_fingerprint): after an edit
+    # of a rule or an upgrade, every stored outcome misses, without anyone bumping a version number.
+    table = spark_tables["many_snaps"].location
+    first = rows(table, all_snapshots=True)
+    stored = outcomes(cache)
+    assert stored > 0
+    again = rows(table, all_snapshots=True)
+    assert outcomes(cache) == stored  # same code: replayed, nothing new stored
+    monkeypatch.setattr(outcome_cache, "checker_fingerprint", lambda: "edited-rules")
+    monkeypatch.setattr(list_reuse, "checker_fingerprint", lambda: "edited-rules")
+    edited = rows(table, all_snapshots=True)
+    assert outcomes(cache) == 2 * stored  # every manifest checked again and stored under the new code
+    assert first == again == edited
