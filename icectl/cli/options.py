@@ -6,10 +6,12 @@ from typing import Annotated
 
 import typer
 
+from icectl.cli.complete import complete_table
+
 TableArg = Annotated[str, typer.Argument(
     metavar="TABLE",
     help="A *.metadata.json path or URL, a table directory, or [catalog.]namespace.table.",
-    show_default=False)]
+    show_default=False, autocompletion=complete_table)]
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout instead of a table.")]
 
@@ -24,7 +26,8 @@ DryRunOpt = Annotated[bool, typer.Option(
 
 TableOrNamespaceArg = Annotated[str | None, typer.Argument(
     metavar="[TABLE]", help="The table (path, directory or [catalog.]namespace.table); with --all, "
-                            "a namespace to limit the run to.", show_default=False)]
+                            "a namespace to limit the run to.", show_default=False,
+    autocompletion=complete_table)]
 
 AllTablesOpt = Annotated[bool, typer.Option(
     "--all", help="Every table of the catalog (or of the namespace given); one result per table.")]

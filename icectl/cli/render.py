@@ -9,6 +9,7 @@ import sys
 import uuid
 from typing import TYPE_CHECKING, Any, TextIO
 
+from icectl.cli.terminal_views import one_line_renderer, report_renderer
 from icectl.results import MessageResult, MultiResult, Result, RowsResult
 
 # rich is imported where a view is drawn: `--json` and `--help` never load it, and a document
@@ -58,7 +59,11 @@ def render(result: Result | MultiResult, *, as_json: bool, out: TextIO | None = 
     if isinstance(result, MultiResult):
         n = failed = 0
         for r in result:  # streamed: each table is printed as soon as it is done
-            render(r, as_json=as_json, out=out)
+            line = None if as_json else one_line_renderer(getattr(r, "view", ""))
+            if line is not None:  # a terminal gets one line per table
+                out.write(line(r) + "\n")
+            else:
+                render(r, as_json=as_json, out=out)
             n += 1
             failed += bool(r.exit_code)
         if not as_json:  # JSON stays one line per table; people get a closing count
@@ -73,7 +78,10 @@ def render(result: Result | MultiResult, *, as_json: bool, out: TextIO | None = 
         from rich.console import Console
 
         console = Console(file=out, markup=False, width=400)
-    if isinstance(result, RowsResult):
+    report = report_renderer(getattr(result, "view", ""))
+    if report is not None:  # a result with its own terminal report (validate, health)
+        console.print(report(result))
+    elif isinstance(result, RowsResult):
         console.print(rows_table(result))
     elif isinstance(result, MessageResult):
         console.print(result.message)
