@@ -67,6 +67,9 @@ COMMANDS: dict[str, LazyCommand] = {
                            "has wap.id."),
     "fast-forward": LazyCommand("snapshot_cmd", "register",
                                 "Fast-forward a branch to another branch or tag, as Spark's fast_forward."),
+    "compute-partition-stats": LazyCommand("partition_stats_cmd", "register",
+                                           "Compute the partition statistics file of a snapshot and register it "
+                                           "(Spark's compute_partition_stats)."),
     "remove-orphan-files": LazyCommand("orphan_cmd", "register",
                                        "Delete the files under the table location that no snapshot or metadata "
                                        "file of the table reaches."),
