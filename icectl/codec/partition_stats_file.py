@@ -54,9 +54,6 @@ _V3_REQUIRED = frozenset({6, 7, 8, 9})  # v3: the delete counters are required
 DV_COUNT = NestedField(13, "dv_count", INT, required=True, initial_default=0, write_default=0,
                        has_initial_default=True, has_write_default=True)
 
-# Column names of the counters (what compute fills in), in file order; dv_count only from v3.
-COUNTER_COLUMNS = tuple(name for _, name, _, _ in _STATS_FIELDS[1:9]) + (DV_COUNT.name,)
-
 
 def stats_schema(partition_type: StructType, format_version: int) -> Schema:
     """The Iceberg schema of the file (Java ``PartitionStatsHandler.schema``)."""
@@ -194,6 +191,6 @@ def _id(f: pa.Field) -> int | None:
     return int(raw) if raw is not None else None
 
 
-__all__ = ["COUNTER_COLUMNS", "DV_COUNT", "ICEBERG_SCHEMA_KEY", "PARTITION_FIELD_ID", "PARTITION_FIELD_NAME",
+__all__ = ["DV_COUNT", "ICEBERG_SCHEMA_KEY", "PARTITION_FIELD_ID", "PARTITION_FIELD_NAME",
            "arrow_schema", "field_ids", "read_partition_stats_file", "stats_schema", "to_arrow",
            "write_partition_stats"]
