@@ -155,7 +155,9 @@ def write_partition_stats(rows: Sequence[Mapping[str, Any]], schema: Schema) -> 
     table = to_arrow(rows, schema)
     out = io.BytesIO()
     # No ARROW:schema (Java writes none); the Iceberg schema as Java's writer puts it in the footer.
-    with pq.ParquetWriter(out, table.schema, compression="gzip", store_schema=False) as writer:
+    # Decimals as INT32/INT64 up to precision 18, as Iceberg's TypeToMessageType writes them.
+    with pq.ParquetWriter(out, table.schema, compression="gzip", store_schema=False,
+                          store_decimal_as_integer=True) as writer:
         writer.write_table(table)
         writer.add_key_value_metadata(dict(table.schema.metadata or {}))
     return out.getvalue()

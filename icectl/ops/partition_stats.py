@@ -139,13 +139,11 @@ def _value_key(t: IcebergType) -> Any:
     def key(v: Any) -> tuple[Any, ...]:
         if v is None:
             return (0,)
-        if name == "string":  # Java compares UTF-16 code units
-            return (1, v.encode("utf-16-be"))
         if name in ("float", "double"):  # Float.compare: -0.0 < 0.0, NaN last
             return (1, math.isnan(v), 0.0 if math.isnan(v) else v, math.copysign(1.0, v))
-        if name == "uuid":
-            return (1, v.bytes)
-        return (1, v)
+        if name == "uuid":  # java.util.UUID.compareTo: signed most, then least significant halves
+            return (1, int.from_bytes(v.bytes[:8], "big", signed=True), int.from_bytes(v.bytes[8:], "big", signed=True))
+        return (1, v)  # strings by code point (Java's CharSeqComparator), bytes unsigned, numbers
 
     return key
 
@@ -191,7 +189,7 @@ def compute_partition_stats(table: Table, snapshot_id: int | None = None, *,
     res.file_size_in_bytes = len(data)
     if dry_run:
         res.would_write = [res.path, NEXT_METADATA]
-        res.title = f"would write {res.path} ({len(rows)} partitions) and register it for snapshot {snap.snapshot_id}"
+        res.title = f"would write {res.path} ({_partitions(len(rows))}) and register it for snapshot {snap.snapshot_id}"
         return res
     stats_file = PartitionStatisticsFile(snap.snapshot_id, res.path, len(data))
 
@@ -206,8 +204,12 @@ def compute_partition_stats(table: Table, snapshot_id: int | None = None, *,
         table.io.write(res.path, data)
         done = commit(table, build)
     res.metadata_location, res.commit_attempts = done.metadata_location, done.attempts
-    res.title = f"wrote {res.path} ({len(rows)} partitions) for snapshot {snap.snapshot_id} of {table.identifier}"
+    res.title = f"wrote {res.path} ({_partitions(len(rows))}) for snapshot {snap.snapshot_id} of {table.identifier}"
     return res
+
+
+def _partitions(n: int) -> str:
+    return f"{n} partition{'' if n == 1 else 's'}"
 
 
 def read_partition_stats(table: Table, snapshot_id: int) -> pa.Table | None:
