@@ -18,8 +18,12 @@
   by spec id.
 
 Java computes incrementally from an ancestor's statistics file when there is one; icectl always
-computes in full (the same rows, except that an incremental run keeps partitions whose files have all
-been removed since, with zero counts, and takes ``last_updated`` from deletes in between).
+computes in full, which is what Java computes when there is none. The two differ where Java's
+incremental merge is wrong: in 1.10.2 it matches the previous file's rows (unified partition type)
+against new ones by each spec's own partition type, so on a table whose current spec's fields are not
+a prefix of the unified type, rows collapse and partitions appear twice (apache/iceberg#17915; v2_part
+after one more INSERT: 24 rows become 16, one of them twice). Otherwise an incremental run also keeps
+partitions whose files were all removed since, with zero counts.
 
 The file goes to ``<location>/metadata/partition-stats-<snapshot-id>-<uuid>.parquet`` (Java's name;
 always Parquet) and is registered by one commit of ``set-partition-statistics``, retried on conflicts
