@@ -25,8 +25,10 @@ from icectl.catalog.hadoop import FileSystemOperations
 from icectl.cli.app import app
 from icectl.codec.partition_stats_file import field_ids
 from icectl.errors import CommitConflictError, ExitCode, NotFoundError
-from icectl.ops.partition_stats import compute_partition_stats, read_partition_stats
+from icectl.ops import partition_stats
+from icectl.ops.partition_stats import compute_partition_stats, compute_rows, read_partition_stats
 from icectl.ops.table_properties import set_properties
+from icectl.spec.manifest import DataFile, DataFileContent, ManifestEntry, ManifestEntryStatus, ManifestFile
 from icectl.table import load_table
 from icectl.table.scan import manifests_of
 from unit.ops.test_upgrade import icectl
@@ -244,3 +246,43 @@ def test_read_partition_stats_of_a_missing_or_damaged_file_is_none(table_dir: Pa
     assert read_partition_stats(t, res.snapshot_id) is None
     os.remove(res.path)
     assert read_partition_stats(t, res.snapshot_id) is None
+
+
+def test_counting_rules_of_java_partition_stats(table_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Java's PartitionStats.liveEntry/deletedEntry on entries no fixture has: equality deletes, a v2
+    position delete file next to a DV, a DELETED entry (moves last_updated, counts nothing), an entry of
+    an unknown snapshot (moves nothing), and a DELETED entry alone (a row of zeros, as Java's
+    computeIfAbsent makes one)."""
+    s1, s2, s3 = _snapshots(table_dir)
+    day = 19_784  # days(ts) of 2024-03-02
+    C = DataFileContent
+
+    def entry(status: ManifestEntryStatus, sid: int, content: DataFileContent, fmt: str, region: str,
+              records: int, size: int) -> ManifestEntry:
+        return ManifestEntry(status, sid, 1, 1, DataFile(content, f"/x/{region}-{records}", fmt, (region, day),
+                                                         records, size))
+
+    ADDED, EXISTING, DELETED = ManifestEntryStatus.ADDED, ManifestEntryStatus.EXISTING, ManifestEntryStatus.DELETED
+    entries = [
+        entry(EXISTING, s1.snapshot_id, C.DATA, "PARQUET", "eu", 10, 100),
+        entry(ADDED, s2.snapshot_id, C.EQUALITY_DELETES, "PARQUET", "eu", 3, 30),
+        entry(ADDED, s2.snapshot_id, C.POSITION_DELETES, "PARQUET", "eu", 2, 20),
+        entry(ADDED, s1.snapshot_id, C.POSITION_DELETES, "PUFFIN", "eu", 4, 40),
+        entry(DELETED, s3.snapshot_id, C.DATA, "PARQUET", "eu", 99, 999),
+        entry(ADDED, 424242, C.DATA, "PARQUET", "eu", 1, 1),  # its snapshot is not in the table
+        entry(DELETED, s2.snapshot_id, C.DATA, "PARQUET", "gone", 5, 50),
+    ]
+    manifest = ManifestFile("/x/m.avro", 1, 0)
+    monkeypatch.setattr(partition_stats, "manifests_of", lambda *a, **k: [manifest])
+    monkeypatch.setattr(partition_stats, "iter_entries", lambda *a, **k: ((manifest, e) for e in entries))
+    rows = compute_rows(load_table(str(table_dir)), s3)
+    assert [{k: v for k, v in r.items() if k != "spec_id"} for r in rows] == [
+        {"partition": ("eu", day), "data_record_count": 11, "data_file_count": 2, "total_data_file_size_in_bytes": 101,
+         "position_delete_record_count": 6, "position_delete_file_count": 1, "equality_delete_record_count": 3,
+         "equality_delete_file_count": 1, "total_record_count": None, "dv_count": 1,
+         "last_updated_at": s3.timestamp_ms, "last_updated_snapshot_id": s3.snapshot_id},
+        {"partition": ("gone", day), "data_record_count": 0, "data_file_count": 0, "total_data_file_size_in_bytes": 0,
+         "position_delete_record_count": 0, "position_delete_file_count": 0, "equality_delete_record_count": 0,
+         "equality_delete_file_count": 0, "total_record_count": None, "dv_count": 0,
+         "last_updated_at": s2.timestamp_ms, "last_updated_snapshot_id": s2.snapshot_id},
+    ]
