@@ -180,6 +180,9 @@ def compute_partition_stats(table: Table, snapshot_id: int | None = None, *,
         res.existing, res.path = True, existing.statistics_path
         res.row_count = rows.num_rows if rows is not None else 0
         res.file_size_in_bytes = existing.file_size_in_bytes
+        if rows is None:
+            res.warnings = [f"the partition statistics file registered for snapshot {snap.snapshot_id} cannot be "
+                            f"read: {existing.statistics_path}"]
         res.title = (f"snapshot {snap.snapshot_id} of {table.identifier} already has partition statistics: "
                      f"{existing.statistics_path}")
         return res

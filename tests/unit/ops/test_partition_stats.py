@@ -286,3 +286,22 @@ def test_counting_rules_of_java_partition_stats(table_dir: Path, monkeypatch: py
          "equality_delete_file_count": 0, "total_record_count": None, "dv_count": 0,
          "last_updated_at": s2.timestamp_ms, "last_updated_snapshot_id": s2.snapshot_id},
     ]
+
+
+def test_expire_removes_the_file_of_an_expired_snapshot(table_dir: Path) -> None:
+    """As Java's RemoveSnapshots: the expired snapshot's partition statistics go from metadata and disk."""
+    s1, _, s3 = _snapshots(table_dir)
+    old = compute_partition_stats(load_table(str(table_dir)), s1.snapshot_id)
+    kept = compute_partition_stats(load_table(str(table_dir)), s3.snapshot_id)
+    icectl("expire-snapshots", str(table_dir), "--snapshot-id", str(s1.snapshot_id))
+    t = load_table(str(table_dir))
+    assert [s.snapshot_id for s in t.metadata.partition_statistics] == [s3.snapshot_id]
+    assert not os.path.exists(str(old.path)) and os.path.exists(str(kept.path))
+    assert read_partition_stats(t, s1.snapshot_id) is None and read_partition_stats(t, s3.snapshot_id) is not None
+
+
+def test_an_unreadable_registered_file_is_kept_with_a_warning(table_dir: Path) -> None:
+    res = compute_partition_stats(load_table(str(table_dir)))
+    os.remove(str(res.path))
+    again = compute_partition_stats(load_table(str(table_dir)))
+    assert again.existing and again.row_count == 0 and "cannot be read" in again.warnings[0]
