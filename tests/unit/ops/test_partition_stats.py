@@ -305,3 +305,16 @@ def test_an_unreadable_registered_file_is_kept_with_a_warning(table_dir: Path) -
     os.remove(str(res.path))
     again = compute_partition_stats(load_table(str(table_dir)))
     assert again.existing and again.row_count == 0 and "cannot be read" in again.warnings[0]
+
+
+def test_v4_roots_give_the_rows_the_manifests_gave(table_dir: Path) -> None:
+    """icectl's experimental v4: the same rows through root manifests, plus a file added at the root."""
+    v3 = pq.read_table(str(compute_partition_stats(load_table(str(table_dir))).path)).to_pylist()
+    icectl("upgrade", str(table_dir), "--to", "4", "--yes")
+    icectl("add-files", str(table_dir), _file(table_dir.parent / "z.parquet", [8, 9], "zz", 3))
+    res = compute_partition_stats(load_table(str(table_dir)))
+    rows = pq.read_table(str(res.path)).to_pylist()
+    assert rows[:-1] == v3 and res.row_count == 4
+    assert rows[-1]["partition"] == {"region": "zz", "ts_day": datetime.date(2024, 3, 3)}
+    assert rows[-1]["data_file_count"] == 1 and rows[-1]["data_record_count"] == 2
+    assert rows[-1]["last_updated_snapshot_id"] == res.snapshot_id
