@@ -112,7 +112,7 @@ def compute_rows(table: Table, snapshot: Snapshot) -> list[dict[str, Any]]:
         spec_id = manifest.partition_spec_id
         f = entry.data_file
         values = f.partition or ()
-        key = (spec_id, values)
+        key = (spec_id, tuple(_same(v) for v in values))
         row = stats.get(key)
         if row is None:
             coerced = tuple(None if p is None or p >= len(values) else values[p] for p in positions.get(spec_id, ()))
@@ -134,6 +134,14 @@ def compute_rows(table: Table, snapshot: Snapshot) -> list[dict[str, Any]]:
     keys = [_value_key(f.field_type) for f in ptype.fields]
     return sorted(stats.values(), key=lambda r: (tuple(k(v) for k, v in zip(keys, r["partition"], strict=True)),
                                                  r["spec_id"]))
+
+
+def _same(v: Any) -> Any:
+    """A partition value as a dict key that is equal where Java's comparator is 0: every NaN alike, -0.0
+    apart from 0.0 (Python has NaN != NaN and -0.0 == 0.0)."""
+    if isinstance(v, float):
+        return ("nan",) if math.isnan(v) else (v, math.copysign(1.0, v))
+    return v
 
 
 def _value_key(t: IcebergType) -> Any:

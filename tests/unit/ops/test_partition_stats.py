@@ -318,3 +318,24 @@ def test_v4_roots_give_the_rows_the_manifests_gave(table_dir: Path) -> None:
     assert rows[-1]["partition"] == {"region": "zz", "ts_day": datetime.date(2024, 3, 3)}
     assert rows[-1]["data_file_count"] == 1 and rows[-1]["data_record_count"] == 2
     assert rows[-1]["last_updated_snapshot_id"] == res.snapshot_id
+
+
+def test_float_partitions_group_and_sort_as_java(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Java's Float.compare: every NaN is one partition, sorted last; -0.0 and 0.0 are two, -0.0 first."""
+    d = tmp_path / "f"
+    icectl("create", str(d), "--schema", "x double", "--partition-by", "x")
+    pq.write_table(pa.table({"x": pa.array([1.0], pa.float64())}), tmp_path / "one.parquet")
+    icectl("add-files", str(d), str(tmp_path / "one.parquet"))
+    t = load_table(str(d))
+    snap = t.metadata.current_snapshot()
+    assert snap is not None
+    values = [float("nan"), 0.0, float("nan"), -0.0, 1.0, float("-inf")]
+    entries = [ManifestEntry(ManifestEntryStatus.ADDED, snap.snapshot_id, 1, 1,
+                             DataFile(DataFileContent.DATA, f"/x/{i}", "PARQUET", (v,), 1, 1))
+               for i, v in enumerate(values)]
+    manifest = ManifestFile("/x/m.avro", 1, 0)
+    monkeypatch.setattr(partition_stats, "manifests_of", lambda *a, **k: [manifest])
+    monkeypatch.setattr(partition_stats, "iter_entries", lambda *a, **k: ((manifest, e) for e in entries))
+    rows = compute_rows(t, snap)
+    got = [(repr(r["partition"][0]), r["data_file_count"]) for r in rows]
+    assert got == [("-inf", 1), ("-0.0", 1), ("0.0", 1), ("1.0", 1), ("nan", 2)]
