@@ -10,6 +10,7 @@ _icectl() {
             "|cache") path="cache" ;;
             "|cherrypick") path="cherrypick" ;;
             "|compact") path="compact" ;;
+            "|compute-partition-stats") path="compute-partition-stats" ;;
             "|create") path="create" ;;
             "|drop") path="drop" ;;
             "|expire-snapshots") path="expire-snapshots" ;;
@@ -76,6 +77,7 @@ _icectl() {
         "compact|--target-size") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "compact|--sort-by") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "compact|--branch") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "compute-partition-stats|--snapshot"|"compute-partition-stats|-s") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "create|--schema") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "create|--schema-file") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "create|--like") COMPREPLY=($(compgen -f -- "$cur")); return ;;
@@ -140,7 +142,7 @@ _icectl() {
             if [[ "$cur" == -* ]]; then
                 COMPREPLY=($(compgen -W "--debug --config --no-cache --version --help -h" -- "$cur"))
             else
-                COMPREPLY=($(compgen -W "add-files branch cache cherrypick compact create drop expire-snapshots fast-forward inspect list namespace properties publish register remove-files remove-orphan-files rollback set-current tag upgrade validate" -- "$cur"))
+                COMPREPLY=($(compgen -W "add-files branch cache cherrypick compact compute-partition-stats create drop expire-snapshots fast-forward inspect list namespace properties publish register remove-files remove-orphan-files rollback set-current tag upgrade validate" -- "$cur"))
             fi ;;
         "add-files")
             if [[ "$cur" == -* ]]; then
@@ -205,6 +207,12 @@ _icectl() {
         "compact")
             if [[ "$cur" == -* ]]; then
                 COMPREPLY=($(compgen -W "--all --catalog -c --spec-id --content --min-manifests --target-size --sort-by --branch --dry-run --json --help -h" -- "$cur"))
+            else
+                COMPREPLY=($(compgen -f -- "$cur"))
+            fi ;;
+        "compute-partition-stats")
+            if [[ "$cur" == -* ]]; then
+                COMPREPLY=($(compgen -W "--snapshot -s --dry-run --json --help -h" -- "$cur"))
             else
                 COMPREPLY=($(compgen -f -- "$cur"))
             fi ;;
