@@ -28,6 +28,9 @@ def register(app: typer.Typer) -> None:
             "--rule", metavar="RULE", help="Run only this rule or area (repeatable).", show_default=False)] = None,
         skip: Annotated[list[str] | None, typer.Option(
             "--skip", metavar="RULE", help="Do not run this rule or area (repeatable).", show_default=False)] = None,
+        verbose: Annotated[bool, typer.Option(
+            "--verbose", "-v", help="On a terminal, print every finding as a row instead of one row per rule "
+                                    "(--json always has every finding).")] = False,
         list_rules_: Annotated[bool, typer.Option(
             "--list-rules", help="Print the rule catalogue and exit.")] = False,
         json_output: JsonOpt = False,
@@ -43,4 +46,4 @@ def register(app: typer.Typer) -> None:
             raise UsageError("give a TABLE, or --list-rules")
         config, io = load_config_and_io()
         return validate_address(table, config, io, all_snapshots=all_snapshots, deep=deep, rules=rule,
-                                skip=skip).to_result()
+                                skip=skip).to_result(verbose=verbose)
