@@ -6,6 +6,7 @@ from typing import Annotated
 
 import typer
 
+from icectl.cli.complete import complete_table
 from icectl.cli.framework import command, load_config_and_io
 from icectl.cli.options import JsonOpt
 from icectl.errors import UsageError
@@ -18,7 +19,8 @@ def register(app: typer.Typer) -> None:
     def validate_cmd(
         table: Annotated[str | None, typer.Argument(
             metavar="[TABLE]", help="A *.metadata.json path or URL, a table directory, or "
-                                    "[catalog.]namespace.table.", show_default=False)] = None,
+                                    "[catalog.]namespace.table.", show_default=False,
+            autocompletion=complete_table)] = None,
         all_snapshots: Annotated[bool, typer.Option(
             "--all-snapshots", help="Check every snapshot, not only the current one (each manifest is read "
                                     "once).")] = False,
