@@ -19,6 +19,7 @@ import typer
 import typer.main
 
 from icectl import __version__
+from icectl.cli.examples import examples_for
 from icectl.errors import EXIT_CODE_TABLE
 
 
@@ -67,6 +68,16 @@ def _metavar(annotation: Any) -> str:
     return names.get(annotation, "VALUE")
 
 
+def _with_default(text: str, param: Any, takes_value: bool) -> str:
+    """An option's help with its default, unless the help says it already (or there is none to say)."""
+    default = getattr(param, "default", None)
+    if (not takes_value or default is None or default == () or default == [] or callable(default)
+            or "default" in text.lower() or not getattr(param, "show_default", True)):
+        return text
+    value = default.value if isinstance(default, enum.Enum) else default
+    return f"{text} Default: {value}." if text else f"Default: {value}."
+
+
 def _describe(cmd: Any, path: list[str]) -> CommandDoc:
     options: list[OptionDoc] = []
     arguments: list[str] = []
@@ -85,8 +96,8 @@ def _describe(cmd: Any, path: list[str]) -> CommandDoc:
         takes_value = not getattr(p, "is_flag", False) and not getattr(p, "count", False)
         # The option's own metavar (--retain-last N) reads better than its type's name.
         metavar = (p.metavar or _metavar(annotation)) if takes_value else ""
-        options.append(OptionDoc(names, " ".join((p.help or "").split()), takes_value, metavar,
-                                 [str(c) for c in choices]))
+        options.append(OptionDoc(names, _with_default(" ".join((p.help or "").split()), p, takes_value), takes_value,
+                                 metavar, [str(c) for c in choices]))
     options.append(OptionDoc(["--help", "-h"], "Show the help and exit.", False, ""))
     subs: list[CommandDoc] = []
     if hasattr(cmd, "commands"):
@@ -296,6 +307,13 @@ def man_page(doc: CommandDoc) -> str:
         out.append(".SH COMMANDS")
         for s in doc.subcommands:
             out += [".TP", f".B {' '.join(s.path)}", _roff(s.short_help) + f" See \\fB{man_name(s)}\\fR(1)."]
+    examples = examples_for(doc.path)
+    if examples:
+        out.append(".SH EXAMPLES")
+        for what, line in examples:
+            # \- is a plain minus: options copied from the page must work in a shell
+            out += [".PP", _roff(what) + ":", ".PP", ".RS 4", ".nf",
+                    "\\fB" + _roff(line).replace("-", "\\-") + "\\fR", ".fi", ".RE"]
     out.append(".SH EXIT STATUS")
     for code, name, text in EXIT_CODE_TABLE:
         out += [".TP", f".B {code}", _roff(f"{name}: {text}")]
