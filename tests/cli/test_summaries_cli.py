@@ -195,3 +195,17 @@ def test_expire_all_lines_say_what_and_under_which_policy(warehouse: Path) -> No
                                     f"would delete {files} files (cutoff ")
     assert "retain last 1)" in lines["db.t"]
     assert lines["db.u"].startswith("db.u  nothing to expire (0 snapshots kept; cutoff ")
+
+
+def test_validate_all_snapshots_of_a_healthy_spark_table_fits_a_screen(spark_tables: Any, spark: Any) -> None:
+    """The 250 one-row Spark appends once printed one identical warning row per snapshot."""
+    t = spark_tables["many_snaps"]
+    snapshots = spark.sql(f"SELECT count(*) AS n FROM {t.name}.snapshots").collect()[0]["n"]
+    r = CliRunner().invoke(app, ["validate", str(t.location), "--all-snapshots", "--json"], env={"ICECTL_CONFIG": ""})
+    doc = json.loads(r.stdout)
+    assert r.exit_code == 0 and doc["errors"] == 0 and doc["snapshots"] == snapshots
+    assert len(doc["rows"]) >= snapshots  # a warning per snapshot: what Spark writes, and the view must sum up
+    assert sum(g["count"] for g in doc["by_rule"]) == len(doc["rows"])
+    text = CliRunner().invoke(app, ["validate", str(t.location), "--all-snapshots"], env={"ICECTL_CONFIG": ""})
+    assert text.exit_code == 0
+    assert len(text.stdout.splitlines()) <= len(doc["by_rule"]) + 4, text.stdout
