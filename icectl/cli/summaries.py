@@ -202,8 +202,8 @@ def compact_line(r: CompactResult | TableFailure) -> str:
     """``db.t  compacted 12 manifests into 2 (3 kept, 1,234 entries)``."""
     if isinstance(r, TableFailure):
         return _failure_line(r)
-    v4 = [f"{plural(int(n), w)}" for n, w in ((r.root_files_flushed, "root file flushed"),
-                                               (r.manifest_dvs_applied, "manifest DV applied"))
+    v4 = [f"{plural(int(n), w)} {done}" for n, w, done in ((r.root_files_flushed, "root file", "flushed"),
+                                                           (r.manifest_dvs_applied, "manifest DV", "applied"))
           if n is not UNSET and n]
     if not r.manifests_replaced and not v4:
         return (f"{r.table}  nothing to compact on {r.branch} ({plural(r.manifests_kept, 'manifest')} kept)")
