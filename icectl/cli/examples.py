@@ -7,6 +7,8 @@ runs a few on a table of its own, so an example that stops working fails there.
 
 from __future__ import annotations
 
+from typing import Any
+
 Example = tuple[str, str]
 
 EXAMPLES: dict[str, list[Example]] = {
@@ -133,3 +135,25 @@ EXAMPLES: dict[str, list[Example]] = {
 def examples_for(path: list[str]) -> list[Example]:
     """The examples of the command at ``path`` (``["inspect", "files"]``); none when it has none."""
     return EXAMPLES.get(" ".join(path), [])
+
+
+def epilog(path: list[str]) -> str | None:
+    """The examples as a ``--help`` epilog (None when the command has none)."""
+    items = examples_for(path)
+    if not items:
+        return None
+    lines = ["Examples:", "", "\b"]  # click prints a paragraph that starts with \b as written, unwrapped
+    for what, line in items:
+        lines += [f"{what}:", f"  {line}"]
+    return "\n".join(lines)
+
+
+def add_epilogs(command: Any, path: list[str]) -> None:
+    """Give ``command`` (at ``path``) and the subcommands built with it (``branch create``) their
+    examples as ``--help`` epilog; a lazy group's commands get theirs when they are built."""
+    if getattr(command, "epilog", None) is None:
+        command.epilog = epilog(path)
+    commands = getattr(command, "commands", None)
+    if isinstance(commands, dict):
+        for name, sub in commands.items():
+            add_epilogs(sub, [*path, name])

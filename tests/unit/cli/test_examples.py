@@ -136,3 +136,11 @@ def test_man_pages_show_the_examples(tmp_path: Path) -> None:
     for what, line in EXAMPLES["create"]:
         assert what + ":" in " ".join(out.split())
         assert line in out, line  # on one line, quotes and options as typed
+
+
+def test_help_ends_with_the_examples() -> None:
+    for path in (["expire-snapshots"], ["inspect", "files"], ["branch", "create"]):
+        out = CliRunner().invoke(app, [*path, "--help"], env={"COLUMNS": "200"}).stdout
+        tail = out[out.index("Examples:"):]
+        for what, line in EXAMPLES[" ".join(path)]:
+            assert f"  {what}:\n    {line}\n" in tail, (path, tail)
