@@ -88,7 +88,7 @@ def validate_report(result: RowsResult) -> RenderableType:
 
 
 def _source(source: str) -> str:
-    return {"default": "default", "ref": "the ref's own"}.get(source, source)
+    return {"default": "the default", "ref": "the ref's own"}.get(source, source)
 
 
 def cutoff_words(c: ExpireCutoff) -> str:
@@ -137,7 +137,6 @@ def expire_report(r: ExpireResult) -> RenderableType:
     from rich.text import Text
 
     grid = _grid()
-    would = "would be " if r.dry_run else ""
     grid.add_row("snapshots", f"{_expire_state(r)}, {r.retained_snapshot_count:,} retained"
                  + (f" ({', '.join(map(str, r.expired_snapshots[:3]))}{', …' if len(r.expired_snapshots) > 3 else ''}"
                     " expired)" if r.expired_snapshots and not r.dry_run else ""))
@@ -153,8 +152,7 @@ def expire_report(r: ExpireResult) -> RenderableType:
         grid.add_row("leftovers", f"{plural(len(r.leftover_snapshots), 'snapshot')} expired earlier, files still on "
                                   "disk")
     if r.dry_run or r.metadata_location is not UNSET:
-        grid.add_row("deleted" if not r.dry_run else "to delete", _deleted_words(r) + (
-            f" ({would}deleted)" if r.dry_run else ""))
+        grid.add_row("would delete" if r.dry_run else "deleted", _deleted_words(r))
     if r.kept_external_files:
         grid.add_row("kept", f"{plural(len(r.kept_external_files), 'file')} outside the table location "
                              "(--allow-external-deletes deletes them)")

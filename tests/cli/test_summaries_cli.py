@@ -137,7 +137,7 @@ def test_expire_states_cutoff_and_ref_policies(warehouse: Path) -> None:
     text = ok(warehouse, "expire-snapshots", "db.t", "--dry-run")
     assert len(text.splitlines()) <= 12  # the old tree listed every key and path: 30+ lines
     for words in ("cutoff", "2d", "history.expire.max-snapshot-age-ms", "ref keep3", "min-snapshots-to-keep 3",
-                  "max-ref-age 30d", "never removed (main)", "to delete"):
+                  "max-ref-age 30d", "never removed (main)", "would delete"):
         assert words in text, (words, text)
 
 

@@ -66,7 +66,7 @@ def test_expire_report_of_a_committed_run() -> None:
     buf = io.StringIO()
     Console(file=buf, width=120, markup=False).print(expire_report(res))
     text = buf.getvalue()
-    for words in ("Expired 3 snapshots of db.t", "2026-11-20 09:46 UTC (5d before now, from default)",
+    for words in ("Expired 3 snapshots of db.t", "2026-11-20 09:46 UTC (5d before now, from the default)",
                   "at least the last 3 snapshots of each branch (from history.expire.min-snapshots-to-keep)",
                   "tag, removed: snapshot 2 is 40d old, max-ref-age 30d (the ref's own)",
                   "5 files: 2 data files, 3 manifest lists", "/w/db/t/metadata/v9.metadata.json"):
