@@ -177,9 +177,10 @@ def expire_line(r: ExpireResult | TableFailure) -> str:
     policy = f"cutoff {when(c.expire_older_than_ms)}, retain last {c.min_snapshots_to_keep}" if c else ""
     files = sum(r.deleted.values())
     if not r.expired_snapshots and not files:
-        return f"{r.table}  nothing to expire ({plural(r.retained_snapshot_count, 'snapshot')} kept; {policy})"
+        kept = plural(r.retained_snapshot_count, "snapshot") + " kept"
+        return f"{r.table}  nothing to expire ({kept}{'; ' + policy if policy else ''})"
     verb = "would delete" if r.dry_run else "deleted"
-    line = f"{r.table}  {_expire_state(r)}, {verb} {plural(files, 'file')} ({policy})"
+    line = f"{r.table}  {_expire_state(r)}, {verb} {plural(files, 'file')}" + (f" ({policy})" if policy else "")
     extra = []
     if r.removed_refs:
         extra.append(f"{'would remove' if r.dry_run else 'removed'} refs {', '.join(r.removed_refs)}")

@@ -89,3 +89,9 @@ def test_compact_and_orphan_lines() -> None:
     assert orphan_line(o) == "db.t  no orphan files (120 files listed, 5 not older than 2026-11-25 09:46 UTC)"
     o.orphan_file_locations, o.deleted_count = ["/w/db/t/data/a", "/w/db/t/data/b", "/w/db/t/data/c"], 3
     assert orphan_line(o).startswith("db.t  deleted 3 orphan files of 3 (120 files listed")
+
+
+def test_expire_line_without_a_policy() -> None:
+    assert expire_line(_expire(cutoff=UNSET)) == "db.t  expired 3 snapshots, deleted 5 files"
+    assert expire_line(_expire(cutoff=UNSET, expired_snapshots=[], deleted={})) == "db.t  nothing to expire (4 " \
+        "snapshots kept)"
