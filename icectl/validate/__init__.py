@@ -71,6 +71,7 @@ class ValidationResult:
     entries: int = 0
     seconds: float = 0.0
     notes: tuple[str, ...] = ()  # what was not checked, and why
+    location: str | None = None  # the table's location (None: metadata too broken to load)
 
     def count(self, severity: Severity) -> int:
         return sum(1 for f in self.findings if f.severity == severity)
@@ -100,7 +101,7 @@ class ValidationResult:
         meta = ValidateSummary(table=self.table, errors=self.errors, warnings=self.warnings,
                                snapshots=self.snapshots, manifests=self.manifests, entries=self.entries,
                                summary=self.summary, notes=list(self.notes) if self.notes else UNSET,
-                               by_rule=rule_summaries(rows), verbose=verbose)
+                               by_rule=rule_summaries(rows), verbose=verbose, location=self.location)
         return RowsResult("validate", f"validate {self.table}", COLUMNS, rows, meta, exit_code=self.exit_code)
 
 
@@ -150,6 +151,7 @@ class ValidateSummary(Part):
     notes: list[str] | Unset = UNSET  # what was not checked, and why (only when something was not)
     by_rule: list[RuleSummary] | Unset = UNSET  # issue 16: count and first finding per rule
     verbose: bool = field(default=False, metadata=NOT_JSON)  # a terminal lists every finding
+    location: str | None = field(default=None, metadata=NOT_JSON)  # a terminal shows paths relative to it
 
 
 @dataclass
@@ -227,7 +229,7 @@ def _run(table: Table, reporter: Reporter, raw: Any, *, all_snapshots: bool, dee
         file_rules.check_files(ctx, itertools.chain(
             (f for p, s in ctx.summaries.items() if p in listed for f in s.live_files), v4.files.values()))
         file_rules.check_statistics(ctx)
-    return ValidationResult(table.identifier, reporter.findings, snapshots=len(snapshots),
+    return ValidationResult(table.identifier, reporter.findings, location=md.location, snapshots=len(snapshots),
                             manifests=len(ctx.summaries) + v4.roots, entries=entries,
                             seconds=time.perf_counter() - t0)
 

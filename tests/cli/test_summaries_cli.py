@@ -77,6 +77,11 @@ def test_validate_prints_one_row_per_rule_and_verbose_every_finding(warehouse: P
     for rule, n in rows_per_rule.items():
         hits = [ln for ln in lines if f" {rule} " in ln]
         assert len(hits) == 1 and f" {n} " in hits[0], (rule, text)
+        first = next(r for r in doc["rows"] if r["rule"] == rule)
+        where = first["entry"] or first["file"]
+        if where:  # shown relative to the table location, which is the same on every row
+            assert where.startswith(str(warehouse / "db" / "t")) and str(warehouse) not in hits[0]
+            assert where[len(str(warehouse / "db" / "t")) + 1:] in hits[0]
     assert lines[-1].startswith(doc["summary"]) and "--verbose" in lines[-1]
     assert len(lines) <= len(rows_per_rule) + 4
 
