@@ -99,6 +99,8 @@ def validate_report(result: RowsResult) -> RenderableType:
 
 # --------------------------------------------------------------------------- expire-snapshots
 
+MAX_REFS_SHOWN = 8
+
 
 def _source(source: str) -> str:
     return {"default": "the default", "ref": "the ref's own"}.get(source, source)
@@ -157,8 +159,13 @@ def expire_report(r: ExpireResult) -> RenderableType:
         grid.add_row("cutoff", cutoff_words(r.cutoff))
         grid.add_row("retain", f"at least the last {plural(r.cutoff.min_snapshots_to_keep, 'snapshot')} of each "
                                f"branch (from {_source(r.cutoff.min_snapshots_to_keep_source)})")
-    for p in (r.ref_policies or []):
+    policies = list(r.ref_policies or [])
+    # removed refs first (they are news), then the rest in the metadata's order, a screenful at most
+    shown = sorted(policies, key=lambda p: not p.removed)[:MAX_REFS_SHOWN]
+    for p in shown:
         grid.add_row(f"ref {p.name}", _ref_words(p))
+    if len(policies) > len(shown):
+        grid.add_row("refs", f"{len(policies) - len(shown):,} more (--json lists every ref's policy)")
     if r.removed_refs:
         grid.add_row("refs removed" if not r.dry_run else "refs to remove", ", ".join(r.removed_refs))
     if r.leftover_snapshots:

@@ -95,3 +95,14 @@ def test_expire_line_without_a_policy() -> None:
     assert expire_line(_expire(cutoff=UNSET)) == "db.t  expired 3 snapshots, deleted 5 files"
     assert expire_line(_expire(cutoff=UNSET, expired_snapshots=[], deleted={})) == "db.t  nothing to expire (4 " \
         "snapshots kept)"
+
+
+def test_expire_report_shows_a_screenful_of_refs_removed_ones_first() -> None:
+    refs = [RefPolicy(name=f"b{i}", type="branch", snapshot_id=i, snapshot_age_ms=DAY, max_ref_age_ms=30 * DAY,
+                      max_ref_age_source="default", removed=False) for i in range(20)]
+    refs.append(RefPolicy(name="gone", type="tag", snapshot_id=99, snapshot_age_ms=40 * DAY, max_ref_age_ms=DAY,
+                          max_ref_age_source="ref", removed=True))
+    buf = io.StringIO()
+    Console(file=buf, width=120, markup=False).print(expire_report(_expire(ref_policies=refs)))
+    rows = [ln for ln in buf.getvalue().splitlines() if ln.startswith("ref")]
+    assert rows[0].startswith("ref gone") and len(rows) == 9 and "13 more" in rows[-1]
