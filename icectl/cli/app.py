@@ -58,4 +58,17 @@ def root(
 
 def main() -> None:
     os.environ.setdefault("PYTHONIOENCODING", "utf-8")
+    if os.environ.get(COMPLETE_VAR):
+        enable_completion()
     app(prog_name="icectl")
+
+
+COMPLETE_VAR = "_ICECTL_COMPLETE"  # click's completion protocol: the shell scripts in completions/ call back
+
+
+def enable_completion() -> None:
+    """Register typer's shell classes for click's completion protocol (add_completion=False leaves
+    them out); only when a shell asks, since importing them costs start-up time."""
+    import typer.completion
+
+    typer.completion.completion_init()

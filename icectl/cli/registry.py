@@ -147,8 +147,9 @@ def load_commands(entry: LazyCommand, only: str | None = None) -> dict[str, _cli
 class LazyCommands(Mapping[str, _click.Command]):
     """The root's ``commands``: every name known up front, each command built on first access."""
 
-    def __init__(self, index: Mapping[str, LazyCommand]) -> None:
+    def __init__(self, index: Mapping[str, LazyCommand], path: tuple[str, ...] = ()) -> None:
         self.index = index
+        self.path = path  # of the group: ("inspect",)
         self.loaded: dict[str, _click.Command] = {}
 
     def __getitem__(self, name: str) -> _click.Command:
@@ -159,6 +160,8 @@ class LazyCommands(Mapping[str, _click.Command]):
             if name not in built:
                 raise LookupError(f"icectl.cli.{self.index[name].module}.{self.index[name].register} "
                                   f"did not define the command '{name}'")
+            # --help ends with the command's examples (imported with the command: --help of the root needs none)
+            importlib.import_module("icectl.cli.examples").add_epilogs(built[name], [*self.path, name])
             self.loaded[name] = built[name]
         return self.loaded[name]
 
@@ -175,12 +178,13 @@ class LazyGroup(TyperGroup):
     complete it). Subclasses name the index; typer builds the group (``typer.Typer(cls=...)``)."""
 
     index: ClassVar[Mapping[str, LazyCommand]] = {}
+    path: ClassVar[tuple[str, ...]] = ()  # the group's command path
 
     def __init__(self, **attrs: Any) -> None:
         super().__init__(**attrs)
         skip_needless_coercion([self])  # the group's own options (before its commands are set)
         # typer passes the commands registered on the Typer itself: none, they are all in the index.
-        self.commands = LazyCommands(self.index)
+        self.commands = LazyCommands(self.index, self.path)
 
     def list_commands(self, ctx: _click.Context) -> list[str]:
         # TyperGroup's walks commands.items(), which would import every module.
@@ -208,3 +212,4 @@ class InspectGroup(LazyGroup):
     """``icectl inspect``."""
 
     index = INSPECT_COMMANDS
+    path = ("inspect",)

@@ -14,10 +14,17 @@ from collections.abc import Callable
 from typing import Any
 
 # view -> "icectl.cli.module:function(result) -> rich renderable"
-REPORTS: dict[str, str] = {}
+REPORTS: dict[str, str] = {
+    "validate": "icectl.cli.summaries:validate_report",
+    "expire_snapshots": "icectl.cli.summaries:expire_report",
+}
 
 # view -> "icectl.cli.module:function(result) -> str": one line per table of an --all run
-ONE_LINE: dict[str, str] = {}
+ONE_LINE: dict[str, str] = {
+    "expire_snapshots": "icectl.cli.summaries:expire_line",
+    "compact": "icectl.cli.summaries:compact_line",
+    "remove_orphan_files": "icectl.cli.summaries:orphan_line",
+}
 
 
 def _load(spec: str) -> Callable[[Any], Any]:

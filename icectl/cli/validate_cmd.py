@@ -6,6 +6,7 @@ from typing import Annotated
 
 import typer
 
+from icectl.cli.complete import complete_table
 from icectl.cli.framework import command, load_config_and_io
 from icectl.cli.options import JsonOpt
 from icectl.errors import UsageError
@@ -18,7 +19,8 @@ def register(app: typer.Typer) -> None:
     def validate_cmd(
         table: Annotated[str | None, typer.Argument(
             metavar="[TABLE]", help="A *.metadata.json path or URL, a table directory, or "
-                                    "[catalog.]namespace.table.", show_default=False)] = None,
+                                    "[catalog.]namespace.table.", show_default=False,
+            autocompletion=complete_table)] = None,
         all_snapshots: Annotated[bool, typer.Option(
             "--all-snapshots", help="Check every snapshot, not only the current one (each manifest is read "
                                     "once).")] = False,
@@ -28,6 +30,9 @@ def register(app: typer.Typer) -> None:
             "--rule", metavar="RULE", help="Run only this rule or area (repeatable).", show_default=False)] = None,
         skip: Annotated[list[str] | None, typer.Option(
             "--skip", metavar="RULE", help="Do not run this rule or area (repeatable).", show_default=False)] = None,
+        verbose: Annotated[bool, typer.Option(
+            "--verbose", "-v", help="On a terminal, print every finding as a row instead of one row per rule "
+                                    "(--json always has every finding).")] = False,
         list_rules_: Annotated[bool, typer.Option(
             "--list-rules", help="Print the rule catalogue and exit.")] = False,
         json_output: JsonOpt = False,
@@ -43,4 +48,4 @@ def register(app: typer.Typer) -> None:
             raise UsageError("give a TABLE, or --list-rules")
         config, io = load_config_and_io()
         return validate_address(table, config, io, all_snapshots=all_snapshots, deep=deep, rules=rule,
-                                skip=skip).to_result()
+                                skip=skip).to_result(verbose=verbose)

@@ -458,6 +458,7 @@ def _expire_snapshots(table: Table, policy: ExpirePolicy, *, dry_run: bool, max_
     res = ExpireResult(table=table.identifier, dry_run=dry_run, expired_snapshots=plan.expired,
                        removed_refs=plan.removed_refs, retained_snapshot_count=len(plan.retained),
                        leftover_snapshots=sorted(found.on_disk), skipped_metadata=found.notes)
+    _note_policy(res, plan)
     if dry_run:
         res.would_write = ["the next table metadata version (snapshots, refs and logs updated)"] if may_change else []
         res.would_delete = planned.by_category()
@@ -483,6 +484,7 @@ def _expire_snapshots(table: Table, policy: ExpirePolicy, *, dry_run: bool, max_
     retention: Retention = committed_base["retention"]
     res.expired_snapshots, res.removed_refs = retention.expired, retention.removed_refs
     res.retained_snapshot_count = len(retention.retained)
+    _note_policy(res, retention)
     res.metadata_location, res.commit_attempts = result.metadata_location, result.attempts
     try:
         # Judged on the table as it is now, so a snapshot another writer added after our commit
@@ -521,6 +523,13 @@ def _expire_snapshots(table: Table, policy: ExpirePolicy, *, dry_run: bool, max_
                  + _leftover_note(found, doomed))
     res.exit_code = StorageError.exit_code if outcome.failures else ExitCode.OK
     return res
+
+
+def _note_policy(res: ExpireResult, retention: Retention) -> None:
+    """The cutoff and each ref's policy, as the retention that decided applied them."""
+    if retention.cutoff is not None:
+        res.cutoff = retention.cutoff
+    res.ref_policies = retention.ref_policies
 
 
 def _skipped(res: ExpireResult, title: str, why: str, exit_code: int) -> ExpireResult:

@@ -12,13 +12,21 @@ and remove-schemas, in the order Java's ``RemoveSnapshots.internalApply`` builds
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import datetime
+from dataclasses import dataclass, field
 from typing import Any
 
 from icectl.errors import NotFoundError, RefusedError, UsageError
+from icectl.ops.results import ExpireCutoff, RefPolicy
 from icectl.spec.durations import parse_point_in_time_ms
 from icectl.spec.metadata import TableMetadata
-from icectl.spec.properties import GC_ENABLED, MAX_REF_AGE_MS, MAX_SNAPSHOT_AGE_MS, MIN_SNAPSHOTS_TO_KEEP
+from icectl.spec.properties import (
+    GC_ENABLED,
+    MAX_REF_AGE_MS,
+    MAX_SNAPSHOT_AGE_MS,
+    MIN_SNAPSHOTS_TO_KEEP,
+    IntProperty,
+)
 from icectl.spec.requirements import AssertCurrentSchemaId, AssertDefaultSpecId, AssertRefSnapshotId, TableRequirement
 from icectl.spec.snapshots import MAIN_BRANCH, ancestors_of
 from icectl.spec.updates import (
@@ -59,6 +67,38 @@ class Retention:
     removed_refs: list[str]
     updates: tuple[TableUpdate, ...]  # remove-snapshot-ref for each removed ref, then remove-snapshots
     metadata: TableMetadata  # the base with them applied: snapshots, refs, statistics and logs updated
+    cutoff: ExpireCutoff | None = None  # the defaults applied, and where each came from
+    ref_policies: list[RefPolicy] = field(default_factory=list)  # each ref's, in the metadata's order
+
+
+def _source(prop: IntProperty, properties: dict[str, str]) -> str:
+    return prop.name if prop.name in properties else "default"
+
+
+def expire_cutoff(base: TableMetadata, policy: ExpirePolicy, now_ms: int) -> ExpireCutoff:
+    """The defaults an expiry of ``base`` applies (Java's RemoveSnapshots constructor, then
+    expireOlderThan / retainLast): the cutoff and the age it came from, min-snapshots-to-keep and
+    max-ref-age-ms, each with its source."""
+    props = base.properties
+    if policy.older_than_ms is not None:
+        cutoff, source = policy.older_than_ms, "--older-than"
+    else:
+        cutoff, source = now_ms - MAX_SNAPSHOT_AGE_MS.parse(props), _source(MAX_SNAPSHOT_AGE_MS, props)
+    if policy.retain_last is not None:
+        min_keep, min_source = policy.retain_last, "--retain-last"
+    else:
+        min_keep, min_source = MIN_SNAPSHOTS_TO_KEEP.parse(props), _source(MIN_SNAPSHOTS_TO_KEEP, props)
+    return ExpireCutoff(expire_older_than_ms=cutoff, expire_older_than=iso_utc(cutoff),
+                        max_snapshot_age_ms=now_ms - cutoff, source=source, now_ms=now_ms,
+                        min_snapshots_to_keep=min_keep, min_snapshots_to_keep_source=min_source,
+                        max_ref_age_ms=MAX_REF_AGE_MS.parse(props), max_ref_age_source=_source(MAX_REF_AGE_MS, props))
+
+
+def iso_utc(ms: int) -> str:
+    """Epoch milliseconds as ISO-8601 UTC (``2026-11-20T10:00:00.000Z``); out-of-range values clamp."""
+    ms = max(-62135596800000, min(ms, 253402300799999))  # datetime's years 1..9999
+    dt = datetime.datetime.fromtimestamp(ms / 1000, datetime.timezone.utc)
+    return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}Z"
 
 
 def apply_retention(base: TableMetadata, policy: ExpirePolicy, now_ms: int) -> Retention:
@@ -70,36 +110,51 @@ def apply_retention(base: TableMetadata, policy: ExpirePolicy, now_ms: int) -> R
                            "shared with other tables)", hint="set gc.enabled=true if the table owns its files")
     if policy.retain_last is not None and policy.retain_last < 1:
         raise UsageError("--retain-last must be at least 1")
-    max_age = MAX_SNAPSHOT_AGE_MS.parse(base.properties)
-    default_cutoff = policy.older_than_ms if policy.older_than_ms is not None else now_ms - max_age
-    default_min = policy.retain_last or MIN_SNAPSHOTS_TO_KEEP.parse(base.properties)
-    default_ref_age = MAX_REF_AGE_MS.parse(base.properties)
+    defaults = expire_cutoff(base, policy, now_ms)
+    default_cutoff = defaults.expire_older_than_ms
+    default_min = defaults.min_snapshots_to_keep
+    default_ref_age = defaults.max_ref_age_ms
     by_id = base.snapshots_by_id
 
     kept_refs: dict[str, Any] = {}
     removed_refs: list[str] = []
+    policies: dict[str, RefPolicy] = {}
     for name, ref in base.refs.items():
         snap = by_id.get(ref.snapshot_id)
+        age = now_ms - snap.timestamp_ms if snap is not None else None
         if name == MAIN_BRANCH:
             kept_refs[name] = ref
+            policies[name] = RefPolicy(name=name, type=ref.type, snapshot_id=ref.snapshot_id, snapshot_age_ms=age,
+                                       max_ref_age_ms=None, max_ref_age_source="main", removed=False)
             continue
+        own = ref.max_ref_age_ms is not None
         max_ref_age = ref.max_ref_age_ms if ref.max_ref_age_ms is not None else default_ref_age
-        if snap is not None and now_ms - snap.timestamp_ms <= max_ref_age:
+        if age is not None and age <= max_ref_age:
             kept_refs[name] = ref
         else:
             removed_refs.append(name)
+        policies[name] = RefPolicy(name=name, type=ref.type, snapshot_id=ref.snapshot_id, snapshot_age_ms=age,
+                                   max_ref_age_ms=max_ref_age,
+                                   max_ref_age_source="ref" if own else defaults.max_ref_age_source,
+                                   removed=name not in kept_refs)
 
     retained: set[int] = {r.snapshot_id for r in kept_refs.values() if r.snapshot_id in by_id}
     for sid in policy.snapshot_ids:
         holders = sorted(n for n, r in kept_refs.items() if r.snapshot_id == sid)
         if holders:
             raise RefusedError(f"cannot expire snapshot {sid}: still referenced by {', '.join(holders)}")
-    for ref in kept_refs.values():
+    for name, ref in kept_refs.items():
         if not ref.is_branch or ref.snapshot_id not in by_id:
             continue
         # A ref's own settings win over the command line's and the table's (Java's rule).
         cutoff = now_ms - ref.max_snapshot_age_ms if ref.max_snapshot_age_ms is not None else default_cutoff
         min_keep = ref.min_snapshots_to_keep if ref.min_snapshots_to_keep is not None else default_min
+        p = policies[name]
+        p.expire_older_than_ms, p.max_snapshot_age_ms = cutoff, now_ms - cutoff
+        p.max_snapshot_age_source = "ref" if ref.max_snapshot_age_ms is not None else defaults.source
+        p.min_snapshots_to_keep = min_keep
+        p.min_snapshots_to_keep_source = ("ref" if ref.min_snapshots_to_keep is not None
+                                          else defaults.min_snapshots_to_keep_source)
         kept = 0
         for anc in ancestors_of(ref.snapshot_id, by_id):
             if kept < min_keep or anc.timestamp_ms >= cutoff:
@@ -121,7 +176,8 @@ def apply_retention(base: TableMetadata, policy: ExpirePolicy, now_ms: int) -> R
     expired = [s.snapshot_id for s in base.snapshots if s.snapshot_id not in retained]
     updates: tuple[TableUpdate, ...] = (*(RemoveSnapshotRef(n) for n in removed_refs),
                                         *((RemoveSnapshots(tuple(expired)),) if expired else ()))
-    return Retention(expired, retained, removed_refs, updates, apply_updates(base, updates))
+    return Retention(expired, retained, removed_refs, updates, apply_updates(base, updates), defaults,
+                     list(policies.values()))
 
 
 def clean_expired_metadata(md: TableMetadata, io: FileIO) -> tuple[TableUpdate, ...]:

@@ -18,7 +18,7 @@ from icectl.ops.view_results import SortOrderBrief as SortOrderBrief
 from icectl.ops.view_results import SpecBrief as SpecBrief
 from icectl.ops.view_results import TableOverview as TableOverview
 from icectl.ops.view_results import TableViewMeta
-from icectl.results import UNSET, CommandResult, MessageResult, Part, Unset, json_key
+from icectl.results import UNSET, CommandResult, MessageResult, Part, Unset, json_key, plain
 
 # The file categories of an expiry: Spark's expire_snapshots output names (deleted_<category>_count)
 # in its order, which is also Java's delete order.
@@ -60,6 +60,41 @@ class PlannedWrite(Part):
 
 
 @dataclass(kw_only=True)
+class ExpireCutoff(Part):
+    """The cutoff of an expiry (Java's ``expireOlderThan``): snapshots older than it may go, unless a
+    branch keeps them (its min-snapshots-to-keep) or its own max-snapshot-age-ms says otherwise."""
+
+    expire_older_than_ms: int  # the cutoff, ms since the epoch
+    expire_older_than: str  # the same as an ISO-8601 UTC timestamp
+    max_snapshot_age_ms: int  # the age it came from: now - cutoff
+    source: str  # "--older-than", "history.expire.max-snapshot-age-ms" (the table property) or "default"
+    now_ms: int  # the run's "now" the ages are counted from
+    min_snapshots_to_keep: int  # the default for branches without their own
+    min_snapshots_to_keep_source: str  # "--retain-last", "history.expire.min-snapshots-to-keep" or "default"
+    max_ref_age_ms: int  # the default for refs without their own (Long.MAX_VALUE: forever)
+    max_ref_age_source: str  # "history.expire.max-ref-age-ms" or "default"
+
+
+@dataclass(kw_only=True)
+class RefPolicy(Part):
+    """One ref's retention as the expiry applied it; each setting with where it came from ("ref": the
+    ref's own setting in the metadata)."""
+
+    name: str
+    type: str  # branch | tag
+    snapshot_id: int
+    snapshot_age_ms: int | None  # age of the ref's snapshot (None: not in the table)
+    max_ref_age_ms: int | None  # None for main, which is never removed
+    max_ref_age_source: str  # "ref", "history.expire.max-ref-age-ms", "default" or "main"
+    removed: bool  # dropped: its snapshot is older than max_ref_age_ms (or missing)
+    expire_older_than_ms: int | Unset = UNSET  # branches kept: the cutoff for their ancestors
+    max_snapshot_age_ms: int | Unset = UNSET  # ... and the age it came from
+    max_snapshot_age_source: str | Unset = UNSET  # "ref" or the cutoff's source
+    min_snapshots_to_keep: int | Unset = UNSET
+    min_snapshots_to_keep_source: str | Unset = UNSET  # "ref" or the default's source
+
+
+@dataclass(kw_only=True)
 class ExpireResult(CommandResult):
     """``icectl expire-snapshots``. Counts are derived from the lists, so they always agree.
 
@@ -86,6 +121,8 @@ class ExpireResult(CommandResult):
     failures: list[Any] | Unset = UNSET  # deletions done
     deleted: dict[str, int] = field(default_factory=dict)  # count per category (0 when missing)
     cleanup_skipped: str | Unset = UNSET  # committed, but nothing deleted: why
+    cutoff: ExpireCutoff | Unset = UNSET  # the policy applied (issue 16: after every earlier key)
+    ref_policies: list[RefPolicy] | Unset = UNSET
 
     def to_json(self) -> dict[str, Any]:
         doc: dict[str, Any] = {
@@ -98,8 +135,11 @@ class ExpireResult(CommandResult):
         kept = ({} if self.kept_external_files is UNSET else
                 {"kept_external_files_count": len(self.kept_external_files),
                  "kept_external_files": self.kept_external_files})
+        policy = {k: plain(v) for k, v in (("cutoff", self.cutoff), ("ref_policies", self.ref_policies))
+                  if v is not UNSET}
         if self.dry_run:  # the plan, then the counts it would delete, then what the fence keeps
-            return {**doc, "would_write": self.would_write, "would_delete": self.would_delete, **deleted, **kept}
+            return {**doc, "would_write": self.would_write, "would_delete": self.would_delete, **deleted, **kept,
+                    **policy}
         done = {k: v for k, v in (("metadata_location", self.metadata_location),
                                   ("commit_attempts", self.commit_attempts),
                                   ("deletes_refused", self.deletes_refused),
@@ -108,7 +148,7 @@ class ExpireResult(CommandResult):
         refused = {"deletes_refused": done.pop("deletes_refused")} if "deletes_refused" in done else {}
         outcome = {k: done.pop(k) for k in ("already_gone", "failures") if k in done}
         skipped = {} if self.cleanup_skipped is UNSET else {"cleanup_skipped": self.cleanup_skipped}
-        return {**doc, **done, **kept, **refused, **outcome, **deleted, **skipped}
+        return {**doc, **done, **kept, **refused, **outcome, **deleted, **skipped, **policy}
 
 
 # --------------------------------------------------------------------------- compact

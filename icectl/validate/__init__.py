@@ -14,14 +14,14 @@ import time
 from collections import deque
 from collections.abc import Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from icectl import progress
 from icectl.catalog import find_table
 from icectl.config import Config
 from icectl.errors import CorruptInputError, ExitCode, IcectlError, NotFoundError
-from icectl.results import UNSET, Part, RowsResult, Unset
+from icectl.results import NOT_JSON, UNSET, Part, RowsResult, Unset
 from icectl.spec.manifest import ManifestContent, ManifestEntry, ManifestFile
 from icectl.spec.metadata import TableMetadata
 from icectl.spec.snapshots import Snapshot
@@ -52,8 +52,9 @@ from icectl.validate.rules import (
     select_rules,
 )
 
-__all__ = ["CATALOGUE", "Finding", "Rule", "RuleCount", "Severity", "ValidateSummary", "ValidationResult",
-           "catalogue_markdown", "list_rules", "validate_address", "validate_table"]
+__all__ = ["CATALOGUE", "Finding", "FirstFinding", "Rule", "RuleCount", "RuleSummary", "Severity", "ValidateSummary",
+           "ValidationResult", "catalogue_markdown", "list_rules", "rule_summaries", "validate_address",
+           "validate_table"]
 
 _AHEAD = max(2, DEFAULT_WORKERS * 2)  # bounded read-ahead: memory stays flat however big the table
 COLUMNS = ["severity", "rule", "file", "entry", "message", "values"]
@@ -70,6 +71,7 @@ class ValidationResult:
     entries: int = 0
     seconds: float = 0.0
     notes: tuple[str, ...] = ()  # what was not checked, and why
+    location: str | None = None  # the table's location (None: metadata too broken to load)
 
     def count(self, severity: Severity) -> int:
         return sum(1 for f in self.findings if f.severity == severity)
@@ -91,14 +93,48 @@ class ValidationResult:
     def exit_code(self) -> int:
         return ExitCode.FINDINGS if self.errors else ExitCode.OK
 
-    def to_result(self) -> RowsResult:
-        """The CLI's view: the findings as rows (errors first), the counts before them."""
+    def to_result(self, *, verbose: bool = False) -> RowsResult:
+        """The CLI's view: the findings as rows (errors first), the counts and the findings per rule
+        before them; ``verbose``: a terminal shows every row, not one per rule."""
         order = {Severity.ERROR: 0, Severity.WARNING: 1}
         rows = [f.to_row() for f in sorted(self.findings, key=lambda f: (order[f.severity], f.rule))]
         meta = ValidateSummary(table=self.table, errors=self.errors, warnings=self.warnings,
                                snapshots=self.snapshots, manifests=self.manifests, entries=self.entries,
-                               summary=self.summary, notes=list(self.notes) if self.notes else UNSET)
+                               summary=self.summary, notes=list(self.notes) if self.notes else UNSET,
+                               by_rule=rule_summaries(rows), verbose=verbose, location=self.location)
         return RowsResult("validate", f"validate {self.table}", COLUMNS, rows, meta, exit_code=self.exit_code)
+
+
+@dataclass
+class FirstFinding(Part):
+    """Where a rule was first broken (of the findings in their printed order)."""
+
+    file: str | None
+    entry: str | None
+    message: str
+
+
+@dataclass
+class RuleSummary(Part):
+    """One rule's findings summed up: ``validate --json``'s ``by_rule``, the terminal's grouped view."""
+
+    rule: str
+    severity: str
+    count: int
+    first: FirstFinding
+
+
+def rule_summaries(rows: Iterable[dict[str, Any]]) -> list[RuleSummary]:
+    """One entry per rule that found something, in the rows' order (errors first, then by rule id)."""
+    out: dict[str, RuleSummary] = {}
+    for row in rows:
+        known = out.get(row["rule"])
+        if known is None:
+            out[row["rule"]] = RuleSummary(row["rule"], row["severity"], 1,
+                                           FirstFinding(row["file"], row["entry"], row["message"]))
+        else:
+            known.count += 1
+    return list(out.values())
 
 
 @dataclass(kw_only=True)
@@ -113,6 +149,9 @@ class ValidateSummary(Part):
     entries: int
     summary: str  # the counts in words
     notes: list[str] | Unset = UNSET  # what was not checked, and why (only when something was not)
+    by_rule: list[RuleSummary] | Unset = UNSET  # issue 16: count and first finding per rule
+    verbose: bool = field(default=False, metadata=NOT_JSON)  # a terminal lists every finding
+    location: str | None = field(default=None, metadata=NOT_JSON)  # a terminal shows paths relative to it
 
 
 @dataclass
@@ -190,7 +229,7 @@ def _run(table: Table, reporter: Reporter, raw: Any, *, all_snapshots: bool, dee
         file_rules.check_files(ctx, itertools.chain(
             (f for p, s in ctx.summaries.items() if p in listed for f in s.live_files), v4.files.values()))
         file_rules.check_statistics(ctx)
-    return ValidationResult(table.identifier, reporter.findings, snapshots=len(snapshots),
+    return ValidationResult(table.identifier, reporter.findings, location=md.location, snapshots=len(snapshots),
                             manifests=len(ctx.summaries) + v4.roots, entries=entries,
                             seconds=time.perf_counter() - t0)
 

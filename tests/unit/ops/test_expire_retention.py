@@ -31,3 +31,38 @@ def test_old_snapshots_and_an_aged_tag_become_remove_updates() -> None:
     assert change.updates == r.updates and after == r.metadata
     nothing = apply_retention(md, ExpirePolicy(older_than_ms=0), now_ms=1)
     assert nothing.updates == () and nothing.metadata is md
+
+
+def test_the_cutoff_and_each_refs_policy_name_their_source() -> None:
+    props = {"history.expire.max-snapshot-age-ms": str(2 * DAY), "history.expire.max-ref-age-ms": str(10 * DAY)}
+    md = new_table_metadata(schema=SCHEMA, location="/wh/t", partition_spec=None, sort_order=None, properties=props,
+                            format_version=2, now_ms=1000)
+    snaps = tuple(Snapshot(i, i * DAY, i - 1 or None, i, f"/m{i}") for i in (1, 2, 3, 4))
+    md = md.replace(snapshots=snaps, current_snapshot_id=4, last_sequence_number=4,
+                    snapshot_log=tuple(SnapshotLogEntry(s.timestamp_ms, s.snapshot_id) for s in snaps),
+                    refs={"main": SnapshotRef(4), "b": SnapshotRef(3, min_snapshots_to_keep=3),
+                          "t": SnapshotRef(1, "tag")})
+    r = apply_retention(md, ExpirePolicy(), now_ms=13 * DAY)
+    c = r.cutoff
+    assert c is not None
+    assert (c.expire_older_than_ms, c.max_snapshot_age_ms, c.source) == (11 * DAY, 2 * DAY,
+                                                                        "history.expire.max-snapshot-age-ms")
+    assert c.expire_older_than == "1970-01-12T00:00:00.000Z"
+    assert (c.min_snapshots_to_keep, c.min_snapshots_to_keep_source) == (1, "default")
+    assert (c.max_ref_age_ms, c.max_ref_age_source) == (10 * DAY, "history.expire.max-ref-age-ms")
+    p = {x.name: x for x in r.ref_policies}
+    assert [x.name for x in r.ref_policies] == ["main", "b", "t"]
+    # The tag's snapshot is 12 days old, past the table's 10: removed; the branch keeps 3 by its own setting.
+    assert (p["t"].removed, p["t"].snapshot_age_ms, p["t"].max_ref_age_source) == (True, 12 * DAY,
+                                                                                   "history.expire.max-ref-age-ms")
+    assert r.removed_refs == ["t"]
+    assert (p["b"].min_snapshots_to_keep, p["b"].min_snapshots_to_keep_source) == (3, "ref")
+    assert (p["b"].removed, p["b"].max_ref_age_ms) == (False, 10 * DAY)
+    assert (p["main"].max_ref_age_ms, p["main"].max_ref_age_source, p["main"].min_snapshots_to_keep) == (None, "main",
+                                                                                                         1)
+    assert r.expired == [] and r.retained == {1, 2, 3, 4}  # b keeps 1..3, main 4
+    over = apply_retention(md, ExpirePolicy(older_than_ms=5 * DAY, retain_last=2), now_ms=13 * DAY)
+    assert over.cutoff is not None and (over.cutoff.source, over.cutoff.max_snapshot_age_ms) == ("--older-than",
+                                                                                               8 * DAY)
+    main = next(x for x in over.ref_policies if x.name == "main")
+    assert (main.min_snapshots_to_keep, main.min_snapshots_to_keep_source) == (2, "--retain-last")

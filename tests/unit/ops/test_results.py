@@ -30,6 +30,7 @@ from icectl.ops.results import (
     AddFilesResult,
     CompactResult,
     CreateResult,
+    ExpireCutoff,
     ExpireResult,
     NamespaceCreateResult,
     RemoveFilesResult,
@@ -238,3 +239,16 @@ def test_unset_is_left_out_and_none_is_null() -> None:
 def test_table_failure_has_the_run_view() -> None:
     r = TableFailure(view="compact", title="db.x: failed", table="db.x", error="boom", exit_code=4)
     assert r.to_json() == {"view": "compact", "table": "db.x", "error": "boom"} and r.exit_code == 4
+
+
+def test_expire_policy_keys_come_after_every_earlier_key() -> None:
+    """Issue 16's cutoff and ref_policies grow the document at its end, on the dry-run and committed paths."""
+    cutoff = ExpireCutoff(expire_older_than_ms=1, expire_older_than="1970-01-01T00:00:00.001Z",
+                          max_snapshot_age_ms=5, source="default", now_ms=6, min_snapshots_to_keep=1,
+                          min_snapshots_to_keep_source="default", max_ref_age_ms=7, max_ref_age_source="default")
+    dry = _expire(dry_run=True, would_write=[], would_delete={}, kept_external_files=[], cutoff=cutoff,
+                  ref_policies=[])
+    assert list(dry.to_json()) == [*HEAD, "would_write", "would_delete", *DELETED, *KEPT, "cutoff", "ref_policies"]
+    done = _expire(metadata_location="m", commit_attempts=1, cleanup_skipped="why", cutoff=cutoff, ref_policies=[])
+    assert list(done.to_json()) == [*HEAD, *COMMITTED, *DELETED, "cleanup_skipped", "cutoff", "ref_policies"]
+    assert dry.to_json()["cutoff"]["source"] == "default"
