@@ -46,6 +46,12 @@ EXAMPLES: dict[str, list[Example]] = {
         ("Compact every table with at least 20 manifests in a group, one line per table",
          "icectl compact --all --min-manifests 20"),
     ],
+    "compute-partition-stats": [
+        ("Write the current snapshot's partition statistics file and register it",
+         "icectl compute-partition-stats db.events"),
+        ("See which file a given snapshot's statistics would go to",
+         "icectl compute-partition-stats db.events --snapshot 5842913458742 --dry-run"),
+    ],
     "create": [
         ("Create a partitioned, sorted v3 table",
          'icectl create db.events --schema "id long not null, ts timestamptz, name string" '
