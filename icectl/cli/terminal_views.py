@@ -17,7 +17,9 @@ from typing import Any
 REPORTS: dict[str, str] = {}
 
 # view -> "icectl.cli.module:function(result) -> str": one line per table of an --all run
-ONE_LINE: dict[str, str] = {}
+ONE_LINE: dict[str, str] = {
+    "health": "icectl.cli.health_cmd:one_line",
+}
 
 
 def _load(spec: str) -> Callable[[Any], Any]:
