@@ -27,7 +27,7 @@ from icectl.ops.partition_stats import read_partition_stats
 from icectl.ops.remove_orphan_files import remove_orphan_files
 from icectl.spec.metadata import MIN_ROW_LINEAGE_VERSION, TableMetadata
 from icectl.spec.properties import MAX_SNAPSHOT_AGE_MS, MIN_SNAPSHOTS_TO_KEEP
-from icectl.spec.snapshots import Snapshot
+from icectl.spec.snapshots import Snapshot, ancestors_of
 from icectl.storage import FileIO
 from icectl.table import Table
 from icectl.table.scan import manifests_of
@@ -69,7 +69,7 @@ def table_health(table: Table, *, name: str | None = None, config_thresholds: Ma
         row_lineage={"enabled": md.format_version >= MIN_ROW_LINEAGE_VERSION,
                      "next_row_id": md.next_row_id if md.format_version >= MIN_ROW_LINEAGE_VERSION else None},
         timeline=timeline(md.snapshots), partition_stats=_stats_file(md, head) if stats is not None else None,
-        thresholds=th)
+        partition_stats_files=_stats_lag(md), thresholds=th)
     if orphans:
         res.orphans = _orphans(table, now)
     doc = res.to_json()
@@ -151,6 +151,20 @@ def timeline(snapshots: tuple[Snapshot, ...] | list[Snapshot], buckets: int = TI
 def _stats_file(md: TableMetadata, head: Snapshot | None) -> dict[str, Any] | None:
     found = next((p for p in md.partition_statistics if head and p.snapshot_id == head.snapshot_id), None)
     return {"snapshot_id": found.snapshot_id, "path": found.statistics_path} if found else None
+
+
+def _stats_lag(md: TableMetadata) -> dict[str, Any]:
+    """The partition statistics files, and how many commits of the current branch came after the
+    newest snapshot that has one (None when the table has none)."""
+    with_stats = {p.snapshot_id for p in md.partition_statistics}
+    since = None
+    if with_stats:
+        since = 0
+        for s in ancestors_of(md.current_snapshot_id, md.snapshots_by_id):
+            if s.snapshot_id in with_stats:
+                break
+            since += 1
+    return {"count": len(md.partition_statistics), "snapshots_since": since}
 
 
 def _stats_top_partitions(stats: Any) -> list[dict[str, Any]]:

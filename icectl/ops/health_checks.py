@@ -67,6 +67,10 @@ THRESHOLDS: dict[str, Threshold] = {t.key: t for t in (
     Threshold("delete-file-count", "count", 5, "... when there are at least this many delete files"),
     # v1 has no sequence numbers, row-level deletes or row lineage; engines write v2 by default.
     Threshold("min-format-version", "version", 2, "format versions below this are flagged"),
+    # Statistics a table keeps (someone computes them) describe the snapshot they were computed for:
+    # one commit later they are out of date, as expirable snapshots are one snapshot past the policy.
+    Threshold("partition-stats-lag", "count", 1,
+              "commits since the newest partition statistics (tables that have them) at or above this"),
     # remove_orphan_files' own cutoff (3 days) already spares files of commits in flight.
     Threshold("orphan-file-count", "count", 1, "orphan files (with --orphans) at or above this"),
 )}
@@ -178,6 +182,7 @@ def evaluate(doc: dict[str, Any], th: Mapping[str, float | int], cmd: Commands) 
     """The checks of one table's figures (the health document's sections) against ``th``."""
     snaps, meta, mans = doc["snapshots"], doc["metadata_files"], doc["manifests"]
     data, dels = doc["data_files"], doc["delete_files"]
+    lag = doc["partition_stats_files"]
     compact = cmd.icectl("compact") if mans["mergeable_count"] else None
     expirable = snaps["expirable_count"]
     checks = [
@@ -187,8 +192,9 @@ def evaluate(doc: dict[str, Any], th: Mapping[str, float | int], cmd: Commands) 
                applies=expirable is not None),
         _check("snapshots.count", "Snapshots", "count", snaps["count"], ">", th["snapshot-count"],
                f"{snaps['count']} snapshots (threshold {th['snapshot-count']})",
-               # The policy keeps them all: a shorter retention is what helps.
-               cmd.icectl("expire-snapshots") if expirable else cmd.icectl("expire-snapshots", "--older-than", "1d")),
+               # The policy keeps them all: a shorter retention is what helps (nothing, with gc disabled).
+               None if not snaps["gc_enabled"] else cmd.icectl("expire-snapshots") if expirable
+               else cmd.icectl("expire-snapshots", "--older-than", "1d")),
         _check("metadata_files.count", "Metadata files", "count", meta["count"], ">", th["metadata-file-count"],
                f"{meta['count']} metadata files (threshold {th['metadata-file-count']})",
                # Java then deletes the files its trimmed metadata log drops, from the next commit on.
@@ -225,6 +231,11 @@ def evaluate(doc: dict[str, Any], th: Mapping[str, float | int], cmd: Commands) 
         _check("format.version", "Format version", "count", doc["format_version"], "<", th["min-format-version"],
                f"format version {doc['format_version']} (threshold: at least {th['min-format-version']})",
                cmd.icectl("upgrade", "--to", str(int(th["min-format-version"])))),
+        _check("partition_stats_files.lag", "Partition statistics", "count", lag["snapshots_since"], ">=",
+               th["partition-stats-lag"],
+               f"{lag['snapshots_since']} commits since the newest partition statistics "
+               f"(threshold {th['partition-stats-lag']})" if lag["count"] else "no partition statistics",
+               cmd.icectl("compute-partition-stats"), applies=bool(lag["count"])),
     ]
     orphans = doc.get("orphans")
     if orphans is not None:

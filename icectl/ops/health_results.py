@@ -46,6 +46,7 @@ class HealthResult(CommandResult):
     row_lineage: dict[str, Any]
     timeline: list[dict[str, Any]]
     partition_stats: dict[str, Any] | None
+    partition_stats_files: dict[str, Any] = field(default_factory=dict)  # count, snapshots_since (the newest's)
     orphans: dict[str, Any] | Unset = UNSET  # only with --orphans
     checks: list[HealthCheck] = field(default_factory=list)
     recommendations: list[str] = field(default_factory=list)

@@ -92,7 +92,8 @@ def test_a_table_of_2000_appends_needs_expiry_and_compaction(wh: Path, tmp_path:
     assert value("icectl_table_oldest_snapshot_age_seconds") == doc["snapshots"]["oldest_age_ms"] / 1000
     for c in doc["checks"]:
         assert value("icectl_table_check_crossed", check=c["id"]) == c["crossed"]
-        assert value("icectl_table_check_value", check=c["id"]) == c["value"]
+        if c["value"] is not None:  # a figure the table does not have (no partition statistics): no sample
+            assert value("icectl_table_check_value", check=c["id"]) == c["value"]
         assert value("icectl_table_check_threshold", check=c["id"]) == c["threshold"]
     assert not [p for p in tmp_path.iterdir() if p.name != "health.prom"]  # no temp file left behind
 

@@ -31,7 +31,7 @@ from icectl.ops.health_prometheus import prometheus_text
 from icectl.ops.remove_orphan_files import remove_orphan_files
 from icectl.ops.table_properties import set_properties
 from icectl.results import TableFailure
-from icectl.spec.snapshots import Snapshot
+from icectl.spec.snapshots import PartitionStatisticsFile, Snapshot
 from icectl.table import Table, load_table
 
 HOUR_MS = 3600 * 1000
@@ -157,3 +157,17 @@ def test_prometheus_labels_are_escaped_and_failures_are_down(appends: Path) -> N
 def test_one_line_per_table() -> None:
     failure = TableFailure(view="health", table="db.b", error="metadata file is not JSON", exit_code=4)
     assert one_line(failure) == "db.b  failed: metadata file is not JSON"
+
+
+def test_stale_partition_statistics_recommend_computing_them(appends: Path) -> None:
+    t = table_of(appends)
+    check = next(c for c in table_health(t).checks if c.id == "partition_stats_files.lag")
+    assert not check.crossed and check.value is None  # a table without statistics is not asked to have them
+    snaps = t.metadata.snapshots
+    for with_stats, lag in ((snaps[-1], 0), (snaps[-4], 3)):
+        stats = (PartitionStatisticsFile(with_stats.snapshot_id, f"{appends}/metadata/stats.parquet", 10),)
+        doc = table_health(Table(t.address, t.metadata.replace(partition_statistics=stats), t.io)).to_json()
+        assert doc["partition_stats_files"] == {"count": 1, "snapshots_since": lag}
+        check = next(c for c in doc["checks"] if c["id"] == "partition_stats_files.lag")
+        assert check["crossed"] == (lag > 0)
+        assert (f"icectl compute-partition-stats {t.identifier}" in doc["recommendations"]) == (lag > 0)
