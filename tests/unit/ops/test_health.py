@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import itertools
 import os
+import re
 import time
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pytest
+import tomllib
 from prometheus_client.parser import text_string_to_metric_families
 from support.appends import build_appends
 
@@ -171,3 +173,11 @@ def test_stale_partition_statistics_recommend_computing_them(appends: Path) -> N
         check = next(c for c in doc["checks"] if c["id"] == "partition_stats_files.lag")
         assert check["crossed"] == (lag > 0)
         assert (f"icectl compute-partition-stats {t.identifier}" in doc["recommendations"]) == (lag > 0)
+
+
+def test_the_readme_lists_every_threshold_with_its_default(appends: Path) -> None:
+    section = (Path(__file__).resolve().parents[3] / "README.md").read_text().split("### Table health", 1)[1]
+    block = re.search(r"```toml\n(.*?)```", section, re.S)
+    assert block
+    documented = check_config(tomllib.loads(block.group(1))["health"], "README.md")
+    assert documented == thresholds_for(table_of(appends).metadata, {})
