@@ -165,7 +165,7 @@ _OPS: dict[str, Callable[[float, float], bool]] = {">=": lambda v, t: v >= t, ">
 def _check(cid: str, title: str, unit: str, value: float | int | None, op: str, threshold: float | int,
            message: str, recommendation: str | None, *, applies: bool = True) -> HealthCheck:
     crossed = applies and value is not None and _OPS[op](value, threshold)
-    return HealthCheck(id=cid, section=cid.split(".", 1)[0], title=title, value=value, threshold=threshold,
+    return HealthCheck(id=cid, section=cid.rsplit(".", 1)[0], title=title, value=value, threshold=threshold,
                        unit=unit, comparison=op, crossed=crossed, message=message,
                        recommendation=recommendation if crossed else None)
 
@@ -228,7 +228,7 @@ def evaluate(doc: dict[str, Any], th: Mapping[str, float | int], cmd: Commands) 
                cmd.spark("rewrite_position_delete_files") if dels["position_delete_file_count"]
                else cmd.spark("rewrite_data_files", "'delete-file-threshold', '1'"),
                applies=dels["delete_file_count"] >= th["delete-file-count"]),
-        _check("format.version", "Format version", "count", doc["format_version"], "<", th["min-format-version"],
+        _check("format_version.min", "Format version", "count", doc["format_version"], "<", th["min-format-version"],
                f"format version {doc['format_version']} (threshold: at least {th['min-format-version']})",
                cmd.icectl("upgrade", "--to", str(int(th["min-format-version"])))),
         _check("partition_stats_files.lag", "Partition statistics", "count", lag["snapshots_since"], ">=",

@@ -168,3 +168,11 @@ def test_a_damaged_manifest_fails_with_one_line_and_writes_nothing(tmp_path: Pat
     assert out == "" and len(err.splitlines()) == 1 and manifest.name in err
     assert old.read_text() == "# the previous run's file\n" and not page.exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["db", "old.prom"]
+    # --all goes on past the broken table; the file says which table is down.
+    build_appends(tmp_path / "db" / "ok", 1)
+    code, out, err = run(tmp_path, "health", "--all", "--json", "--prometheus", str(old))
+    lines = {d["table"]: d for d in map(json.loads, out.splitlines())}
+    assert code == ExitCode.CORRUPT and manifest.name in lines["db.t"]["error"] and lines["db.ok"]["healthy"]
+    up = {s.labels["table"]: s.value for f in text_string_to_metric_families(old.read_text())
+          if f.name == "icectl_table_health_up" for s in f.samples}
+    assert up == {"db.ok": 1, "db.t": 0}

@@ -94,4 +94,4 @@ def test_health_figures_equal_sparks_metadata_tables(spark: Any, spark_tables: A
     assert doc["current_snapshot_id"] == md["current-snapshot-id"]
     # v1 is flagged for an upgrade, nothing else is (the fixtures are too small for the other checks
     # but the small-files one).
-    assert ("format.version" in {c["id"] for c in doc["checks"] if c["crossed"]}) == (md["format-version"] < 2)
+    assert ("format_version.min" in {c["id"] for c in doc["checks"] if c["crossed"]}) == (md["format-version"] < 2)

@@ -181,3 +181,36 @@ def test_the_readme_lists_every_threshold_with_its_default(appends: Path) -> Non
     assert block
     documented = check_config(tomllib.loads(block.group(1))["health"], "README.md")
     assert documented == thresholds_for(table_of(appends).metadata, {})
+
+
+# The document's keys that helper D's charts and the HTML page are written against (issue 16's brief).
+SCHEMA: dict[str, Any] = {
+    "": ["view", "table", "location", "format_version", "current_snapshot_id", "checked_at_ms", "healthy",
+         "snapshots", "metadata_files", "manifests", "data_files", "delete_files", "row_lineage", "timeline",
+         "partition_stats", "orphans", "checks", "recommendations"],
+    "snapshots": ["count", "oldest_ms", "newest_ms", "oldest_age_ms", "expirable_count", "max_snapshot_age_ms",
+                  "min_snapshots_to_keep"],
+    "metadata_files": ["count", "total_bytes"],
+    "manifests": ["count", "data_count", "delete_count", "total_bytes", "mean_bytes", "mergeable_count"],
+    "data_files": ["count", "total_bytes", "record_count", "target_file_size_bytes", "small_file_count",
+                   "small_file_ratio", "size_histogram"],
+    "delete_files": ["position_delete_file_count", "equality_delete_file_count", "dv_count", "delete_record_count",
+                     "delete_file_ratio", "deleted_row_ratio", "top_partitions"],
+    "row_lineage": ["enabled", "next_row_id"],
+    "orphans": ["count", "total_bytes", "sample"],
+}
+
+
+def test_the_document_has_every_key_of_the_shared_schema_in_order(appends: Path) -> None:
+    doc = table_health(table_of(appends), orphans=True).to_json()
+    keys = [k for k in doc if k in SCHEMA[""]]
+    assert keys == SCHEMA[""]
+    for section, wanted in SCHEMA.items():
+        if section:
+            assert set(wanted) <= set(doc[section]), section
+    assert set(doc["data_files"]["size_histogram"][0]) >= {"lower_bytes", "upper_bytes", "count", "total_bytes"}
+    assert set(doc["timeline"][0]) >= {"start_ms", "end_ms", "snapshots", "operations"}
+    assert set(doc["checks"][0]) >= {"id", "section", "title", "value", "threshold", "unit", "crossed", "message",
+                                     "recommendation"}
+    assert {c["section"] for c in doc["checks"]} <= set(doc)  # each check points at a section of the document
+    assert doc["view"] == "health" and isinstance(doc["checked_at_ms"], int)
