@@ -32,6 +32,7 @@ from icectl.ops.health_checks import THRESHOLDS, check_config, thresholds_for
 from icectl.ops.health_prometheus import prometheus_text
 from icectl.ops.remove_orphan_files import remove_orphan_files
 from icectl.ops.table_properties import set_properties
+from icectl.ops.upgrade import upgrade
 from icectl.results import TableFailure
 from icectl.spec.snapshots import PartitionStatisticsFile, Snapshot
 from icectl.table import Table, load_table
@@ -214,3 +215,14 @@ def test_the_document_has_every_key_of_the_shared_schema_in_order(appends: Path)
                                      "recommendation"}
     assert {c["section"] for c in doc["checks"]} <= set(doc)  # each check points at a section of the document
     assert doc["view"] == "health" and isinstance(doc["checked_at_ms"], int)
+
+
+def test_a_v4_table_asks_compacts_own_plan(tmp_path: Path) -> None:
+    build_appends(tmp_path / "t", 6)
+    upgrade(table_of(tmp_path / "t"), 3)
+    upgrade(table_of(tmp_path / "t"), 4)
+    t = table_of(tmp_path / "t")
+    doc = table_health(t).to_json()
+    assert doc["format_version"] == 4 and doc["data_files"]["count"] == 6
+    assert doc["row_lineage"] == {"enabled": True, "next_row_id": t.metadata.next_row_id}
+    assert doc["manifests"]["mergeable_count"] == compact(t, CompactOptions(), dry_run=True).manifests_replaced > 0
