@@ -25,6 +25,7 @@ PROPERTY_PREFIX = "icectl.health."
 TARGET_FILE_SIZE_BYTES = IntProperty("write.target-file-size-bytes", 512 * 1024 * 1024, minimum=1)
 
 TABLE_DEFAULT = None  # a default that is a property of the table (see _table_default)
+SPARK_DELETE_RATIO = 0.3  # rewrite_data_files' delete-ratio-threshold default
 
 
 @dataclass(frozen=True)
@@ -59,7 +60,7 @@ THRESHOLDS: dict[str, Threshold] = {t.key: t for t in (
     # healthy batches has up to about half of its files small; more means many small writes.
     Threshold("small-file-ratio", "ratio", 0.5, "... making up more than this share of the data files"),
     # Spark rewrite_data_files: delete-ratio-threshold = 0.3 (deleted rows / rows of a data file).
-    Threshold("deleted-row-ratio", "ratio", 0.3, "deleted rows per data row at or above this"),
+    Threshold("deleted-row-ratio", "ratio", SPARK_DELETE_RATIO, "deleted rows per data row at or above this"),
     # The same 0.3 applied to files: from about one delete file per three data files reads pay
     # more for opening delete files than for the deletes themselves ...
     Threshold("delete-file-ratio", "ratio", 0.3, "delete files (and DVs) per data file at or above this ..."),
@@ -217,7 +218,9 @@ def evaluate(doc: dict[str, Any], th: Mapping[str, float | int], cmd: Commands) 
                th["deleted-row-ratio"],
                f"{dels['delete_record_count']} deleted rows for {data['record_count']} data rows "
                f"({_pct(dels['deleted_row_ratio'])}, threshold {_pct(th['deleted-row-ratio'])})",
-               cmd.spark("rewrite_data_files", f"'delete-ratio-threshold', '{th['deleted-row-ratio']}'")),
+               # Spark's default delete-ratio-threshold is 0.3: the plain call picks those files.
+               cmd.spark("rewrite_data_files", "" if th["deleted-row-ratio"] == SPARK_DELETE_RATIO
+                         else f"'delete-ratio-threshold', '{th['deleted-row-ratio']}'")),
         _check("delete_files.ratio", "Delete files", "ratio", dels["delete_file_ratio"], ">=",
                th["delete-file-ratio"],
                f"{dels['delete_file_count']} delete files and DVs for {data['count']} data files "
