@@ -26,7 +26,12 @@ from icectl.ops.health_results import HealthResult
 from icectl.ops.partition_stats import read_partition_stats
 from icectl.ops.remove_orphan_files import remove_orphan_files
 from icectl.spec.metadata import MIN_ROW_LINEAGE_VERSION, TableMetadata
-from icectl.spec.properties import MAX_SNAPSHOT_AGE_MS, MIN_SNAPSHOTS_TO_KEEP
+from icectl.spec.properties import (
+    MAX_SNAPSHOT_AGE_MS,
+    METADATA_DELETE_AFTER_COMMIT,
+    METADATA_PREVIOUS_VERSIONS_MAX,
+    MIN_SNAPSHOTS_TO_KEEP,
+)
 from icectl.spec.snapshots import Snapshot, ancestors_of
 from icectl.storage import FileIO
 from icectl.table import Table
@@ -130,8 +135,11 @@ def _metadata_files(table: Table) -> dict[str, Any]:
         paths.append(table.metadata_location)
     sizes = _sizes(table.io, paths)
     present = [s for s in sizes if s is not None]
+    props = table.metadata.properties
     return {"count": len(present), "total_bytes": sum(present), "log_entries": len(table.metadata.metadata_log),
-            "missing_count": len(sizes) - len(present)}
+            "missing_count": len(sizes) - len(present),
+            "previous_versions_max": METADATA_PREVIOUS_VERSIONS_MAX.parse(props),
+            "delete_after_commit": METADATA_DELETE_AFTER_COMMIT.parse(props)}
 
 
 def timeline(snapshots: tuple[Snapshot, ...] | list[Snapshot], buckets: int = TIMELINE_BUCKETS) -> list[dict[str, Any]]:

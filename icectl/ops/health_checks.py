@@ -198,8 +198,10 @@ def evaluate(doc: dict[str, Any], th: Mapping[str, float | int], cmd: Commands) 
                else cmd.icectl("expire-snapshots", "--older-than", "1d")),
         _check("metadata_files.count", "Metadata files", "count", meta["count"], ">", th["metadata-file-count"],
                f"{meta['count']} metadata files (threshold {th['metadata-file-count']})",
-               # Java then deletes the files its trimmed metadata log drops, from the next commit on.
-               cmd.icectl("properties", "set", "write.metadata.delete-after-commit.enabled=true")),
+               # Java then deletes the files its trimmed metadata log drops, from the next commit on
+               # (already on: the next commit trims the log to write.metadata.previous-versions-max).
+               None if meta.get("delete_after_commit")
+               else cmd.icectl("properties set", "write.metadata.delete-after-commit.enabled=true")),
         _check("manifests.count", "Manifests", "count", mans["count"], ">=", th["manifest-count"],
                f"{mans['count']} manifests (threshold {th['manifest-count']}); compact would merge "
                f"{mans['mergeable_count']}", compact),

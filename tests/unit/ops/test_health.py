@@ -226,3 +226,23 @@ def test_a_v4_table_asks_compacts_own_plan(tmp_path: Path) -> None:
     assert doc["format_version"] == 4 and doc["data_files"]["count"] == 6
     assert doc["row_lineage"] == {"enabled": True, "next_row_id": t.metadata.next_row_id}
     assert doc["manifests"]["mergeable_count"] == compact(t, CompactOptions(), dry_run=True).manifests_replaced > 0
+
+
+def test_too_many_metadata_files_recommend_deleting_them_after_commit(appends: Path) -> None:
+    set_properties(table_of(appends), {"icectl.health.metadata-file-count": "2"})
+    t = table_of(appends)
+    doc = table_health(t).to_json()
+    files = sorted((appends / "metadata").glob("*.metadata.json"))
+    logged = {Path(e.metadata_file).name for e in t.metadata.metadata_log} | {Path(t.metadata_location).name}
+    assert doc["metadata_files"]["count"] == len(logged) == len(files) == 3
+    assert doc["metadata_files"]["total_bytes"] == sum(f.stat().st_size for f in files)
+    check = next(c for c in doc["checks"] if c["id"] == "metadata_files.count")
+    assert check["crossed"] and check["threshold"] == 2
+    assert check["recommendation"] == (f"icectl properties set {t.identifier} "
+                                       "write.metadata.delete-after-commit.enabled=true")
+    # Already deleting after commit: the next commit trims the log; nothing to recommend.
+    set_properties(t, {"write.metadata.delete-after-commit.enabled": "true"})
+    check = next(c for c in table_health(table_of(appends)).checks if c.id == "metadata_files.count")
+    assert check.crossed and check.recommendation is None
+    (appends / "metadata" / "v1.metadata.json").unlink()  # a logged file that is gone is not counted
+    assert table_health(table_of(appends)).metadata_files["missing_count"] == 1
