@@ -95,3 +95,18 @@ def test_health_figures_equal_sparks_metadata_tables(spark: Any, spark_tables: A
     # v1 is flagged for an upgrade, nothing else is (the fixtures are too small for the other checks
     # but the small-files one).
     assert ("format_version.min" in {c["id"] for c in doc["checks"] if c["crossed"]}) == (md["format-version"] < 2)
+
+
+def test_expirable_snapshots_are_what_sparks_expire_snapshots_removes(spark: Any, spark_clone: Any) -> None:
+    """The table's own policy, judged by Java's RemoveSnapshots: Spark's procedure with no cutoff or
+    count given applies history.expire.* (here: every snapshot older than now, one kept) and the
+    refs' retention (v2_part has a tag and a branch)."""
+    t = spark_clone("v2_part")
+    spark.sql(f"ALTER TABLE {t.name} SET TBLPROPERTIES ('history.expire.max-snapshot-age-ms' = '0')")
+    doc = json.loads(CliRunner().invoke(app, ["health", str(t.location), "--json"]).stdout)
+    before = {s["snapshot_id"] for s in metadata_table(spark, t.name, "snapshots")}
+    spark.sql(f"CALL local.system.expire_snapshots(table => '{t.name.split('.', 1)[1]}')").collect()
+    after = {s["snapshot_id"] for s in metadata_table(spark, t.name, "snapshots")}
+    assert doc["snapshots"]["count"] == len(before)
+    assert doc["snapshots"]["expirable_count"] == len(before - after) > 0 and after
+    assert f"icectl expire-snapshots {t.location}" in doc["recommendations"]
