@@ -12,6 +12,8 @@ retention policy expires (:func:`icectl.ops.expire_retention.apply_retention`, w
 
 from __future__ import annotations
 
+import datetime
+import math
 import time
 from collections import Counter
 from collections.abc import Mapping
@@ -184,10 +186,22 @@ def _stats_top_partitions(stats: Any) -> list[dict[str, Any]]:
         files = sum(r.get(k) or 0 for k in ("position_delete_file_count", "equality_delete_file_count", "dv_count"))
         records = sum(r.get(k) or 0 for k in ("position_delete_record_count", "equality_delete_record_count"))
         if files:
-            rows.append({"partition": r.get("partition") or {}, "spec_id": r.get("spec_id"),
+            rows.append({"partition": {k: _human(v) for k, v in (r.get("partition") or {}).items()},
+                         "spec_id": r.get("spec_id"),
                          "delete_files": files, "delete_records": records})
     rows.sort(key=lambda r: (-r["delete_files"], -r["delete_records"]))
     return rows[:10]
+
+
+def _human(value: Any) -> Any:
+    """A partition value of a statistics file (pyarrow's Python value) as the files view shows it."""
+    if isinstance(value, datetime.date | datetime.time):  # datetime too: it is a date
+        return value.isoformat()
+    if isinstance(value, bytes | bytearray):
+        return bytes(value).hex()
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    return value if value is None or isinstance(value, str | int | float | bool) else str(value)
 
 
 def _orphans(table: Table, now: int) -> dict[str, Any]:

@@ -10,6 +10,7 @@ warehouse whose ``db`` holds links to them, so other tests' clones are not walke
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 from collections import Counter
@@ -110,3 +111,32 @@ def test_expirable_snapshots_are_what_sparks_expire_snapshots_removes(spark: Any
     assert doc["snapshots"]["count"] == len(before)
     assert doc["snapshots"]["expirable_count"] == len(before - after) > 0 and after
     assert f"icectl expire-snapshots {t.location}" in doc["recommendations"]
+
+
+def test_partition_statistics_give_the_same_top_partitions_as_the_manifests(spark: Any, spark_clone: Any) -> None:
+    """With a partition statistics file for the current snapshot (helper E's compute_partition_stats),
+    health takes the partitions with the most deletes from it: the same as from the manifests."""
+    compute = getattr(importlib.import_module("icectl.ops.partition_stats"), "compute_partition_stats", None)
+    if compute is None:
+        pytest.skip("needs compute_partition_stats (issue 16, deliverable 4)")
+    t = spark_clone("v2_part")
+
+    def health() -> dict[str, Any]:
+        r = CliRunner().invoke(app, ["health", str(t.location), "--json"])
+        assert r.exit_code in (0, 7), r.stderr
+        return json.loads(r.stdout)
+
+    before = health()
+    compute(load_table(str(t.location)))
+    after = health()
+    assert before["delete_files"]["top_partitions_source"] == "manifests" and before["partition_stats"] is None
+    assert after["delete_files"]["top_partitions_source"] == "partition_stats"
+    assert after["partition_stats"]["snapshot_id"] == after["current_snapshot_id"]
+    assert after["partition_stats"]["path"].endswith(".parquet") and os.path.exists(after["partition_stats"]["path"])
+
+    def key(p: dict[str, Any]) -> str:
+        return json.dumps(p, sort_keys=True)
+
+    top_before, top_after = before["delete_files"]["top_partitions"], after["delete_files"]["top_partitions"]
+    assert top_before and len(top_before) < 10  # every partition with deletes: no cut among ties
+    assert sorted(map(key, top_after)) == sorted(map(key, top_before))
