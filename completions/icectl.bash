@@ -24,6 +24,7 @@ _icectl() {
             "|drop") path="drop" ;;
             "|expire-snapshots") path="expire-snapshots" ;;
             "|fast-forward") path="fast-forward" ;;
+            "|health") path="health" ;;
             "|inspect") path="inspect" ;;
             "|list") path="list" ;;
             "|namespace") path="namespace" ;;
@@ -102,6 +103,9 @@ _icectl() {
         "expire-snapshots|--max-deletes") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "expire-snapshots|--max-concurrent-deletes") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "fast-forward|--to") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "health|--catalog"|"health|-c") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "health|--prometheus") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "health|--html") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "inspect dvs|--snapshot"|"inspect dvs|-s") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "inspect dvs|--ref"|"inspect dvs|-r") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "inspect entries|--snapshot"|"inspect entries|-s") COMPREPLY=($(compgen -f -- "$cur")); return ;;
@@ -151,7 +155,7 @@ _icectl() {
             if [[ "$cur" == -* ]]; then
                 COMPREPLY=($(compgen -W "--debug --config --no-cache --version --help -h" -- "$cur"))
             else
-                COMPREPLY=($(compgen -W "add-files branch cache cherrypick compact compute-partition-stats create drop expire-snapshots fast-forward inspect list namespace properties publish register remove-files remove-orphan-files rollback set-current tag upgrade validate" -- "$cur"))
+                COMPREPLY=($(compgen -W "add-files branch cache cherrypick compact compute-partition-stats create drop expire-snapshots fast-forward health inspect list namespace properties publish register remove-files remove-orphan-files rollback set-current tag upgrade validate" -- "$cur"))
             fi ;;
         "add-files")
             if [[ "$cur" == -* ]]; then
@@ -246,6 +250,12 @@ _icectl() {
         "fast-forward")
             if [[ "$cur" == -* ]]; then
                 COMPREPLY=($(compgen -W "--to --dry-run --json --help -h" -- "$cur"))
+            else
+                _icectl_dynamic
+            fi ;;
+        "health")
+            if [[ "$cur" == -* ]]; then
+                COMPREPLY=($(compgen -W "--all --catalog -c --orphans --prometheus --html --json --help -h" -- "$cur"))
             else
                 _icectl_dynamic
             fi ;;

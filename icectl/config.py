@@ -65,6 +65,8 @@ class Config:
     s3: S3Settings = field(default_factory=S3Settings)
     cache: CacheConfig = field(default_factory=CacheConfig)
     source: str | None = None  # the file it came from, for messages
+    # ``[health]``: `icectl health` thresholds by key (checked there: icectl.ops.health_checks)
+    health: dict[str, Any] = field(default_factory=dict)
 
     def catalog(self, name: str | None = None) -> CatalogConfig:
         name = name or self.default_catalog
@@ -153,7 +155,11 @@ def parse_config(raw: dict[str, Any], source: str | None = None) -> Config:
                     access_key_id=s3raw.get("access-key-id"),
                     secret_access_key=s3raw.get("secret-access-key"),
                     session_token=s3raw.get("session-token"))
-    return Config(catalogs=catalogs, default_catalog=default, s3=s3, cache=_parse_cache(raw, source), source=source)
+    health = raw.get("health") or {}
+    if not isinstance(health, dict):
+        raise CorruptInputError("[health] must be a table", path=source)
+    return Config(catalogs=catalogs, default_catalog=default, s3=s3, cache=_parse_cache(raw, source), source=source,
+                  health=dict(health))
 
 
 def _parse_cache(raw: dict[str, Any], source: str | None) -> CacheConfig:

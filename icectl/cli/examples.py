@@ -73,6 +73,13 @@ EXAMPLES: dict[str, list[Example]] = {
          "icectl expire-snapshots db.events --max-deletes 10000"),
     ],
     "fast-forward": [("Fast-forward main to the head of a branch", "icectl fast-forward db.events main --to audit")],
+    "health": [
+        ("The figures, each check and what to run; exit 7 when a check is crossed", "icectl health db.events"),
+        ("Cron: one JSON line per table", "icectl health --all --json"),
+        ("The figures for node_exporter's textfile collector",
+         "icectl health --all --prometheus /var/lib/node_exporter/textfile/icectl.prom"),
+        ("Also the orphan files; and a page with the charts", "icectl health db.events --orphans --html health.html"),
+    ],
     "inspect": [("A table's overview", "icectl inspect table db.events")],
     "inspect dvs": [("Deletion vectors of a v3 table, each checked", "icectl inspect dvs db.events")],
     "inspect entries": [("Manifest entries with their column metrics", "icectl inspect entries db.events --metrics")],

@@ -48,6 +48,9 @@ COMMANDS: dict[str, LazyCommand] = {
                                     "snapshot reaches."),
     "compact": LazyCommand("maintenance_cmd", "register",
                            "Rewrite and merge manifests (data and delete manifests) into few, clustered ones."),
+    "health": LazyCommand("health_cmd", "register",
+                          "Which tables need maintenance: snapshots, metadata files, manifests, file sizes, delete "
+                          "files."),
     "upgrade": LazyCommand("upgrade_cmd", "register", "Upgrade a table's format version in one atomic commit."),
     "remove-files": LazyCommand("remove_files_cmd", "register",
                                 "Remove data files from a v4 table as one delete commit that writes one root "

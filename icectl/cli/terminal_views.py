@@ -24,6 +24,7 @@ ONE_LINE: dict[str, str] = {
     "expire_snapshots": "icectl.cli.summaries:expire_line",
     "compact": "icectl.cli.summaries:compact_line",
     "remove_orphan_files": "icectl.cli.summaries:orphan_line",
+    "health": "icectl.cli.health_cmd:one_line",
 }
 
 

@@ -1,0 +1,102 @@
+"""`icectl health`: which tables need maintenance, and what to run (also for cron and monitoring)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from typing import Annotated, Any
+
+import typer
+
+from icectl.cli.catalog_cmd import CatalogOpt
+from icectl.cli.each_table import each_table
+from icectl.cli.framework import command, load_config_and_io
+from icectl.cli.options import AllTablesOpt, JsonOpt, TableOrNamespaceArg
+from icectl.errors import UsageError
+from icectl.ops.health import table_health
+from icectl.ops.health_checks import check_config
+from icectl.ops.health_html import health_html
+from icectl.ops.health_prometheus import prometheus_text
+from icectl.results import MultiResult, Result, TableFailure
+from icectl.storage import FileIO
+from icectl.table import load_table
+
+
+def register(app: typer.Typer) -> None:
+    @command(app, "health")
+    def health_cmd(
+        table: TableOrNamespaceArg = None,
+        all_tables: AllTablesOpt = False,
+        catalog: CatalogOpt = None,
+        orphans: Annotated[bool, typer.Option(
+            "--orphans", help="Also list orphan files, as remove-orphan-files --dry-run does (lists the table's "
+                              "folders: slower).")] = False,
+        prometheus: Annotated[str | None, typer.Option(
+            "--prometheus", metavar="FILE", help="Also write the figures in node_exporter's textfile format "
+                                                 "(*.prom; replaced atomically).", show_default=False)] = None,
+        html: Annotated[str | None, typer.Option(
+            "--html", metavar="FILE", help="Also write a self-contained HTML page with the charts.",
+            show_default=False)] = None,
+        json_output: JsonOpt = False,
+    ) -> Result | MultiResult:
+        """Which tables need maintenance: snapshots, metadata files, manifests, file sizes, delete files.
+
+        Each figure is judged by a threshold (config [health], table properties icectl.health.<key>)
+        and a crossed one names the command to run. Exit code 0 when every check passes, 7 when one
+        is crossed (with --all: the worst table's).
+        """
+        config, io = load_config_and_io()
+        thresholds = check_config(config.health, config.source)
+        outputs = Outputs(prometheus, html)
+
+        if all_tables:
+            def run_all() -> Iterator[Result]:
+                docs = []
+                for r in each_table(config, io, catalog, table, "health",
+                                    lambda t: table_health(t, config_thresholds=thresholds, orphans=orphans)):
+                    docs.append(r.to_json())
+                    yield r
+                outputs.write(docs)  # after the last table: the files hold the whole run or nothing new
+            return MultiResult("health", run_all())
+        if table is None:
+            raise UsageError("give a TABLE, or --all")
+        result = table_health(load_table(table, config, io), name=table, config_thresholds=thresholds,
+                              orphans=orphans)
+        outputs.write([result.to_json()])
+        return result
+
+
+class Outputs:
+    """The files --prometheus and --html ask for, each replaced atomically (temp file, then rename)."""
+
+    def __init__(self, prometheus: str | None, html: str | None) -> None:
+        self.prometheus = os.path.abspath(prometheus) if prometheus else None
+        self.html = os.path.abspath(html) if html else None
+
+    def write(self, docs: list[dict[str, Any]]) -> None:
+        texts = []  # every text is made before any file is written
+        if self.prometheus:
+            texts.append((self.prometheus, prometheus_text(docs)))
+        if self.html:
+            texts.append((self.html, health_html([d for d in docs if "error" not in d])))
+        io = FileIO()
+        for path, text in texts:
+            io.write_atomic(path, text.encode())
+
+
+def one_line(result: Any) -> str:
+    """An --all run's line for one table on a terminal."""
+    if isinstance(result, TableFailure):
+        return f"{result.table}  failed: {result.error}"
+    crossed = [c for c in result.checks if c.crossed]
+    if not crossed:
+        return f"{result.table}  healthy"
+    what = ", ".join(dict.fromkeys(_command_name(c.recommendation) for c in crossed if c.recommendation))
+    return f"{result.table}  needs attention: {len(crossed)} check(s)" + (f" ({what})" if what else "")
+
+
+def _command_name(recommendation: str) -> str:
+    words = recommendation.split()
+    if words[:1] == ["icectl"] and len(words) > 1:
+        return words[1] if words[1] != "properties" else "properties set"
+    return recommendation.split("(", 1)[0].rsplit(".", 1)[-1]  # CALL cat.system.rewrite_data_files(...)
