@@ -103,6 +103,8 @@ def terminal_table(result: RowsResult, *, chosen: bool = False, width: int = 120
         for i in [i for i in keep if i > primary and infos[i].kind not in _ATOMIC and not chosen]:
             keep.remove(i)
             left_out.append(names[i])
+    while not chosen and too_wide() and len(keep) > 1:  # still too wide: the last columns give way
+        left_out.append(names[keep.pop()])
     meta = result.json_head()
     meta.pop("view")
     notes = [f"{k}={v}" for k, v in meta.items() if k not in ("table", "metadata_location") and v is not None
@@ -110,8 +112,7 @@ def terminal_table(result: RowsResult, *, chosen: bool = False, width: int = 120
     if left_out:
         notes.append(f"not shown for lack of width: {', '.join(reversed(left_out))} (--columns)")
     caption = "; ".join([f"{len(cells)} row{'s' if len(cells) != 1 else ''}", *notes])
-    table = Table(caption=caption, box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False,
-                  padding=(0, 1, 0, 0), caption_justify="left", title_justify="left")
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=(0, 1, 0, 0))
     for i in keep:
         info = infos[i]
         header = info.header or names[i]
@@ -122,8 +123,8 @@ def terminal_table(result: RowsResult, *, chosen: bool = False, width: int = 120
             table.add_column(header, justify=justify, overflow="fold", min_width=least[i])
     for r in cells:
         table.add_row(*(r[i] for i in keep))
-    # The title on a line of its own: as a table's title it would wrap to the table's width.
-    return Group(Text(result.title, style="italic"), table)
+    # Title and caption on lines of their own: a table's would wrap to the table's width.
+    return Group(Text(result.title, style="italic"), table, Text(caption, style="dim"))
 
 
 def plain_cell(value: Any, encode: Callable[[Any], str]) -> str:

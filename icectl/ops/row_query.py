@@ -22,7 +22,7 @@ from icectl.results import RowsResult
 
 _OPS = ("<=", ">=", "!=", "=", "<", ">")
 _CONDITION = re.compile(r"^\s*([^<>=!\s]+)\s*(<=|>=|!=|=|<|>)\s*(.*?)\s*$")
-_AND = re.compile(r"\s+and\s+", re.IGNORECASE)
+_AND = re.compile(r"\s+and\b\s*", re.IGNORECASE)
 _MISSING = object()
 
 
