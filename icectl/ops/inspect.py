@@ -171,10 +171,15 @@ def _manifest_row(md: TableMetadata, m: ManifestFile) -> dict[str, Any]:
     return row
 
 
-MANIFEST_COLUMNS = ["content", "path", "length", "partition_spec_id", "added_snapshot_id",
-                    "added_data_files_count", "existing_data_files_count", "deleted_data_files_count",
-                    "added_delete_files_count", "existing_delete_files_count", "deleted_delete_files_count",
+MANIFEST_COLUMNS = ["content", "path", "length", "partition_spec_id", "added_snapshot_id", "sequence_number",
+                    "min_sequence_number", "added_data_files_count", "existing_data_files_count",
+                    "deleted_data_files_count", "added_delete_files_count", "existing_delete_files_count",
+                    "deleted_delete_files_count", "added_rows_count", "existing_rows_count", "deleted_rows_count",
                     "partition_summaries"]
+
+
+def _manifest_columns(md: TableMetadata) -> list[str]:
+    return [*MANIFEST_COLUMNS, "first_row_id"] if md.format_version >= 3 else list(MANIFEST_COLUMNS)
 
 
 def manifest_rows(table: Table, *, snapshot_id: int | None = None, ref: str | None = None,
@@ -189,12 +194,12 @@ def manifest_rows(table: Table, *, snapshot_id: int | None = None, ref: str | No
                     yield {**_manifest_row(md, m), "reference_snapshot_id": s.snapshot_id}
 
         return RowsResult("all_manifests", f"Manifests of every snapshot of {table.identifier}",
-                          [*MANIFEST_COLUMNS, "reference_snapshot_id"], rows_all(), view_meta(table),
+                          [*_manifest_columns(md), "reference_snapshot_id"], rows_all(), view_meta(table),
                           column_info=MANIFEST_INFO, terminal_columns=["reference_snapshot_id", *MANIFEST_TERMINAL],
                           location=md.location)
     snap = _snapshot_or_none(table, snapshot_id, ref)
     manifests = manifests_of(md, snap, table.io) if snap else []
-    return RowsResult("manifests", f"Manifests of {table.identifier}", MANIFEST_COLUMNS,
+    return RowsResult("manifests", f"Manifests of {table.identifier}", _manifest_columns(md),
                       (_manifest_row(md, m) for m in manifests),
                       view_meta(table, snapshot_id=snap.snapshot_id if snap else None),
                       column_info=MANIFEST_INFO, terminal_columns=MANIFEST_TERMINAL, location=md.location)
@@ -208,7 +213,7 @@ def _file_columns(md: TableMetadata, metrics: bool) -> list[str]:
             "file_size_in_bytes"]
     if metrics:
         cols += [*METRIC_FIELDS, "readable_metrics"]
-    cols += ["split_offsets", "equality_ids", "sort_order_id"]
+    cols += ["split_offsets", "equality_ids", "sort_order_id", "key_metadata"]
     if md.format_version >= 3:
         cols.append("first_row_id")
     if md.format_version >= 2:
