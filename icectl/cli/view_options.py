@@ -16,7 +16,7 @@ from icectl.errors import UsageError
 from icectl.ops.row_query import RowQuery, parse_names, parse_sort, parse_where
 
 ColumnsOpt = Annotated[str | None, typer.Option(
-    "--columns", "-c", metavar="COL,COL", show_default=False,
+    "--columns", metavar="COL,COL", show_default=False,
     help="Columns to show, in order: any column of the view, a partition field, or a path into a map "
          "(summary.added-records). Also chooses the columns of json, jsonl, csv and tsv.")]
 WhereOpt = Annotated[str | None, typer.Option(
