@@ -12,6 +12,7 @@ import pytest
 from rich.console import Console
 
 from icectl.cli.formats import terminal_table, write_csv, write_jsonl, write_plain, write_tsv
+from icectl.cli.human import human_document
 from icectl.cli.pager import pager_command
 from icectl.cli.render import to_json
 from icectl.results import Column, RowsResult
@@ -120,3 +121,14 @@ def test_pager_command(monkeypatch: pytest.MonkeyPatch, env: dict[str, str], exp
     for k, v in env.items():
         monkeypatch.setenv(k, v)
     assert pager_command() == expected
+
+
+def test_inspect_table_document_on_a_terminal() -> None:
+    doc = {"last_updated": "2026-11-25T00:18:13.667+00:00", "format_version": 2,
+           "properties": {"history.expire.max-snapshot-age-ms": "432000000", "owner": "root"},
+           "totals": {"total-files-size": "1300000", "total-records": "163"}, "current_snapshot_id": 123456789}
+    shown = human_document(doc)
+    assert shown == {"last_updated": "2026-11-25 00:18:13", "format_version": 2,
+                     "properties": {"history.expire.max-snapshot-age-ms": "5d (432000000)", "owner": "root"},
+                     "totals": {"total-files-size": "1.2 MiB (1300000)", "total-records": "163"},
+                     "current_snapshot_id": 123456789}
