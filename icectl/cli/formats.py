@@ -78,7 +78,8 @@ def terminal_table(result: RowsResult, *, chosen: bool = False, width: int = 120
     infos = [result.column(n) for n in names]
     cells = [[show(value_of(result, row, n), info, result.location) for n, info in zip(names, infos, strict=True)]
              for row in result.rows]
-    keep = [i for i, n in enumerate(names) if chosen or any(r[i] for r in cells)]  # empty columns take no width
+    # Empty columns take no width (a view without rows keeps its headings).
+    keep = [i for i, n in enumerate(names) if chosen or not cells or any(r[i] for r in cells)]
     natural, least = {}, {}
     for i in keep:
         header = infos[i].header or names[i]

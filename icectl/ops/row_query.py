@@ -23,7 +23,8 @@ from icectl.results import RowsResult
 _OPS = ("<=", ">=", "!=", "=", "<", ">")
 _CONDITION = re.compile(r"^\s*([^<>=!\s]+)\s*(<=|>=|!=|=|<|>)\s*(.*?)\s*$")
 _AND = re.compile(r"\s+and\b\s*", re.IGNORECASE)
-_MISSING = object()
+_DATE_SPACE_TIME = re.compile(r"^\d{4}-\d\d-\d\d \d")
+_DATE_T_TIME = re.compile(r"^\d{4}-\d\d-\d\dT\d")
 
 
 @dataclass(frozen=True)
@@ -148,7 +149,10 @@ def matches(result: RowsResult, row: dict[str, Any], cond: Condition) -> bool:
     if isinstance(value, str) and number is not None and (n := _number(value)) is not None:
         return _compare(n, cond.op, number)  # a summary figure ("123") compares as a number
     text = value if isinstance(value, str) else str(value)
-    return _compare(text, cond.op, cond.literal)
+    literal = cond.literal
+    if _DATE_SPACE_TIME.match(literal) and _DATE_T_TIME.match(text):
+        literal = literal[:10] + "T" + literal[11:]  # as a terminal shows it: "2025-01-02 10:00:00"
+    return _compare(text, cond.op, literal)
 
 
 def _sort_key(value: Any) -> tuple[int, Any]:

@@ -53,6 +53,14 @@ def test_where(where: str, expected: str) -> None:
     assert "".join(paths(query_rows(view(), where=where))) == expected
 
 
+def test_timestamps_compare_as_iso_text() -> None:
+    r = RowsResult("snapshots", "S", ["committed_at"], [{"committed_at": f"2025-01-02T1{i}:00:00.000+00:00"}
+                                                       for i in range(3)], {})
+    assert len(list(query_rows(r, where="committed_at>=2025-01-02 11:00").rows)) == 2  # as a terminal shows it
+    r.rows = [{"committed_at": f"2025-01-0{i}T00:00:00.000+00:00"} for i in (1, 2, 3)]
+    assert len(list(query_rows(r, where="committed_at>2025-01-02").rows)) == 2  # a date: the day's start
+
+
 def test_sort_limit_columns() -> None:
     r = query_rows(view(), sort="-record_count,file_path", limit=3, columns="file_path,record_count,ts_day")
     assert r.columns == ["file_path", "record_count", "ts_day"]
