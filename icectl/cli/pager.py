@@ -26,7 +26,11 @@ def pager_command() -> str | None:
     else:
         cmd = DEFAULT_PAGER
     cmd = cmd.strip()
-    return None if cmd in ("", "cat") else cmd
+    if cmd in ("", "cat"):
+        return None
+    program = cmd.split()[0]
+    # A pager that is not installed would swallow the output: print it instead.
+    return cmd if "=" in program or shutil.which(program) else None
 
 
 def wants_pager(text: str, out: TextIO, enabled: bool) -> bool:

@@ -114,12 +114,13 @@ def test_jsonl() -> None:
 
 @pytest.mark.parametrize(("env", "expected"), [
     ({}, "less -FRX"), ({"PAGER": "more"}, "more"), ({"PAGER": "more", "ICECTL_PAGER": "most"}, "most"),
-    ({"ICECTL_PAGER": ""}, None), ({"PAGER": "cat"}, None)])
+    ({"ICECTL_PAGER": ""}, None), ({"PAGER": "cat"}, None), ({"PAGER": "no-such-pager-xyz -R"}, None)])
 def test_pager_command(monkeypatch: pytest.MonkeyPatch, env: dict[str, str], expected: str | None) -> None:
     for var in ("PAGER", "ICECTL_PAGER"):
         monkeypatch.delenv(var, raising=False)
     for k, v in env.items():
         monkeypatch.setenv(k, v)
+    monkeypatch.setattr("shutil.which", lambda p: None if p.startswith("no-such") else f"/usr/bin/{p}")
     assert pager_command() == expected
 
 
