@@ -133,6 +133,56 @@ class MessageResult(CommandResult):
         return fields_json(self)
 
 
+# Kinds of a rows view's column: how a terminal shows its values (JSON and CSV keep them as they are).
+KINDS: Final = ("id", "path", "bytes", "count", "number", "timestamp", "duration", "enum", "bool", "text", "map",
+                "struct", "list")
+
+
+@dataclass(frozen=True)
+class Column:
+    """How a terminal shows one column of a rows view (not in the JSON).
+
+    ``header`` is the terminal's heading (spaces let it wrap onto two lines instead of widening the
+    column); ``labels`` names an enum's codes (``content`` 0 -> ``data``): the terminal shows the
+    name and ``--where content=data`` compares by it; ``short`` are shorter names for a terminal.
+    ``value`` makes a column of a view that no row holds, computed from the row (terminal only
+    unless chosen with ``--columns``).
+    """
+
+    kind: str = "text"
+    header: str | None = None
+    labels: dict[Any, str] | None = None
+    short: dict[Any, str] | None = None
+    value: Callable[[dict[str, Any]], Any] | None = None
+
+
+_PATH_NAMES: Final = {"path", "file_path", "manifest_path", "manifest_list", "file", "location", "puffin_path",
+                      "referenced_data_file", "referenced_file", "metadata_location"}
+
+
+def guess_kind(name: str) -> str:
+    """The kind a column's name implies (``snapshot_id`` -> id, ``*_in_bytes`` -> bytes, ...)."""
+    leaf = name.rsplit(".", 1)[-1]
+    if leaf in _PATH_NAMES or leaf.endswith("_path"):
+        return "path"
+    if leaf == "id" or leaf.endswith("_id") or leaf.endswith("-id"):
+        return "id"
+    if leaf.endswith(("_in_bytes", "_bytes", "-size", "-bytes")) or leaf == "length":
+        return "bytes"
+    if leaf.endswith(("_in_ms", "_ms", "-ms")):
+        return "duration"
+    if leaf.endswith("_at") or leaf == "timestamp":
+        return "timestamp"
+    if leaf.endswith(("_count", "_files", "_rows", "-files", "-records", "-deletes", "-rows")) or leaf in (
+            "cardinality", "sequence_number", "file_sequence_number"):
+        return "count"
+    if leaf in ("partition", "data_file", "readable_metrics"):
+        return "struct"
+    if leaf in ("summary",) or leaf.endswith(("_sizes", "_counts", "_bounds")):
+        return "map"
+    return "text"
+
+
 @dataclass
 class RowsResult:
     """A table of rows. ``rows`` may be a generator, so large views stream.
@@ -151,6 +201,15 @@ class RowsResult:
     # A faster way to the same JSON text: given the renderer's encoder of one row, chunks of the
     # "rows" array's text (rows joined by ",\n"), byte for byte what encoding ``rows`` gives.
     json_text: Callable[[Callable[[Any], str]], Iterable[str]] | None = None
+    # For people and queries (never in the JSON): how a terminal shows a column (by default the
+    # kind its name implies), the columns a terminal shows when none are chosen (``None``: all; a
+    # dotted name reaches into a map or struct, ``summary.added-records``), more names ``--where``
+    # and ``--sort`` accept (a partition field -> its path in a row), and the table location that
+    # terminal paths are shown relative to.
+    column_info: dict[str, Column] = field(default_factory=dict)
+    terminal_columns: list[str] | None = None
+    fields: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    location: str | None = None
 
     def json_head(self) -> dict[str, Any]:
         """The document's keys before ``rows``."""
@@ -158,6 +217,23 @@ class RowsResult:
 
     def to_json(self) -> dict[str, Any]:
         return {**self.json_head(), "rows": [plain(r) for r in self.rows]}
+
+    def column(self, name: str) -> Column:
+        """How a terminal shows column ``name`` (declared, else the kind its name implies)."""
+        info = self.column_info.get(name)
+        return info if info is not None else Column(guess_kind(name))
+
+    def default_columns(self) -> list[str]:
+        """The columns a terminal shows when none are chosen."""
+        return list(self.columns if self.terminal_columns is None else self.terminal_columns)
+
+    def path_of(self, name: str) -> tuple[str, ...]:
+        """Where ``name`` is found in a row: a column, an extra field (partition), or a dotted path."""
+        if name in self.columns:
+            return (name,)
+        if name in self.fields:
+            return self.fields[name]
+        return tuple(name.split("."))
 
 
 @dataclass(kw_only=True)

@@ -17,7 +17,7 @@ CatalogOpt = Annotated[str | None, typer.Option(
 
 
 def register(app: typer.Typer) -> None:
-    @command(app, "list")
+    @command(app, "list", view=True)
     def list_tables(
         namespace: Annotated[str | None, typer.Argument(
             help="Namespace (dotted) whose tables to list; omit with --all for the whole catalog.",

@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 import typer
 
 from icectl import progress
+from icectl.cli import view_options
 from icectl.cli.render import print_error, render, stderr_console
 from icectl.cli.state import state
 from icectl.config import Config, load_config
@@ -22,19 +23,24 @@ from icectl.table import Table, load_table, manifest_cache
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def command(group: typer.Typer, name: str, **kwargs: Any) -> Callable[[F], F]:
+def command(group: typer.Typer, name: str, *, view: bool | str = False, **kwargs: Any) -> Callable[[F], F]:
     """Register a command whose function returns a result; render it and map errors to exit codes.
 
     Commands never print or exit themselves: this wrapper is the only place that does.
+    ``view=True`` (a rows view) adds ``--columns --where --sort --limit --format --no-pager`` to the
+    command's options, once for all views; ``view="document"`` adds ``--no-pager`` alone.
     """
 
     def decorator(fn: F) -> F:
         as_json_param = "json_output" in inspect.signature(fn).parameters
+        added = view_options.VIEW_PARAMS if view is True else view_options.DOCUMENT_PARAMS if view else {}
 
         @functools.wraps(fn)
         def wrapper(*args: Any, **kw: Any) -> None:
             as_json = bool(kw.get("json_output")) if as_json_param else False
+            given = {k: kw.pop(k) for k in added if k in kw}
             try:
+                options = view_options.from_params(given, as_json) if view else None
                 if state.no_cache:  # --no-cache (the root callback only notes it: --help loads no table layer)
                     manifest_cache.set_cache_enabled(False)
                 with progress.reporting(_terminal_reporter()):
@@ -42,7 +48,8 @@ def command(group: typer.Typer, name: str, **kwargs: Any) -> Callable[[F], F]:
                     for warning in getattr(result, "warnings", ()):  # stderr: --json keeps stdout one document
                         print_error(f"icectl: warning: {warning}")
                     if result is not None:
-                        render(result, as_json=as_json)  # rows stream, so reading goes on here
+                        render(result, as_json=as_json or view_options.wants_json(options),
+                               options=options)  # rows stream, so reading goes on here
                 code = getattr(result, "exit_code", 0)
                 if code:
                     raise typer.Exit(code)
@@ -67,6 +74,8 @@ def command(group: typer.Typer, name: str, **kwargs: Any) -> Callable[[F], F]:
                             + ("" if state.debug else "; rerun with --debug for the traceback"))
                 raise typer.Exit(ExitCode.INTERNAL) from None
 
+        if added:
+            view_options.add_params(wrapper, fn, added)
         group.command(name, **kwargs)(wrapper)
         return fn
 

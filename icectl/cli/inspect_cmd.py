@@ -68,12 +68,12 @@ def metadata_log_view(table: TableArg, json_output: JsonOpt = False) -> RowsResu
 
 def register_views(app: typer.Typer) -> None:
     """Add the views of the metadata file alone to ``app`` (the inspect group)."""
-    command(app, "table")(table_view)
-    command(app, "schema")(schema_view)
-    command(app, "snapshots")(snapshots_view)
-    command(app, "history")(history_view)
-    command(app, "refs")(refs_view)
-    command(app, "metadata-log")(metadata_log_view)
+    command(app, "table", view="document")(table_view)
+    command(app, "schema", view=True)(schema_view)
+    command(app, "snapshots", view=True)(snapshots_view)
+    command(app, "history", view=True)(history_view)
+    command(app, "refs", view=True)(refs_view)
+    command(app, "metadata-log", view=True)(metadata_log_view)
 
 
 def register(app: typer.Typer) -> None:

@@ -44,7 +44,7 @@ def create_namespace(
                                  catalog=cat.name, created=created)
 
 
-@command(namespace_app, "list")
+@command(namespace_app, "list", view=True)
 def list_namespaces(
     parent: Annotated[str | None, typer.Argument(help="List the children of this namespace.",
                                                  show_default=False)] = None,

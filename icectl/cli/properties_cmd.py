@@ -17,7 +17,7 @@ properties_app = typer.Typer(
     no_args_is_help=True, rich_markup_mode=None)
 
 
-@command(properties_app, "list")
+@command(properties_app, "list", view=True)
 def properties_list(
     table: TableArg,
     all_properties: Annotated[bool, typer.Option(

@@ -118,7 +118,7 @@ def branch_drop(table: TableArg, name: BranchName, if_exists: IfExists = False, 
     return _drop("branch", table, name, if_exists, dry_run)
 
 
-@command(branch_app, "list")
+@command(branch_app, "list", view=True)
 def branch_list(table: TableArg, json_output: JsonOpt = False) -> RowsResult:
     """List the branches with the retention that applies to each; values marked (default) come
     from the table's history.expire.* properties (or their defaults)."""
@@ -168,7 +168,7 @@ def tag_drop(table: TableArg, name: TagName, if_exists: IfExists = False, dry_ru
     return _drop("tag", table, name, if_exists, dry_run)
 
 
-@command(tag_app, "list")
+@command(tag_app, "list", view=True)
 def tag_list(table: TableArg, json_output: JsonOpt = False) -> RowsResult:
     """List the tags with the max-ref-age that applies to each; (default) marks the table's
     history.expire.max-ref-age-ms (or its default, forever)."""

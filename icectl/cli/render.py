@@ -9,14 +9,18 @@ import sys
 import uuid
 from typing import TYPE_CHECKING, Any, TextIO
 
+from icectl.cli.formats import OutputFormat, ViewOptions, terminal_table, write_csv, write_jsonl, write_plain, write_tsv
+from icectl.cli.human import human_document
+from icectl.cli.human import text as cell
+from icectl.cli.pager import page
 from icectl.cli.terminal_views import one_line_renderer, report_renderer
+from icectl.ops.row_query import apply_query
 from icectl.results import MessageResult, MultiResult, Result, RowsResult
 
 # rich is imported where a view is drawn: `--json` and `--help` never load it, and a document
 # (`inspect table`) loads the tree but not the table module.
 if TYPE_CHECKING:
-    from rich.console import Console
-    from rich.table import Table
+    from rich.console import Console, Group
     from rich.tree import Tree
 
 
@@ -53,8 +57,13 @@ def stderr_console() -> Console:
     return Console(file=sys.stderr, markup=False, highlight=False, emoji=False)
 
 
-def render(result: Result | MultiResult, *, as_json: bool, out: TextIO | None = None) -> None:
-    """Print ``result``: with ``as_json`` its ``to_json()`` document (one per table for --all)."""
+def render(result: Result | MultiResult, *, as_json: bool, out: TextIO | None = None,
+           options: ViewOptions | None = None) -> None:
+    """Print ``result``: with ``as_json`` its ``to_json()`` document (one per table for --all).
+
+    ``options`` are a view's ``--columns --where --sort --limit --format --no-pager``; without them
+    nothing is paged and rows keep every column the view declares.
+    """
     out = out or sys.stdout
     if isinstance(result, MultiResult):
         n = failed = 0
@@ -69,8 +78,23 @@ def render(result: Result | MultiResult, *, as_json: bool, out: TextIO | None = 
         if not as_json:  # JSON stays one line per table; people get a closing count
             out.write(f"{result.view}: {n} table(s), {failed} with problems\n")
         return
-    if as_json:
+    fmt = OutputFormat.JSON if as_json else (options.format if options else OutputFormat.TABLE)
+    if isinstance(result, RowsResult) and options is not None:
+        result = apply_query(result, options.query)
+    if fmt == OutputFormat.JSON:
         _render_json(result, out)
+        return
+    if isinstance(result, RowsResult) and fmt != OutputFormat.TABLE:
+        {OutputFormat.JSONL: lambda r, o: write_jsonl(r.rows, o, to_json), OutputFormat.CSV: lambda r, o: write_csv(
+            r, o, to_json), OutputFormat.TSV: lambda r, o: write_tsv(r, o, to_json)}[fmt](result, out)
+        out.flush()
+        return
+    terminal = out is sys.stdout and out.isatty()
+    report = report_renderer(getattr(result, "view", ""))
+    if isinstance(result, RowsResult) and report is None and not terminal:
+        # Piped: plain aligned text, full values, never a box.
+        write_plain(result, out, to_json, chosen=bool(options and options.query.columns))
+        out.flush()
         return
     if out is sys.stdout:
         console = stdout_console()
@@ -78,17 +102,22 @@ def render(result: Result | MultiResult, *, as_json: bool, out: TextIO | None = 
         from rich.console import Console
 
         console = Console(file=out, markup=False, width=400)
-    report = report_renderer(getattr(result, "view", ""))
     if report is not None:  # a result with its own terminal report (validate, health)
-        console.print(report(result))
+        renderable: Any = report(result)
     elif isinstance(result, RowsResult):
-        console.print(rows_table(result))
+        renderable = terminal_table(result, chosen=bool(options and options.query.columns), width=console.width)
     elif isinstance(result, MessageResult):
-        console.print(result.message)
+        renderable = result.message
     else:  # a document: a tree under the title (which says what "view" would)
         body = result.to_json()
         body.pop("view", None)
-        console.print(record_tree(result.title, body))
+        renderable = record_tree(result.title, human_document(body) if terminal else body)
+    if options is None or not terminal:
+        console.print(renderable)
+        return
+    with console.capture() as captured:  # paged as git does: only when taller than the terminal
+        console.print(renderable)
+    page(captured.get(), out, enabled=options.pager)
 
 
 def _render_json(result: Result, out: TextIO) -> None:
@@ -108,33 +137,9 @@ def _render_json(result: Result, out: TextIO) -> None:
     out.flush()
 
 
-def cell(value: Any) -> str:
-    """Terminal text of one value: compact, no Python reprs."""
-    if value is None:
-        return ""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, bytes | bytearray):
-        return bytes(value).hex() if len(value) <= 16 else bytes(value[:16]).hex() + "…"
-    if isinstance(value, dict):
-        return ", ".join(f"{k}={cell(v)}" for k, v in value.items())
-    if isinstance(value, list | tuple):
-        return "[" + ", ".join(cell(v) for v in value) + "]"
-    return str(value)
-
-
-def rows_table(result: RowsResult) -> Table:
-    from rich.table import Table
-
-    meta = result.json_head()
-    meta.pop("view")
-    caption = " ".join(f"{k}={cell(v)}" for k, v in meta.items() if v is not None)
-    table = Table(title=result.title, caption=caption or None, show_lines=False)
-    for c in result.columns:
-        table.add_column(c, overflow="fold")
-    for row in result.rows:
-        table.add_row(*(cell(row.get(c)) for c in result.columns))
-    return table
+def rows_table(result: RowsResult) -> Group:
+    """The terminal table of a rows view (its default columns, human values)."""
+    return terminal_table(result)
 
 
 def record_tree(title: str, data: dict[str, Any]) -> Tree:

@@ -29,13 +29,14 @@ from icectl.ops.inspect_metadata import (  # re-exported: callers use icectl.ops
     history_rows,
     iso_timestamp,
     metadata_log_rows,
+    partition_fields,
     ref_rows,
     schema_rows,
     snapshot_rows,
     table_overview,
     view_meta,
 )
-from icectl.results import RowsResult
+from icectl.results import Column, RowsResult
 from icectl.spec.manifest import DataFileContent, ManifestContent, ManifestFile
 from icectl.spec.metadata import TableMetadata
 from icectl.spec.schema import NestedField, StructType
@@ -58,6 +59,62 @@ class ContentFilter(str, Enum):
 
 CONTENT_NAMES = {0: "data", 1: "position_deletes", 2: "equality_deletes"}
 STATUS_NAMES = {0: "EXISTING", 1: "ADDED", 2: "DELETED"}
+MANIFEST_CONTENT_NAMES = {0: "data", 1: "deletes"}
+SHORT_CONTENT = {1: "pos del", 2: "eq del"}  # a terminal's names; --where takes Spark's
+
+
+def _files_count(kind: str) -> Column:
+    # A manifest counts either data or delete files: one terminal column for both.
+    return Column("count", f"{kind} files",
+                  value=lambda r: r.get(f"{kind}_data_files_count", 0) + r.get(f"{kind}_delete_files_count", 0))
+
+
+# How a terminal shows the manifest views' columns, and which it shows by default.
+MANIFEST_INFO = {
+    "content": Column("enum", labels=MANIFEST_CONTENT_NAMES), "partition_spec_id": Column("id", "spec"),
+    "added_data_files_count": Column("count", "added data files"),
+    "existing_data_files_count": Column("count", "existing data files"),
+    "deleted_data_files_count": Column("count", "deleted data files"),
+    "added_delete_files_count": Column("count", "added delete files"),
+    "existing_delete_files_count": Column("count", "existing delete files"),
+    "deleted_delete_files_count": Column("count", "deleted delete files"),
+    "reference_snapshot_id": Column("id"), "added_snapshot_id": Column("id"),
+    "added_files": _files_count("added"), "existing_files": _files_count("existing"),
+    "deleted_files": _files_count("deleted"),
+}
+MANIFEST_TERMINAL = ["content", "path", "length", "added_snapshot_id", "added_files", "existing_files", "deleted_files",
+                     "partition_spec_id"]
+FILE_INFO = {"content": Column("enum", labels=CONTENT_NAMES, short=SHORT_CONTENT), "spec_id": Column("id", "spec"),
+             "record_count": Column("count", "records"), "file_size_in_bytes": Column("bytes", "size"),
+             "file_format": Column("text", "format")}
+FILE_TERMINAL = ["content", "file_path", "record_count", "file_size_in_bytes", "partition"]
+ENTRY_INFO = {"status": Column("enum", labels=STATUS_NAMES),
+              "content": Column("enum", labels=CONTENT_NAMES, short=SHORT_CONTENT),
+              "data_file.content": Column("enum", "content", labels=CONTENT_NAMES, short=SHORT_CONTENT),
+              "data_file.file_path": Column("path", "file_path"), "data_file.partition": Column("struct", "partition"),
+              "data_file.record_count": Column("count", "records"),
+              "data_file.file_size_in_bytes": Column("bytes", "size"), "sequence_number": Column("count", "seq"),
+              "file_sequence_number": Column("count", "file seq")}
+ENTRY_TERMINAL = ["status", "snapshot_id", "sequence_number", "file_sequence_number", "data_file.content",
+                  "data_file.file_path", "data_file.record_count", "data_file.file_size_in_bytes",
+                  "data_file.partition"]
+PARTITION_INFO = {
+    "spec_id": Column("id", "spec"), "record_count": Column("count", "records"),
+    "file_count": Column("count", "files"), "total_data_file_size_in_bytes": Column("bytes", "data size"),
+    "position_delete_record_count": Column("count", "position deletes"),
+    "position_delete_file_count": Column("count", "position delete files"),
+    "equality_delete_record_count": Column("count", "equality deletes"),
+    "equality_delete_file_count": Column("count", "equality delete files"),
+    "last_updated_at": Column("timestamp", "last updated at"),
+    "last_updated_snapshot_id": Column("id", "last updated snapshot"),
+}
+PARTITION_TERMINAL = ["partition", "spec_id", "record_count", "file_count", "total_data_file_size_in_bytes",
+                      "position_delete_file_count", "equality_delete_file_count", "last_updated_at",
+                      "last_updated_snapshot_id"]
+DV_INFO = {"content_size_in_bytes": Column("bytes", "size"), "record_count": Column("count", "records"),
+           "min_position": Column("count", "min pos"), "max_position": Column("count", "max pos"),
+           "content_offset": Column("count", "offset")}
+DV_TERMINAL = ["referenced_data_file", "cardinality", "record_count", "status", "content_size_in_bytes", "puffin_path"]
 
 
 # --------------------------------------------------------------------------- manifest views
@@ -114,10 +171,15 @@ def _manifest_row(md: TableMetadata, m: ManifestFile) -> dict[str, Any]:
     return row
 
 
-MANIFEST_COLUMNS = ["content", "path", "length", "partition_spec_id", "added_snapshot_id",
-                    "added_data_files_count", "existing_data_files_count", "deleted_data_files_count",
-                    "added_delete_files_count", "existing_delete_files_count", "deleted_delete_files_count",
+MANIFEST_COLUMNS = ["content", "path", "length", "partition_spec_id", "added_snapshot_id", "sequence_number",
+                    "min_sequence_number", "added_data_files_count", "existing_data_files_count",
+                    "deleted_data_files_count", "added_delete_files_count", "existing_delete_files_count",
+                    "deleted_delete_files_count", "added_rows_count", "existing_rows_count", "deleted_rows_count",
                     "partition_summaries"]
+
+
+def _manifest_columns(md: TableMetadata) -> list[str]:
+    return [*MANIFEST_COLUMNS, "first_row_id"] if md.format_version >= 3 else list(MANIFEST_COLUMNS)
 
 
 def manifest_rows(table: Table, *, snapshot_id: int | None = None, ref: str | None = None,
@@ -132,12 +194,15 @@ def manifest_rows(table: Table, *, snapshot_id: int | None = None, ref: str | No
                     yield {**_manifest_row(md, m), "reference_snapshot_id": s.snapshot_id}
 
         return RowsResult("all_manifests", f"Manifests of every snapshot of {table.identifier}",
-                          [*MANIFEST_COLUMNS, "reference_snapshot_id"], rows_all(), view_meta(table))
+                          [*_manifest_columns(md), "reference_snapshot_id"], rows_all(), view_meta(table),
+                          column_info=MANIFEST_INFO, terminal_columns=["reference_snapshot_id", *MANIFEST_TERMINAL],
+                          location=md.location)
     snap = _snapshot_or_none(table, snapshot_id, ref)
     manifests = manifests_of(md, snap, table.io) if snap else []
-    return RowsResult("manifests", f"Manifests of {table.identifier}", MANIFEST_COLUMNS,
+    return RowsResult("manifests", f"Manifests of {table.identifier}", _manifest_columns(md),
                       (_manifest_row(md, m) for m in manifests),
-                      view_meta(table, snapshot_id=snap.snapshot_id if snap else None))
+                      view_meta(table, snapshot_id=snap.snapshot_id if snap else None),
+                      column_info=MANIFEST_INFO, terminal_columns=MANIFEST_TERMINAL, location=md.location)
 
 
 # --------------------------------------------------------------------------- file views
@@ -148,7 +213,7 @@ def _file_columns(md: TableMetadata, metrics: bool) -> list[str]:
             "file_size_in_bytes"]
     if metrics:
         cols += [*METRIC_FIELDS, "readable_metrics"]
-    cols += ["split_offsets", "equality_ids", "sort_order_id"]
+    cols += ["split_offsets", "equality_ids", "sort_order_id", "key_metadata"]
     if md.format_version >= 3:
         cols.append("first_row_id")
     if md.format_version >= 2:
@@ -183,7 +248,8 @@ def file_rows(table: Table, *, snapshot_id: int | None = None, ref: str | None =
 
     return RowsResult("files", f"Files of {table.identifier}", _file_columns(md, metrics), rows(),
                       view_meta(table, snapshot_id=snap.snapshot_id if snap else None),
-                      json_text=json_text)
+                      json_text=json_text, column_info=FILE_INFO, terminal_columns=FILE_TERMINAL,
+                      fields=partition_fields(md, "partition"), location=md.location)
 
 
 def entry_rows(table: Table, *, snapshot_id: int | None = None, ref: str | None = None,
@@ -201,7 +267,11 @@ def entry_rows(table: Table, *, snapshot_id: int | None = None, ref: str | None 
     return RowsResult("entries", f"Manifest entries of {table.identifier}",
                       ["status", "snapshot_id", "sequence_number", "file_sequence_number", "manifest_path",
                        "data_file"], rows(), view_meta(table, snapshot_id=snap.snapshot_id if snap else None),
-                      json_text=lambda encode: entry_rows_json(md, table.io, manifests, mapper, encode, metrics))
+                      json_text=lambda encode: entry_rows_json(md, table.io, manifests, mapper, encode, metrics),
+                      column_info=ENTRY_INFO, terminal_columns=ENTRY_TERMINAL, location=md.location,
+                      fields={**partition_fields(md, "data_file", "partition"),
+                              **{f: ("data_file", f) for f in ("content", "file_path", "file_format", "partition",
+                                                                "record_count", "file_size_in_bytes")}})
 
 
 def partition_rows(table: Table, *, snapshot_id: int | None = None, ref: str | None = None) -> RowsResult:
@@ -248,7 +318,9 @@ def partition_rows(table: Table, *, snapshot_id: int | None = None, ref: str | N
         cols = ["partition", "spec_id", *cols]
     rows = [{k: v for k, v in g.items() if k in cols} for g in groups.values()]
     return RowsResult("partitions", f"Partitions of {table.identifier}", cols, rows,
-                      view_meta(table, snapshot_id=snap.snapshot_id if snap else None))
+                      view_meta(table, snapshot_id=snap.snapshot_id if snap else None), column_info=PARTITION_INFO,
+                      terminal_columns=[c for c in PARTITION_TERMINAL if c in cols], location=md.location,
+                      fields=partition_fields(md, "partition") if partitioned else {})
 
 
 def dv_rows(table: Table, *, snapshot_id: int | None = None, ref: str | None = None) -> RowsResult:
@@ -283,4 +355,5 @@ def dv_rows(table: Table, *, snapshot_id: int | None = None, ref: str | None = N
     return RowsResult("dvs", f"Deletion vectors of {table.identifier}",
                       ["puffin_path", "referenced_data_file", "content_offset", "content_size_in_bytes",
                        "record_count", "cardinality", "min_position", "max_position", "sequence_number",
-                       "status"], rows(), view_meta(table, snapshot_id=snap.snapshot_id if snap else None))
+                       "status"], rows(), view_meta(table, snapshot_id=snap.snapshot_id if snap else None),
+                      column_info=DV_INFO, terminal_columns=DV_TERMINAL, location=md.location)

@@ -12,7 +12,7 @@ from typing import Any
 
 from icectl.errors import NotFoundError
 from icectl.ops.view_results import SchemaBrief, SnapshotBrief, SortOrderBrief, SpecBrief, TableOverview, TableViewMeta
-from icectl.results import UNSET, RowsResult
+from icectl.results import UNSET, Column, RowsResult
 from icectl.spec.durations import human_duration
 from icectl.spec.metadata import TableMetadata
 from icectl.spec.snapshots import ancestors_of
@@ -29,6 +29,27 @@ def iso_timestamp(ms: int | None) -> str | None:
 
 def view_meta(table: Table, **extra: Any) -> TableViewMeta:
     return TableViewMeta(table=table.identifier, metadata_location=table.metadata_location, **extra)
+
+
+def partition_fields(md: TableMetadata, *path: str) -> dict[str, tuple[str, ...]]:
+    """The unified partition struct's field names -> their path in a row (for --where and --sort)."""
+    return {f.name: (*path, f.name) for f in md.unified_partition_type().fields}
+
+
+# A snapshot's summary figures a terminal shows by default (the raw map stays in JSON and --columns).
+SNAPSHOT_TERMINAL = ["committed_at", "snapshot_id", "parent_id", "operation", "summary.added-data-files",
+                     "summary.added-delete-files", "summary.added-records", "summary.total-records",
+                     "summary.total-files-size"]
+SNAPSHOT_INFO = {
+    "summary.added-data-files": Column("count", "added files"),
+    "summary.added-delete-files": Column("count", "added deletes"),
+    "summary.added-records": Column("count", "added records"),
+    "summary.deleted-records": Column("count", "deleted records"),
+    "summary.total-records": Column("count", "total records"),
+    "summary.total-data-files": Column("count", "data files"),
+    "summary.total-files-size": Column("bytes", "total size"),
+    "sequence_number": Column("count", "seq"), "first_row_id": Column("id"), "added_rows": Column("count"),
+}
 
 
 # --------------------------------------------------------------------------- metadata-only views
@@ -109,7 +130,9 @@ def schema_rows(table: Table, schema_id: int | None = None) -> RowsResult:
     if md.format_version >= 3:
         cols += ["initial_default", "write_default"]
     return RowsResult("schema", f"Schema {schema.schema_id} of {table.identifier}", cols, rows(),
-                      view_meta(table, schema_id=schema.schema_id))
+                      view_meta(table, schema_id=schema.schema_id), location=md.location,
+                      column_info={"field_id": Column("id", "id"), "required": Column("bool"),
+                                   "identifier": Column("bool")})
 
 
 def snapshot_rows(table: Table) -> RowsResult:
@@ -133,7 +156,8 @@ def snapshot_rows(table: Table) -> RowsResult:
                 row["added_rows"] = s.added_rows
             yield row
 
-    return RowsResult("snapshots", f"Snapshots of {table.identifier}", cols, rows(), view_meta(table))
+    return RowsResult("snapshots", f"Snapshots of {table.identifier}", cols, rows(), view_meta(table),
+                      column_info=SNAPSHOT_INFO, terminal_columns=SNAPSHOT_TERMINAL, location=md.location)
 
 
 def history_rows(table: Table) -> RowsResult:
@@ -151,7 +175,8 @@ def history_rows(table: Table) -> RowsResult:
 
     return RowsResult("history", f"History of {table.identifier}",
                       ["made_current_at", "snapshot_id", "parent_id", "is_current_ancestor"], rows(),
-                      view_meta(table))
+                      view_meta(table), location=md.location,
+                      column_info={"is_current_ancestor": Column("bool", "current ancestor")})
 
 
 class Millis(int):
@@ -175,7 +200,10 @@ def ref_rows(table: Table) -> RowsResult:
             for name, r in sorted(md.refs.items())]
     return RowsResult("refs", f"Refs of {table.identifier}",
                       ["name", "type", "snapshot_id", "max_reference_age_in_ms", "min_snapshots_to_keep",
-                       "max_snapshot_age_in_ms"], rows, view_meta(table))
+                       "max_snapshot_age_in_ms"], rows, view_meta(table), location=md.location,
+                      column_info={"max_reference_age_in_ms": Column("duration", "max ref age"),
+                                   "min_snapshots_to_keep": Column("count", "min snapshots to keep"),
+                                   "max_snapshot_age_in_ms": Column("duration", "max snapshot age")})
 
 
 def metadata_log_rows(table: Table) -> RowsResult:
@@ -203,4 +231,6 @@ def metadata_log_rows(table: Table) -> RowsResult:
 
     return RowsResult("metadata_log_entries", f"Metadata log of {table.identifier}",
                       ["timestamp", "file", "latest_snapshot_id", "latest_schema_id", "latest_sequence_number"],
-                      rows(), view_meta(table))
+                      rows(), view_meta(table), location=md.location,
+                      column_info={"latest_schema_id": Column("id", "schema"),
+                                   "latest_sequence_number": Column("count", "seq")})

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from icectl.ops.results import TreeMeta
-from icectl.results import RowsResult
+from icectl.results import Column, RowsResult
 from icectl.spec.content_entry import ContentEntry, ContentType, live_manifest_dvs
 from icectl.spec.manifest import ManifestContent
 from icectl.table import Table
@@ -25,6 +25,13 @@ TREE_COLUMNS = ["ordinal", "content_type", "status", "location", "spec_id", "rec
                 "existing_files", "deleted_files", "dv_cardinality", "referenced_file", "snapshot_id",
                 "sequence_number", "first_row_id"]
 STATUS_NAMES = {0: "EXISTING", 1: "ADDED", 2: "DELETED"}
+TREE_INFO = {"ordinal": Column("count", "#"), "content_type": Column("text", "type"),
+             "spec_id": Column("id", "spec"), "record_count": Column("count", "records"),
+             "added_files": Column("count", "added files"), "existing_files": Column("count", "existing files"),
+             "deleted_files": Column("count", "deleted files"), "dv_cardinality": Column("count", "dv cardinality"),
+             "sequence_number": Column("count", "seq")}
+TREE_TERMINAL = ["ordinal", "content_type", "status", "location", "record_count", "added_files", "existing_files",
+                 "deleted_files", "dv_cardinality", "referenced_file", "snapshot_id", "spec_id"]
 
 
 def _root_row(i: int, e: ContentEntry, leaf_dv: dict[str, int]) -> dict[str, Any]:
@@ -77,4 +84,5 @@ def tree_rows(table: Table, *, snapshot_id: int | None = None, ref: str | None =
                     snapshot_id=snap.snapshot_id if snap else None, kind=kind,
                     root=(snap.root_manifest or snap.manifest_list) if snap else None,
                     by_type_and_status=dict(sorted(counts.items())))
-    return RowsResult("tree", f"Metadata tree of {table.identifier}", TREE_COLUMNS, stream(), meta)
+    return RowsResult("tree", f"Metadata tree of {table.identifier}", TREE_COLUMNS, stream(), meta,
+                      column_info=TREE_INFO, terminal_columns=TREE_TERMINAL, location=md.location)

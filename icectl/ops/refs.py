@@ -38,7 +38,7 @@ from icectl.codec.root_manifest import FORMAT_VERSION as V4
 from icectl.errors import CommitConflictError, NotFoundError, RefusedError, UsageError
 from icectl.ops.admin_results import RefChangeResult, RefState
 from icectl.ops.results import NEXT_METADATA
-from icectl.results import RowsResult
+from icectl.results import Column, RowsResult
 from icectl.spec.durations import human_duration
 from icectl.spec.metadata import TableMetadata
 from icectl.spec.properties import MAX_REF_AGE_MS, MAX_SNAPSHOT_AGE_MS, MIN_SNAPSHOTS_TO_KEEP
@@ -347,6 +347,9 @@ def ref_row(name: str, ref: SnapshotRef, defaults: dict[str, int]) -> dict[str, 
     }
 
 
+REF_LIST_TERMINAL = ["name", "type", "snapshot_id", "retain_last", "max_snapshot_age", "max_ref_age"]
+
+
 def list_refs(table: Table, kind: RefKind | None = None) -> RowsResult:
     """The branches and/or tags, main first then by name, with the retention that applies to each."""
     if kind is not None:
@@ -359,7 +362,12 @@ def list_refs(table: Table, kind: RefKind | None = None) -> RowsResult:
     meta = {"table": table.identifier, "metadata_location": table.metadata_location,
             "defaults": defaults}
     return RowsResult({"branch": "branches", "tag": "tags", None: "refs"}[kind], f"{what} of {table.identifier}",
-                      ["name", "type", "snapshot_id", "retain_last", "max_snapshot_age", "max_ref_age"], rows, meta)
+                      [*REF_LIST_TERMINAL, "min_snapshots_to_keep", "max_snapshot_age_ms", "max_ref_age_ms"], rows,
+                      meta,
+                      terminal_columns=REF_LIST_TERMINAL, location=md.location,
+                      column_info={"retain_last": Column("text", "retain last"),
+                                   "max_snapshot_age": Column("text", "max snapshot age"),
+                                   "max_ref_age": Column("text", "max ref age")})
 
 
 __all__ = ["KINDS", "RefKind", "RefRetention", "create_ref", "drop_ref", "list_refs", "ref_row", "ref_state",
