@@ -75,6 +75,11 @@ _icectl() {
         "branch create|--retain-last") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "branch create|--max-snapshot-age") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "branch create|--max-ref-age") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "branch list|--columns") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "branch list|--where"|"branch list|-w") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "branch list|--sort") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "branch list|--limit"|"branch list|-n") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "branch list|--format"|"branch list|-f") COMPREPLY=($(compgen -W "table json jsonl csv tsv" -- "$cur")); return ;;
         "branch replace|--snapshot"|"branch replace|-s") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "branch replace|--ref"|"branch replace|-r") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "branch replace|--retain-last") COMPREPLY=($(compgen -f -- "$cur")); return ;;
@@ -108,22 +113,92 @@ _icectl() {
         "health|--html") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "inspect dvs|--snapshot"|"inspect dvs|-s") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "inspect dvs|--ref"|"inspect dvs|-r") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "inspect dvs|--columns") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "inspect dvs|--where"|"inspect dvs|-w") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "inspect dvs|--sort") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "inspect dvs|--limit"|"inspect dvs|-n") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "inspect dvs|--format"|"inspect dvs|-f") COMPREPLY=($(compgen -W "table json jsonl csv tsv" -- "$cur")); return ;;
         "inspect entries|--snapshot"|"inspect entries|-s") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "inspect entries|--ref"|"inspect entries|-r") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "inspect entries|--columns") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "inspect entries|--where"|"inspect entries|-w") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "inspect entries|--sort") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "inspect entries|--limit"|"inspect entries|-n") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "inspect entries|--format"|"inspect entries|-f") COMPREPLY=($(compgen -W "table json jsonl csv tsv" -- "$cur")); return ;;
         "inspect files|--snapshot"|"inspect files|-s") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "inspect files|--ref"|"inspect files|-r") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "inspect files|--content") COMPREPLY=($(compgen -W "all data deletes" -- "$cur")); return ;;
+        "inspect files|--columns") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "inspect files|--where"|"inspect files|-w") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "inspect files|--sort") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "inspect files|--limit"|"inspect files|-n") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "inspect files|--format"|"inspect files|-f") COMPREPLY=($(compgen -W "table json jsonl csv tsv" -- "$cur")); return ;;
+        "inspect history|--columns") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "inspect history|--where"|"inspect history|-w") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "inspect history|--sort") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "inspect history|--limit"|"inspect history|-n") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "inspect history|--format"|"inspect history|-f") COMPREPLY=($(compgen -W "table json jsonl csv tsv" -- "$cur")); return ;;
         "inspect manifests|--snapshot"|"inspect manifests|-s") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "inspect manifests|--ref"|"inspect manifests|-r") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "inspect manifests|--columns") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "inspect manifests|--where"|"inspect manifests|-w") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "inspect manifests|--sort") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "inspect manifests|--limit"|"inspect manifests|-n") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "inspect manifests|--format"|"inspect manifests|-f") COMPREPLY=($(compgen -W "table json jsonl csv tsv" -- "$cur")); return ;;
+        "inspect metadata-log|--columns") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "inspect metadata-log|--where"|"inspect metadata-log|-w") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "inspect metadata-log|--sort") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "inspect metadata-log|--limit"|"inspect metadata-log|-n") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "inspect metadata-log|--format"|"inspect metadata-log|-f") COMPREPLY=($(compgen -W "table json jsonl csv tsv" -- "$cur")); return ;;
         "inspect partitions|--snapshot"|"inspect partitions|-s") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "inspect partitions|--ref"|"inspect partitions|-r") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "inspect partitions|--columns") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "inspect partitions|--where"|"inspect partitions|-w") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "inspect partitions|--sort") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "inspect partitions|--limit"|"inspect partitions|-n") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "inspect partitions|--format"|"inspect partitions|-f") COMPREPLY=($(compgen -W "table json jsonl csv tsv" -- "$cur")); return ;;
+        "inspect refs|--columns") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "inspect refs|--where"|"inspect refs|-w") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "inspect refs|--sort") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "inspect refs|--limit"|"inspect refs|-n") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "inspect refs|--format"|"inspect refs|-f") COMPREPLY=($(compgen -W "table json jsonl csv tsv" -- "$cur")); return ;;
         "inspect schema|--schema-id") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "inspect schema|--columns") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "inspect schema|--where"|"inspect schema|-w") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "inspect schema|--sort") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "inspect schema|--limit"|"inspect schema|-n") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "inspect schema|--format"|"inspect schema|-f") COMPREPLY=($(compgen -W "table json jsonl csv tsv" -- "$cur")); return ;;
+        "inspect snapshots|--columns") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "inspect snapshots|--where"|"inspect snapshots|-w") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "inspect snapshots|--sort") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "inspect snapshots|--limit"|"inspect snapshots|-n") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "inspect snapshots|--format"|"inspect snapshots|-f") COMPREPLY=($(compgen -W "table json jsonl csv tsv" -- "$cur")); return ;;
         "inspect tree|--snapshot"|"inspect tree|-s") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "inspect tree|--ref"|"inspect tree|-r") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "inspect tree|--columns") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "inspect tree|--where"|"inspect tree|-w") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "inspect tree|--sort") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "inspect tree|--limit"|"inspect tree|-n") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "inspect tree|--format"|"inspect tree|-f") COMPREPLY=($(compgen -W "table json jsonl csv tsv" -- "$cur")); return ;;
         "list|--catalog"|"list|-c") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "list|--columns") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "list|--where"|"list|-w") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "list|--sort") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "list|--limit"|"list|-n") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "list|--format"|"list|-f") COMPREPLY=($(compgen -W "table json jsonl csv tsv" -- "$cur")); return ;;
         "namespace create|--catalog"|"namespace create|-c") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "namespace create|--property") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "namespace list|--catalog"|"namespace list|-c") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "namespace list|--columns") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "namespace list|--where"|"namespace list|-w") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "namespace list|--sort") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "namespace list|--limit"|"namespace list|-n") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "namespace list|--format"|"namespace list|-f") COMPREPLY=($(compgen -W "table json jsonl csv tsv" -- "$cur")); return ;;
+        "properties list|--columns") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "properties list|--where"|"properties list|-w") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "properties list|--sort") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "properties list|--limit"|"properties list|-n") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "properties list|--format"|"properties list|-f") COMPREPLY=($(compgen -W "table json jsonl csv tsv" -- "$cur")); return ;;
         "remove-files|--where") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "remove-files|--branch"|"remove-files|-b") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "remove-orphan-files|--catalog"|"remove-orphan-files|-c") COMPREPLY=($(compgen -f -- "$cur")); return ;;
@@ -143,6 +218,11 @@ _icectl() {
         "tag create|--snapshot"|"tag create|-s") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "tag create|--ref"|"tag create|-r") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "tag create|--max-ref-age") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "tag list|--columns") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "tag list|--where"|"tag list|-w") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "tag list|--sort") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "tag list|--limit"|"tag list|-n") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "tag list|--format"|"tag list|-f") COMPREPLY=($(compgen -W "table json jsonl csv tsv" -- "$cur")); return ;;
         "tag replace|--snapshot"|"tag replace|-s") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "tag replace|--ref"|"tag replace|-r") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "tag replace|--max-ref-age") COMPREPLY=($(compgen -f -- "$cur")); return ;;
@@ -183,7 +263,7 @@ _icectl() {
             fi ;;
         "branch list")
             if [[ "$cur" == -* ]]; then
-                COMPREPLY=($(compgen -W "--json --help -h" -- "$cur"))
+                COMPREPLY=($(compgen -W "--json --columns --where -w --sort --limit -n --format -f --no-pager --help -h" -- "$cur"))
             else
                 _icectl_dynamic
             fi ;;
@@ -267,79 +347,79 @@ _icectl() {
             fi ;;
         "inspect dvs")
             if [[ "$cur" == -* ]]; then
-                COMPREPLY=($(compgen -W "--snapshot -s --ref -r --json --help -h" -- "$cur"))
+                COMPREPLY=($(compgen -W "--snapshot -s --ref -r --json --columns --where -w --sort --limit -n --format -f --no-pager --help -h" -- "$cur"))
             else
                 _icectl_dynamic
             fi ;;
         "inspect entries")
             if [[ "$cur" == -* ]]; then
-                COMPREPLY=($(compgen -W "--snapshot -s --ref -r --metrics --json --help -h" -- "$cur"))
+                COMPREPLY=($(compgen -W "--snapshot -s --ref -r --metrics --json --columns --where -w --sort --limit -n --format -f --no-pager --help -h" -- "$cur"))
             else
                 _icectl_dynamic
             fi ;;
         "inspect files")
             if [[ "$cur" == -* ]]; then
-                COMPREPLY=($(compgen -W "--snapshot -s --ref -r --content --metrics --json --help -h" -- "$cur"))
+                COMPREPLY=($(compgen -W "--snapshot -s --ref -r --content --metrics --json --columns --where -w --sort --limit -n --format -f --no-pager --help -h" -- "$cur"))
             else
                 _icectl_dynamic
             fi ;;
         "inspect history")
             if [[ "$cur" == -* ]]; then
-                COMPREPLY=($(compgen -W "--json --help -h" -- "$cur"))
+                COMPREPLY=($(compgen -W "--json --columns --where -w --sort --limit -n --format -f --no-pager --help -h" -- "$cur"))
             else
                 _icectl_dynamic
             fi ;;
         "inspect manifests")
             if [[ "$cur" == -* ]]; then
-                COMPREPLY=($(compgen -W "--all --snapshot -s --ref -r --json --help -h" -- "$cur"))
+                COMPREPLY=($(compgen -W "--all --snapshot -s --ref -r --json --columns --where -w --sort --limit -n --format -f --no-pager --help -h" -- "$cur"))
             else
                 _icectl_dynamic
             fi ;;
         "inspect metadata-log")
             if [[ "$cur" == -* ]]; then
-                COMPREPLY=($(compgen -W "--json --help -h" -- "$cur"))
+                COMPREPLY=($(compgen -W "--json --columns --where -w --sort --limit -n --format -f --no-pager --help -h" -- "$cur"))
             else
                 _icectl_dynamic
             fi ;;
         "inspect partitions")
             if [[ "$cur" == -* ]]; then
-                COMPREPLY=($(compgen -W "--snapshot -s --ref -r --json --help -h" -- "$cur"))
+                COMPREPLY=($(compgen -W "--snapshot -s --ref -r --json --columns --where -w --sort --limit -n --format -f --no-pager --help -h" -- "$cur"))
             else
                 _icectl_dynamic
             fi ;;
         "inspect refs")
             if [[ "$cur" == -* ]]; then
-                COMPREPLY=($(compgen -W "--json --help -h" -- "$cur"))
+                COMPREPLY=($(compgen -W "--json --columns --where -w --sort --limit -n --format -f --no-pager --help -h" -- "$cur"))
             else
                 _icectl_dynamic
             fi ;;
         "inspect schema")
             if [[ "$cur" == -* ]]; then
-                COMPREPLY=($(compgen -W "--schema-id --json --help -h" -- "$cur"))
+                COMPREPLY=($(compgen -W "--schema-id --json --columns --where -w --sort --limit -n --format -f --no-pager --help -h" -- "$cur"))
             else
                 _icectl_dynamic
             fi ;;
         "inspect snapshots")
             if [[ "$cur" == -* ]]; then
-                COMPREPLY=($(compgen -W "--json --help -h" -- "$cur"))
+                COMPREPLY=($(compgen -W "--json --columns --where -w --sort --limit -n --format -f --no-pager --help -h" -- "$cur"))
             else
                 _icectl_dynamic
             fi ;;
         "inspect table")
             if [[ "$cur" == -* ]]; then
-                COMPREPLY=($(compgen -W "--json --help -h" -- "$cur"))
+                COMPREPLY=($(compgen -W "--json --no-pager --help -h" -- "$cur"))
             else
                 _icectl_dynamic
             fi ;;
         "inspect tree")
             if [[ "$cur" == -* ]]; then
-                COMPREPLY=($(compgen -W "--snapshot -s --ref -r --json --help -h" -- "$cur"))
+                COMPREPLY=($(compgen -W "--snapshot -s --ref -r --json --columns --where -w --sort --limit -n --format -f --no-pager --help -h" -- "$cur"))
             else
                 _icectl_dynamic
             fi ;;
         "list")
             if [[ "$cur" == -* ]]; then
-                COMPREPLY=($(compgen -W "--all -a --catalog -c --json --help -h" -- "$cur"))
+                COMPREPLY=($(compgen -W "--all -a --catalog -c --json --columns --where -w --sort --limit -n --format -f --no-pager --help -h" -- "$cur"))
             else
                 COMPREPLY=($(compgen -f -- "$cur"))
             fi ;;
@@ -357,7 +437,7 @@ _icectl() {
             fi ;;
         "namespace list")
             if [[ "$cur" == -* ]]; then
-                COMPREPLY=($(compgen -W "--catalog -c --json --help -h" -- "$cur"))
+                COMPREPLY=($(compgen -W "--catalog -c --json --columns --where -w --sort --limit -n --format -f --no-pager --help -h" -- "$cur"))
             else
                 COMPREPLY=($(compgen -f -- "$cur"))
             fi ;;
@@ -369,7 +449,7 @@ _icectl() {
             fi ;;
         "properties list")
             if [[ "$cur" == -* ]]; then
-                COMPREPLY=($(compgen -W "--all --json --help -h" -- "$cur"))
+                COMPREPLY=($(compgen -W "--all --json --columns --where -w --sort --limit -n --format -f --no-pager --help -h" -- "$cur"))
             else
                 _icectl_dynamic
             fi ;;
@@ -441,7 +521,7 @@ _icectl() {
             fi ;;
         "tag list")
             if [[ "$cur" == -* ]]; then
-                COMPREPLY=($(compgen -W "--json --help -h" -- "$cur"))
+                COMPREPLY=($(compgen -W "--json --columns --where -w --sort --limit -n --format -f --no-pager --help -h" -- "$cur"))
             else
                 _icectl_dynamic
             fi ;;
