@@ -56,7 +56,9 @@ def normalised(text: str) -> str:
     snapshot ids, 'now'."""
     text = _UUID.sub("<uuid>", text)
     text = re.sub(r"snap-\d+-", "snap-<id>-", text)
-    return re.sub(r'"older_than_ms": \d+', '"older_than_ms": <now>', text)
+    # expire's cutoff and ref ages are computed from the clock of each run
+    text = re.sub(r'"expire_older_than": "[^"]*"', '"expire_older_than": <now>', text)
+    return re.sub(r'"(older_than_ms|expire_older_than_ms|now_ms|snapshot_age_ms)": \d+', r'"\1": <now>', text)
 
 
 def every_read(table: str) -> dict[str, tuple[int, str]]:
