@@ -14,7 +14,9 @@ from collections.abc import Callable
 from typing import Any
 
 # view -> "icectl.cli.module:function(result) -> rich renderable"
-REPORTS: dict[str, str] = {}
+REPORTS: dict[str, str] = {
+    "health": "icectl.cli.health_report:health_report",
+}
 
 # view -> "icectl.cli.module:function(result) -> str": one line per table of an --all run
 ONE_LINE: dict[str, str] = {}
