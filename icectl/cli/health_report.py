@@ -132,7 +132,9 @@ def _histogram_lines(doc: Mapping[str, Any], width: int) -> Iterator[Text]:
     labels = {i: bin_label(bins[i]) for i in range(first, last + 1)}
     label_w = max(len(s) for s in labels.values())
     count_w = max(len(fmt_count(n)) for n in counts)
-    bar_w = max(10, width - label_w - count_w - 18)
+    inside = f"  ◂ target {fmt_bytes(target)} in this range"
+    reserve = len(inside) if pos is not None and pos != int(pos) else 0
+    bar_w = max(10, width - label_w - count_w - 8 - reserve)
     top = max(counts)
     t = number(target)
     marker = Text(f"  {' ' * label_w} ┄┄┄ target file size {fmt_bytes(target)} ┄┄┄", style="bold")
@@ -145,7 +147,7 @@ def _histogram_lines(doc: Mapping[str, Any], width: int) -> Iterator[Text]:
         line.append(f"{bar(counts[i] / top, bar_w):<{bar_w}}", style="yellow" if small else "blue")
         line.append(f" {fmt_count(counts[i]):>{count_w}}")
         if pos is not None and i < pos < i + 1:
-            line.append(f"  ◂ target {fmt_bytes(target)} in this range", style="bold")
+            line.append(inside, style="bold")
         yield line
     if pos is not None and pos >= last + 1:
         yield marker

@@ -42,16 +42,19 @@ CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'n
 
 CSS = """
 :root { color-scheme: light dark; --bg: #ffffff; --fg: #1b1f24; --muted: #57606a; --line: #d0d7de;
-  --card: #f6f8fa; --ok: #1a7f37; --bad: #cf222e; --bad-bg: #ffebe9; --bar: #4a78c2; --small: #d4802a;
+  --card: #f6f8fa; --link: #0969da; --ok: #1a7f37; --bad: #cf222e; --bad-bg: #ffebe9; --bar: #4a78c2;
+  --small: #d4802a;
   --append: #4a78c2; --overwrite: #d4802a; --delete: #c8413a; --replace: #3c9a5f; --other: #8a63c9; }
 @media (prefers-color-scheme: dark) {
-  :root { --bg: #0d1117; --fg: #e6edf3; --muted: #9da7b3; --line: #30363d; --card: #161b22; --ok: #3fb950;
+  :root { --bg: #0d1117; --fg: #e6edf3; --muted: #9da7b3; --line: #30363d; --card: #161b22; --link: #58a6ff;
+    --ok: #3fb950;
     --bad: #ff7b72; --bad-bg: #3d1418; --bar: #6f9be0; --small: #e59a4b; --append: #6f9be0; --overwrite: #e59a4b;
     --delete: #e5625b; --replace: #56b77a; --other: #a888e0; }
 }
 * { box-sizing: border-box; }
 body { margin: 0 auto; padding: 1.5rem; max-width: 1160px; background: var(--bg); color: var(--fg);
   font: 15px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, Helvetica, Arial, sans-serif; }
+a { color: var(--link); }
 h1 { font-size: 1.6rem; margin: 0 0 .25rem; }
 h2 { font-size: 1.3rem; margin: 0; overflow-wrap: anywhere; }
 h3 { font-size: 1.05rem; margin: 1.4rem 0 .5rem; }
@@ -84,9 +87,8 @@ figure { margin: 0; } figcaption { font-weight: 600; margin-bottom: .3rem; }
 svg.chart { display: block; max-width: 100%; height: auto; }
 svg .grid { stroke: var(--line); stroke-width: 1; }
 svg .axis { stroke: var(--muted); stroke-width: 1; }
-svg text { fill: var(--muted); font-size: 11px; font-family: inherit; }
-svg text.value { fill: var(--fg); font-size: 10px; }
-svg text.axis-title { font-size: 11px; }
+svg text { fill: var(--muted); font-size: 13px; font-family: inherit; }
+svg text.value { fill: var(--fg); font-size: 12px; }
 svg .bar { fill: var(--bar); } svg .bar.small { fill: var(--small); }
 svg .target { stroke: var(--fg); stroke-width: 1.5; stroke-dasharray: 5 4; }
 svg text.target-label { fill: var(--fg); font-weight: 600; }

@@ -29,7 +29,7 @@ from icectl.ops.health_format import (
 
 WIDTH, HEIGHT = 720, 260
 LEFT, RIGHT, TOP, BOTTOM = 56, 16, 28, 44  # room for the y labels, the target's label and the x labels
-MAX_X_LABELS = 12
+MAX_X_LABELS = 8
 
 
 def _f(x: float) -> str:

@@ -50,8 +50,9 @@ def unhealthy_doc(table: str = "db.events") -> dict[str, Any]:
         "delete_files": {"position_delete_file_count": 16, "equality_delete_file_count": 0, "dv_count": 0,
                          "delete_record_count": 1_000, "delete_file_ratio": 16 / 2_179,
                          "deleted_row_ratio": 1_000 / 12_345_678,
-                         "top_partitions": [{"partition": {"day": "2025-01-02"}, "delete_files": 9, "delete_records": 700},
-                                            {"partition": {"day": "2025-01-03"}, "delete_files": 7, "delete_records": 300}]},
+                         "top_partitions": [
+                             {"partition": {"day": "2025-01-02"}, "delete_files": 9, "delete_records": 700},
+                             {"partition": {"day": "2025-01-03"}, "delete_files": 7, "delete_records": 300}]},
         "row_lineage": {"enabled": False, "next_row_id": None},
         "timeline": timeline(buckets),
         "partition_stats": None,
