@@ -20,26 +20,29 @@ from rich.text import Text
 from icectl.ops.health_format import (
     OTHER,
     bin_count,
+    bin_is_small,
     bin_label,
     bucket_operations,
     checks,
+    fmt_axis_time,
     fmt_bytes,
     fmt_count,
-    fmt_day,
     fmt_partition,
+    fmt_threshold,
     fmt_time,
     fmt_value,
     histogram,
     is_healthy,
     key_figures,
-    number,
     operations_used,
     orphan_sample,
     recommendations,
     section,
+    small_words,
     status_words,
     target_position,
     timeline,
+    timeline_span,
     top_delete_partitions,
 )
 
@@ -109,7 +112,7 @@ def _checks(doc: Mapping[str, Any]) -> Table | Text:
         crossed = bool(c.get("crossed"))
         table.add_row(Text("✖ crossed", style="bold red") if crossed else Text("✔ ok", style="green"),
                       clean(c.get("title") or c.get("id")), fmt_value(c.get("value"), c.get("unit")),
-                      fmt_value(c.get("threshold"), c.get("unit")), clean(c.get("recommendation") or "–"))
+                      fmt_threshold(c), clean(c.get("recommendation") or "–"))
     return table
 
 
@@ -134,25 +137,23 @@ def _histogram_lines(doc: Mapping[str, Any], width: int) -> Iterator[Text]:
     count_w = max(len(fmt_count(n)) for n in counts)
     inside = f"  ◂ target {fmt_bytes(target)} in this range"
     reserve = len(inside) if pos is not None and pos != int(pos) else 0
-    bar_w = max(10, width - label_w - count_w - 8 - reserve)
+    bar_w = max(10, width - label_w - count_w - 14 - reserve)
     top = max(counts)
-    t = number(target)
     marker = Text(f"  {' ' * label_w} ┄┄┄ target file size {fmt_bytes(target)} ┄┄┄", style="bold")
     for i in range(first, last + 1):
         if pos is not None and pos == i:  # the target is this range's lower bound
             yield marker
-        upper = number(bins[i].get("upper_bytes"))
-        small = t is not None and upper is not None and upper <= t
+        small = bin_is_small(bins[i], target)
         line = Text(f"  {labels[i]:>{label_w}} │")
         line.append(f"{bar(counts[i] / top, bar_w):<{bar_w}}", style="yellow" if small else "blue")
         line.append(f" {fmt_count(counts[i]):>{count_w}}")
+        line.append(" small" if small else "      ", style="yellow")
         if pos is not None and i < pos < i + 1:
             line.append(inside, style="bold")
         yield line
     if pos is not None and pos >= last + 1:
         yield marker
-    yield Text(f"  {' ' * label_w}   files per size range; ranges above the target line are small files",
-               style="dim")
+    yield Text(f"  {' ' * label_w}   files per size range; small files: {small_words(doc)}", style="dim")
 
 
 def _allocate(stack: dict[str, int], cells: int) -> list[str]:
@@ -195,7 +196,8 @@ def _timeline_lines(doc: Mapping[str, Any], width: int) -> Iterator[Text]:
                 line.append(" " * col_w)
         yield line
     yield Text(" " * label_w + "└" + "─" * plot_w)
-    start, end = fmt_day(buckets[0].get("start_ms")), fmt_day(buckets[-1].get("end_ms"))
+    span = timeline_span(buckets)
+    start, end = fmt_axis_time(buckets[0].get("start_ms"), span), fmt_axis_time(buckets[-1].get("end_ms"), span)
     gap = max(1, plot_w - len(start) - len(end))
     yield Text(" " * (label_w + 1) + start + " " * gap + end, style="dim")
     legend = Text(" " * (label_w + 1))

@@ -103,8 +103,31 @@ def fmt_time(value: Any) -> str:
 
 
 def fmt_day(value: Any) -> str:
-    """Milliseconds since the epoch as a UTC day (chart axes)."""
+    """Milliseconds since the epoch as a UTC day."""
     return fmt_time(value)[:10]
+
+
+def fmt_axis_time(value: Any, span_ms: Any) -> str:
+    """A time on a chart's axis, as precise as the chart's span needs: a day over two days or more,
+    the minute over two minutes, else the second (a table written by a quick job)."""
+    span = number(span_ms) or 0
+    if span >= 2 * 86_400_000:
+        return fmt_day(value)
+    if span >= 120_000:
+        return fmt_time(value)
+    n = number(value)
+    if n is None:
+        return MISSING
+    seconds = dt.datetime.fromtimestamp(n / 1000, tz=dt.timezone.utc).strftime(":%S")
+    return fmt_time(value) + seconds + (f".{int(n) % 1000:03d}" if span < 10_000 else "")
+
+
+def timeline_span(buckets: list[Mapping[str, Any]]) -> float:
+    """Milliseconds from the first period's start to the last period's end (0 when unknown)."""
+    if not buckets:
+        return 0.0
+    start, end = number(buckets[0].get("start_ms")), number(buckets[-1].get("end_ms"))
+    return end - start if start is not None and end is not None else 0.0
 
 
 def fmt_value(value: Any, unit: Any) -> str:
@@ -116,6 +139,16 @@ def fmt_value(value: Any, unit: Any) -> str:
     formatter = {"bytes": fmt_bytes, "ratio": fmt_ratio, "ms": fmt_duration}.get(str(unit), fmt_count)
     text = formatter(value)
     return text if text != MISSING or number(value) is not None else str(value)
+
+
+COMPARISONS = {">=": "≥", "<=": "≤", ">": ">", "<": "<"}
+
+
+def fmt_threshold(check: Mapping[str, Any]) -> str:
+    """A check's threshold with the comparison that crosses it: ``≥ 500``, ``< 8 MiB``."""
+    text = fmt_value(check.get("threshold"), check.get("unit"))
+    op = COMPARISONS.get(str(check.get("comparison")))
+    return f"{op} {text}" if op and text != MISSING else text
 
 
 def fmt_partition(partition: Any) -> str:
@@ -137,6 +170,24 @@ def histogram(doc: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     """The data-file size bins (objects only), in the document's order (smallest first)."""
     bins = section(doc, "data_files").get("size_histogram")
     return [b for b in bins if isinstance(b, Mapping)] if isinstance(bins, list) else []
+
+
+def bin_is_small(bin_: Mapping[str, Any], target: Any) -> bool:
+    """Whether a histogram bin holds small files: the document's ``small`` flag (files under the
+    small-file size), else a range that ends at or below the target file size."""
+    flag = bin_.get("small")
+    if isinstance(flag, bool):
+        return flag
+    upper, t = number(bin_.get("upper_bytes")), number(target)
+    return upper is not None and t is not None and upper <= t
+
+
+def small_words(doc: Mapping[str, Any]) -> str:
+    """What a small file is in this document: ``under 384 MiB``."""
+    data = section(doc, "data_files")
+    if number(data.get("small_file_bytes")) is not None:
+        return f"under {fmt_bytes(data.get('small_file_bytes'))}"
+    return "below the target file size"
 
 
 def bin_count(bin_: Mapping[str, Any]) -> int:
@@ -268,6 +319,7 @@ def key_figures(doc: Mapping[str, Any]) -> list[tuple[str, list[tuple[str, str]]
             ("records", fmt_count(data.get("record_count"))),
             ("total", fmt_bytes(data.get("total_bytes"))),
             ("target file size", fmt_bytes(data.get("target_file_size_bytes"))),
+            ("mean size", fmt_bytes(data.get("mean_bytes"))),
             ("small files", f"{fmt_count(data.get('small_file_count'))} ({fmt_ratio(data.get('small_file_ratio'))})"),
         ]),
         ("Delete files", [
@@ -281,8 +333,10 @@ def key_figures(doc: Mapping[str, Any]) -> list[tuple[str, list[tuple[str, str]]
     ]
     orphans = doc.get("orphans")
     if isinstance(orphans, Mapping):
-        out.append(("Orphan files", [("count", fmt_count(orphans.get("count"))),
-                                     ("total", fmt_bytes(orphans.get("total_bytes")))]))
+        rows = [("count", fmt_count(orphans.get("count"))), ("total", fmt_bytes(orphans.get("total_bytes")))]
+        if orphans.get("skipped"):  # remove-orphan-files would refuse: say why instead of a count
+            rows.append(("skipped", str(orphans["skipped"])))
+        out.append(("Orphan files", rows))
     return out
 
 

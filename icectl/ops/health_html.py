@@ -22,6 +22,7 @@ from icectl.ops.health_format import (
     crossed_count,
     fmt_count,
     fmt_partition,
+    fmt_threshold,
     fmt_time,
     fmt_value,
     histogram,
@@ -31,6 +32,7 @@ from icectl.ops.health_format import (
     orphan_sample,
     recommendations,
     section,
+    small_words,
     status_words,
     timeline,
     top_delete_partitions,
@@ -147,7 +149,7 @@ def _checks_table(doc: Mapping[str, Any]) -> str:
             f'<td class="status">{"✖ crossed" if crossed else "✔ ok"}</td>'
             f"<td>{e(c.get('title') or c.get('id'))}<br><span class=\"muted\">{e(c.get('message'))}</span></td>"
             f'<td class="num">{e(fmt_value(c.get("value"), c.get("unit")))}</td>'
-            f'<td class="num">{e(fmt_value(c.get("threshold"), c.get("unit")))}</td>'
+            f'<td class="num">{e(fmt_threshold(c))}</td>'
             f"<td>{rec_html}</td></tr>")
     head = "<tr><th>Status</th><th>Check</th><th>Value</th><th>Threshold</th><th>Recommendation</th></tr>"
     return f'<table class="checks"><thead>{head}</thead><tbody>{"".join(rows)}</tbody></table>'
@@ -165,7 +167,7 @@ def _histogram_figure(doc: Mapping[str, Any]) -> str:
     svg = histogram_svg(histogram(doc), target)
     body = svg or '<p class="empty">No data files to draw.</p>'
     legend = ('<ul class="legend"><li><span class="swatch bar"></span>files per size range</li>'
-              '<li><span class="swatch small"></span>range below the target file size</li>'
+              f'<li><span class="swatch small"></span>small files ({e(small_words(doc))})</li>'
               '<li><span class="swatch target"></span>target file size</li></ul>') if svg else ""
     return f'<figure><figcaption>Data file sizes</figcaption>{body}{legend}</figure>'
 

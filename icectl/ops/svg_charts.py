@@ -17,14 +17,16 @@ from icectl.ops.health_format import (
     OPERATIONS,
     OTHER,
     bin_count,
+    bin_is_small,
     bin_label,
     bucket_operations,
+    fmt_axis_time,
     fmt_bytes,
     fmt_count,
-    fmt_day,
     fmt_time,
     number,
     target_position,
+    timeline_span,
 )
 
 WIDTH, HEIGHT = 720, 260
@@ -93,12 +95,11 @@ def histogram_svg(bins: list[Mapping[str, Any]], target_bytes: Any) -> str:
     for i, (b, n) in enumerate(zip(bins, counts, strict=True)):
         if n == 0:
             continue
-        upper = number(b.get("upper_bytes"))
-        small = target is not None and upper is not None and upper <= target
+        small = bin_is_small(b, target)
         x, h = LEFT + i * slot + slot * 0.1, max(n * scale, 1.0)
         tip = f"{bin_label(b)}: {fmt_count(n)} files, {fmt_bytes(b.get('total_bytes'))}"
         if small:
-            tip += " (below the target file size)"
+            tip += " (small files)"
         body.append(f'<rect class="bar{" small" if small else ""}" x="{_f(x)}" y="{_f(base - h)}" '
                     f'width="{_f(max(slot * 0.8, 1.0))}" height="{_f(h)}"><title>{escape(tip)}</title></rect>')
         if slot >= 30:  # the count over its bar when there is room for it
@@ -153,10 +154,11 @@ def timeline_svg(buckets: list[Mapping[str, Any]]) -> str:
             y -= h
             body.append(f'<rect class="seg op-{op}" x="{_f(x)}" y="{_f(y)}" width="{_f(w)}" height="{_f(h)}"/>')
         body.append("</g>")
-    body.append(_x_label(LEFT, fmt_day(buckets[0].get("start_ms")), "start"))
+    span = timeline_span(buckets)
+    body.append(_x_label(LEFT, fmt_axis_time(buckets[0].get("start_ms"), span), "start"))
     if len(buckets) >= 3:
         mid = len(buckets) // 2
-        body.append(_x_label(LEFT + (mid + 0.5) * slot, fmt_day(buckets[mid].get("start_ms"))))
-    body.append(_x_label(WIDTH - RIGHT, fmt_day(buckets[-1].get("end_ms")), "end"))
+        body.append(_x_label(LEFT + mid * slot, fmt_axis_time(buckets[mid].get("start_ms"), span)))
+    body.append(_x_label(WIDTH - RIGHT, fmt_axis_time(buckets[-1].get("end_ms"), span), "end"))
     label = f"Snapshots over time: {fmt_count(sum(totals))} snapshots in {len(buckets)} periods, by operation"
     return _frame("timeline", label, body, ticks, scale, "snapshots")

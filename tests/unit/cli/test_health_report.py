@@ -31,7 +31,7 @@ def _draw(doc: dict[str, Any], width: int) -> list[str]:
 def _bar_eighths(line: str) -> int:
     """The length of a histogram row's bar, in eighths of a cell."""
     drawn = line.split("│", 1)[1]
-    return sum(EIGHTHS.get(c, 0) for c in drawn.rsplit(" ", 1)[0])
+    return sum(EIGHTHS.get(c, 0) for c in drawn)
 
 
 def _target_inside_a_range() -> dict[str, Any]:
@@ -73,7 +73,9 @@ def test_histogram_bars_follow_the_counts_and_the_target_line_is_in_place(width:
     rows = {line.split("│")[0].strip(): line for line in section if "│" in line}
     assert next(iter(rows)) == "4 KiB – 8 KiB" and list(rows)[-1] == "512 MiB – 1 GiB"
     full = _bar_eighths(rows["16 KiB – 32 KiB"])  # 1,200 files: the longest bar
-    assert full >= 8 * 60 and rows["16 KiB – 32 KiB"].endswith("1,200")
+    assert full >= 8 * 60 and rows["16 KiB – 32 KiB"].endswith("1,200 small")
+    # "small" in words on every range at or under the target, not on the range above it
+    assert [label for label, row in rows.items() if not row.endswith(" small")] == ["512 MiB – 1 GiB"]
     assert _bar_eighths(rows["8 KiB – 16 KiB"]) == pytest.approx(full * 900 / 1200, abs=1)
     assert _bar_eighths(rows["512 KiB – 1 MiB"]) == pytest.approx(full * 35 / 1200, abs=1)
     assert _bar_eighths(rows["256 MiB – 512 MiB"]) >= 1  # 4 files still show

@@ -6,11 +6,14 @@ from __future__ import annotations
 import pytest
 
 from icectl.ops.health_format import (
+    bin_is_small,
     bucket_operations,
+    fmt_axis_time,
     fmt_bytes,
     fmt_duration,
     fmt_partition,
     fmt_ratio,
+    fmt_threshold,
     fmt_time,
     fmt_value,
     recommendations,
@@ -76,3 +79,24 @@ def test_status_and_recommendations_fall_back_on_the_checks() -> None:
     assert recommendations(doc) == ["icectl compact t"]
     assert status_words({"checks": checks[2:], "healthy": True}) == "healthy"
     assert status_words({"error": "boom"}) == "could not be checked"
+
+
+def test_thresholds_say_which_way_they_are_crossed() -> None:
+    assert fmt_threshold({"threshold": 500, "unit": "count", "comparison": ">="}) == "≥ 500"
+    assert fmt_threshold({"threshold": 8 << 20, "unit": "bytes", "comparison": "<"}) == "< 8 MiB"
+    assert fmt_threshold({"threshold": 0.5, "unit": "ratio"}) == "50%"  # no comparison: the bare value
+    assert fmt_threshold({"threshold": None, "unit": "count", "comparison": ">"}) == "–"
+
+
+def test_small_bins_follow_the_documents_flag_else_the_target() -> None:
+    assert bin_is_small({"upper_bytes": 100, "small": False}, 1000) is False
+    assert bin_is_small({"upper_bytes": 5000, "small": True}, 1000) is True
+    assert bin_is_small({"upper_bytes": 1000}, 1000) is True and bin_is_small({"upper_bytes": None}, 1000) is False
+
+
+def test_axis_times_are_as_precise_as_the_span_needs() -> None:
+    t = 1_735_689_600_000 + 61_123  # 2025-01-01 00:01:01.123
+    assert fmt_axis_time(t, 3 * 86_400_000) == "2025-01-01"
+    assert fmt_axis_time(t, 3_600_000) == "2025-01-01 00:01"
+    assert fmt_axis_time(t, 60_000) == "2025-01-01 00:01:01"
+    assert fmt_axis_time(t, 98) == "2025-01-01 00:01:01.123"

@@ -85,6 +85,23 @@ def test_a_large_file_is_not_small_and_a_target_inside_a_range_falls_inside_it()
     assert left_of_range < x < left_of_range + slot
 
 
+def test_small_ranges_follow_the_documents_small_flags() -> None:
+    """`icectl health` flags the ranges under the small-file size (a fraction of the target); the page
+    colours and names exactly those."""
+    doc = unhealthy_doc()
+    doc["data_files"]["small_file_bytes"] = 384 * MiB
+    for b in doc["data_files"]["size_histogram"]:
+        b["small"] = b["upper_bytes"] is not None and b["upper_bytes"] <= 1 * MiB
+    page = _page(doc)
+    bars = page.find("svg", "histogram").find_all("rect", "bar")
+    nonzero = [b for b in doc["data_files"]["size_histogram"] if b["count"]]
+    assert ["small" in r.classes for r in bars] == [b["small"] for b in nonzero] == [True, True, True, True, False]
+    assert "small files (under 384 MiB)" in page.find("ul", "legend").text()
+    doc["checks"][3]["comparison"] = ">="
+    row = next(r for r in _page(doc).find_all("tr") if r.attrs.get("data-check") == "manifests.count")
+    assert [td.text() for td in row.find_all("td", "num")] == ["2,216", "≥ 500"]
+
+
 def test_timeline_stacks_each_period_by_operation() -> None:
     doc = unhealthy_doc()
     svg = _page(doc).find("svg", "timeline")
