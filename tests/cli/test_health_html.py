@@ -10,6 +10,8 @@ prints). A control page with a failing script and an external image shows the pr
 
 from __future__ import annotations
 
+import importlib.util
+import json
 import re
 import shutil
 import subprocess
@@ -20,7 +22,10 @@ import pytest
 from support.health_docs import empty_doc, hostile_doc, unhealthy_doc
 from support.html_tree import Element, parse
 from support.png import read_png
+from typer.testing import CliRunner
 
+from icectl.cli.app import app
+from icectl.cli.registry import COMMANDS
 from icectl.ops.health_html import CSS, health_html
 
 CHROMIUM = shutil.which("chromium")
@@ -154,3 +159,38 @@ def test_probe_sees_a_failing_script_and_a_blocked_load(tmp_path: Path) -> None:
         "</body>", "<script>undefinedFunction()</script></body>")
     root, _ = _probed(tmp_path, "unguarded", unguarded)
     assert "undefinedFunction is not defined" in (root.attrs.get("data-errors") or "")
+
+
+@pytest.mark.skipif("health" not in COMMANDS or importlib.util.find_spec("support.appends") is None,
+                    reason="needs `icectl health` and tests/support/appends.py (helper C's branch)")
+def test_icectl_health_html_of_a_real_table_renders(tmp_path: Path) -> None:
+    """End to end: `icectl health --html` of a table of 60 one-file appends an hour apart. The charts
+    say what was built (60 files, 60 appends), in the page Chromium draws and on the terminal."""
+    from support.appends import build_appends  # C's builder: on main once both branches are merged
+
+    n = 60
+    table = tmp_path / "db" / "appends"
+    build_appends(table, n, step_ms=3_600_000)
+    page = tmp_path / "health.html"
+    env = {"ICECTL_WAREHOUSE": str(tmp_path), "ICECTL_CONFIG": ""}
+    run = CliRunner().invoke(app, ["health", str(table), "--json", "--html", str(page)], env=env)
+    assert run.exit_code in (0, 7), run.stderr
+    doc = json.loads(run.stdout)
+    html = page.read_text(encoding="utf-8")
+    assert html == health_html([doc])  # the page is the document's, nothing else
+    root, console = _probed(tmp_path, "real", html)
+    assert root.attrs.get("data-errors") is None and root.attrs.get("data-blocked") is None and console == []
+    bins = [b for b in doc["data_files"]["size_histogram"] if b["count"]]
+    histogram, snapshots = root.attrs["data-charts"].split(";")
+    assert histogram.startswith("chart histogram ") and int(histogram.rsplit(" ", 1)[1]) == len(bins)
+    assert snapshots.startswith("chart timeline ")
+    svg = root.find("svg", "histogram")
+    assert sum(int(re.search(r": ([\d,]+) files", r.find("title").text())[1].replace(",", ""))
+               for r in svg.find_all("rect", "bar")) == n  # one file per append
+    stacked = [int(re.search(r": ([\d,]+) snapshots", g.find("title").text())[1].replace(",", ""))
+               for g in root.find("svg", "timeline").find_all("g", "bucket")]
+    assert sum(stacked) == n and len(stacked) > 1
+    assert {s.attrs["class"] for s in root.find("svg", "timeline").find_all("rect")} == {"seg op-append"}
+    # the terminal report of the same table
+    run = CliRunner().invoke(app, ["health", str(table)], env=env)
+    assert "Data file sizes" in run.stdout and f"█ append {n}" in run.stdout, run.stdout
