@@ -17,40 +17,13 @@ from rich.console import Console, ConsoleOptions, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from icectl.ops.health_format import (
-    OTHER,
-    bin_count,
-    bin_is_small,
-    bin_label,
-    bucket_operations,
-    checks,
-    fmt_axis_time,
-    fmt_bytes,
-    fmt_count,
-    fmt_partition,
-    fmt_threshold,
-    fmt_time,
-    fmt_value,
-    histogram,
-    is_healthy,
-    key_figures,
-    operations_used,
-    orphan_sample,
-    recommendations,
-    section,
-    small_words,
-    status_words,
-    target_position,
-    timeline,
-    timeline_span,
-    top_delete_partitions,
-)
+from icectl.ops import health_format as hf
 
 MAX_WIDTH = 120
 CHART_ROWS = 8  # height of the snapshots-over-time bars
 EIGHTHS = " ▏▎▍▌▋▊▉"
-GLYPHS = {"append": "█", "overwrite": "▓", "delete": "▒", "replace": "░", OTHER: "▚"}
-STYLES = {"append": "blue", "overwrite": "yellow", "delete": "red", "replace": "green", OTHER: "magenta"}
+GLYPHS = {"append": "█", "overwrite": "▓", "delete": "▒", "replace": "░", hf.OTHER: "▚"}
+STYLES = {"append": "blue", "overwrite": "yellow", "delete": "red", "replace": "green", hf.OTHER: "magenta"}
 
 
 def clean(value: Any) -> str:
@@ -76,15 +49,15 @@ def bar(fraction: float, width: int) -> str:
 
 
 def _header(doc: Mapping[str, Any]) -> Text:
-    ok = is_healthy(doc)
+    ok = hf.is_healthy(doc)
     line = Text()
     line.append(f"{'✔' if ok else '✖'} ", style="bold green" if ok else "bold red")
     line.append(clean(doc.get("table")), style="bold")
     line.append(" — ")
-    line.append(status_words(doc), style="green" if ok else "bold red")
-    facts = [clean(doc.get("location")), f"format v{fmt_count(doc.get('format_version'))}"]
+    line.append(hf.status_words(doc), style="green" if ok else "bold red")
+    facts = [clean(doc.get("location")), f"format v{hf.fmt_count(doc.get('format_version'))}"]
     if doc.get("checked_at_ms") is not None:
-        facts.append(f"checked {fmt_time(doc.get('checked_at_ms'))} UTC")
+        facts.append(f"checked {hf.fmt_time(doc.get('checked_at_ms'))} UTC")
     line.append("\n" + " · ".join(facts), style="dim")
     return line
 
@@ -93,13 +66,13 @@ def _figures(doc: Mapping[str, Any]) -> Table:
     grid = Table.grid(padding=(0, 2))
     grid.add_column(no_wrap=True, style="bold")
     grid.add_column(overflow="fold")
-    for title, rows in key_figures(doc):
+    for title, rows in hf.key_figures(doc):
         grid.add_row(title, " · ".join(f"{label} {clean(text)}" for label, text in rows))
     return grid
 
 
 def _checks(doc: Mapping[str, Any]) -> Table | Text:
-    items = checks(doc)
+    items = hf.checks(doc)
     if not items:
         return Text("No checks in this document.", style="dim")
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, expand=False)
@@ -111,49 +84,49 @@ def _checks(doc: Mapping[str, Any]) -> Table | Text:
     for c in items:
         crossed = bool(c.get("crossed"))
         table.add_row(Text("✖ crossed", style="bold red") if crossed else Text("✔ ok", style="green"),
-                      clean(c.get("title") or c.get("id")), fmt_value(c.get("value"), c.get("unit")),
-                      fmt_threshold(c), clean(c.get("recommendation") or "–"))
+                      clean(c.get("title") or c.get("id")), hf.fmt_value(c.get("value"), c.get("unit")),
+                      hf.fmt_threshold(c), clean(c.get("recommendation") or "–"))
     return table
 
 
 def _histogram_lines(doc: Mapping[str, Any], width: int) -> Iterator[Text]:
     """One line per size range with a bar of its file count; a dashed line where the target falls."""
-    bins = histogram(doc)
-    counts = [bin_count(b) for b in bins]
-    target = section(doc, "data_files").get("target_file_size_bytes")
+    bins = hf.histogram(doc)
+    counts = [hf.bin_count(b) for b in bins]
+    target = hf.section(doc, "data_files").get("target_file_size_bytes")
     yield Text("Data file sizes", style="bold")
     if not bins or max(counts) == 0:
         yield Text("  no data files", style="dim")
         return
-    pos = target_position(bins, target)
+    pos = hf.target_position(bins, target)
     # Show from the first to the last non-empty range, stretched to the target: the gap between the
     # files and the target is what the chart is for.
     used = [i for i, n in enumerate(counts) if n]
     first, last = used[0], used[-1]
     if pos is not None:
         first, last = min(first, min(int(pos), len(bins) - 1)), max(last, min(int(pos), len(bins) - 1))
-    labels = {i: bin_label(bins[i]) for i in range(first, last + 1)}
+    labels = {i: hf.bin_label(bins[i]) for i in range(first, last + 1)}
     label_w = max(len(s) for s in labels.values())
-    count_w = max(len(fmt_count(n)) for n in counts)
-    inside = f"  ◂ target {fmt_bytes(target)} in this range"
+    count_w = max(len(hf.fmt_count(n)) for n in counts)
+    inside = f"  ◂ target {hf.fmt_bytes(target)} in this range"
     reserve = len(inside) if pos is not None and pos != int(pos) else 0
     bar_w = max(10, width - label_w - count_w - 14 - reserve)
     top = max(counts)
-    marker = Text(f"  {' ' * label_w} ┄┄┄ target file size {fmt_bytes(target)} ┄┄┄", style="bold")
+    marker = Text(f"  {' ' * label_w} ┄┄┄ target file size {hf.fmt_bytes(target)} ┄┄┄", style="bold")
     for i in range(first, last + 1):
         if pos is not None and pos == i:  # the target is this range's lower bound
             yield marker
-        small = bin_is_small(bins[i], target)
+        small = hf.bin_is_small(bins[i], target)
         line = Text(f"  {labels[i]:>{label_w}} │")
         line.append(f"{bar(counts[i] / top, bar_w):<{bar_w}}", style="yellow" if small else "blue")
-        line.append(f" {fmt_count(counts[i]):>{count_w}}")
+        line.append(f" {hf.fmt_count(counts[i]):>{count_w}}")
         line.append(" small" if small else "      ", style="yellow")
         if pos is not None and i < pos < i + 1:
             line.append(inside, style="bold")
         yield line
     if pos is not None and pos >= last + 1:
         yield marker
-    yield Text(f"  {' ' * label_w}   files per size range; small files: {small_words(doc)}", style="dim")
+    yield Text(f"  {' ' * label_w}   files per size range; small files: {hf.small_words(doc)}", style="dim")
 
 
 def _allocate(stack: dict[str, int], cells: int) -> list[str]:
@@ -171,21 +144,21 @@ def _allocate(stack: dict[str, int], cells: int) -> list[str]:
 
 def _timeline_lines(doc: Mapping[str, Any], width: int) -> Iterator[Text]:
     """Snapshots per period as vertical bars stacked by operation, one glyph per operation."""
-    buckets = timeline(doc)
-    stacks = [bucket_operations(b) for b in buckets]
+    buckets = hf.timeline(doc)
+    stacks = [hf.bucket_operations(b) for b in buckets]
     totals = [sum(s.values()) for s in stacks]
     yield Text("Snapshots over time", style="bold")
     if not buckets or max(totals) == 0:
         yield Text("  no snapshots", style="dim")
         return
     top = max(totals)
-    label_w = len(fmt_count(top)) + 2
+    label_w = len(hf.fmt_count(top)) + 2
     col_w = max(1, min(6, (width - label_w - 2) // len(buckets)))
     plot_w = col_w * len(buckets)
     columns = [_allocate(s, max(1, round(t / top * CHART_ROWS))) if t else [] for s, t in zip(stacks, totals,
                                                                                              strict=True)]
     for row in range(CHART_ROWS - 1, -1, -1):
-        label = fmt_count(top) if row == CHART_ROWS - 1 else ("0" if row == 0 else "")
+        label = hf.fmt_count(top) if row == CHART_ROWS - 1 else ("0" if row == 0 else "")
         line = Text(f"{label:>{label_w - 1}} │")
         for cells in columns:
             if row < len(cells):
@@ -196,20 +169,20 @@ def _timeline_lines(doc: Mapping[str, Any], width: int) -> Iterator[Text]:
                 line.append(" " * col_w)
         yield line
     yield Text(" " * label_w + "└" + "─" * plot_w)
-    span = timeline_span(buckets)
-    start, end = fmt_axis_time(buckets[0].get("start_ms"), span), fmt_axis_time(buckets[-1].get("end_ms"), span)
+    span = hf.timeline_span(buckets)
+    start, end = hf.fmt_axis_time(buckets[0].get("start_ms"), span), hf.fmt_axis_time(buckets[-1].get("end_ms"), span)
     gap = max(1, plot_w - len(start) - len(end))
     yield Text(" " * (label_w + 1) + start + " " * gap + end, style="dim")
     legend = Text(" " * (label_w + 1))
-    for op, n in operations_used(buckets).items():
+    for op, n in hf.operations_used(buckets).items():
         legend.append(GLYPHS[op], style=STYLES[op])
-        legend.append(f" {op} {fmt_count(n)}   ")
+        legend.append(f" {op} {hf.fmt_count(n)}   ")
     legend.append(f"({len(buckets)} periods)", style="dim")
     yield legend
 
 
 def _recommendations(doc: Mapping[str, Any]) -> Iterator[Text]:
-    recs = recommendations(doc)
+    recs = hf.recommendations(doc)
     yield Text("Recommendations", style="bold")
     if not recs:
         yield Text("  nothing to run", style="dim")
@@ -218,13 +191,13 @@ def _recommendations(doc: Mapping[str, Any]) -> Iterator[Text]:
 
 
 def _extras(doc: Mapping[str, Any]) -> Iterator[Text]:
-    parts = top_delete_partitions(doc)
+    parts = hf.top_delete_partitions(doc)
     if parts:
         yield Text("Partitions with the most deletes", style="bold")
         for p in parts:
-            yield Text(f"  {clean(fmt_partition(p.get('partition')))}: {fmt_count(p.get('delete_files'))} "
-                       f"delete files, {fmt_count(p.get('delete_records'))} deleted records")
-    sample = orphan_sample(doc)
+            yield Text(f"  {clean(hf.fmt_partition(p.get('partition')))}: {hf.fmt_count(p.get('delete_files'))} "
+                       f"delete files, {hf.fmt_count(p.get('delete_records'))} deleted records")
+    sample = hf.orphan_sample(doc)
     if sample:
         yield Text("Orphan file candidates (sample)", style="bold")
         for s in sample:
