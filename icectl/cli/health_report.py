@@ -14,6 +14,7 @@ from typing import Any
 
 from rich import box
 from rich.console import Console, ConsoleOptions, Group, RenderableType
+from rich.constrain import Constrain
 from rich.table import Table
 from rich.text import Text
 
@@ -211,8 +212,13 @@ class HealthReport:
         self.doc = doc
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> Iterator[RenderableType]:
-        doc = self.doc
+        # At most 120 columns, also where the console is wider (piped output is 400 wide): a report
+        # is read, and its tables should wrap a long command rather than stretch.
         width = min(options.max_width, MAX_WIDTH)
+        yield Constrain(Group(*self._parts(width)), width)
+
+    def _parts(self, width: int) -> Iterator[RenderableType]:
+        doc = self.doc
         yield _header(doc)
         if doc.get("error") is not None:
             yield Text(clean(doc.get("error")), style="red")

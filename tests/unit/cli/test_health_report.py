@@ -113,6 +113,14 @@ def test_snapshots_over_time_are_bars_per_period_with_a_legend(width: int) -> No
         assert part in legend
 
 
+def test_a_wider_console_still_gets_at_most_120_columns() -> None:
+    """Piped output is drawn 400 wide; the report stays readable (a long command wraps in its cell)."""
+    doc = unhealthy_doc("db." + "very_long_table_name_" * 4)
+    lines = _draw(doc, 400)
+    assert max(cell_len(line) for line in lines) <= 120
+    assert any(f"icectl compact {doc['table']}" in line for line in lines)  # the recommendations list keeps it whole
+
+
 def test_empty_table_says_there_is_nothing_to_draw() -> None:
     text = "\n".join(_draw(empty_doc(), 100))
     assert "Data file sizes\n  no data files" in text and "Snapshots over time\n  no snapshots" in text
