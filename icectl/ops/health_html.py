@@ -207,14 +207,15 @@ def _orphans(doc: Mapping[str, Any]) -> str:
 
 
 def table_section(doc: Mapping[str, Any], i: int) -> str:
-    """One table's report: status, key figures, checks, recommendations, charts."""
+    """One table's report: status, key figures, charts, checks, recommendations."""
     head = (f'<div class="head"><h2>{e(doc.get("table"))}</h2>{_badge(doc)}</div>'
             f'<div class="muted mono">{e(doc.get("location"))}</div>')
     if doc.get("error") is not None:
         body = f'<p class="error">{e(doc.get("error"))}</p>'
     else:
-        body = (f"{_figures(doc)}<h3>Checks</h3>{_checks_table(doc)}<h3>Recommendations</h3>{_recommendations(doc)}"
-                f'<h3>Charts</h3><div class="charts">{_histogram_figure(doc)}{_timeline_figure(doc)}</div>'
+        # the pictures first, for people who would rather look than read; then the checks in words
+        body = (f'{_figures(doc)}<h3>Charts</h3><div class="charts">{_histogram_figure(doc)}{_timeline_figure(doc)}'
+                f"</div><h3>Checks</h3>{_checks_table(doc)}<h3>Recommendations</h3>{_recommendations(doc)}"
                 f"{_delete_partitions(doc)}{_orphans(doc)}")
     return f'<section class="table-report" id="{_anchor(i)}">{head}{body}</section>'
 
