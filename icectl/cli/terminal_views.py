@@ -17,6 +17,7 @@ from typing import Any
 REPORTS: dict[str, str] = {
     "validate": "icectl.cli.summaries:validate_report",
     "expire_snapshots": "icectl.cli.summaries:expire_report",
+    "health": "icectl.cli.health_report:health_report",
 }
 
 # view -> "icectl.cli.module:function(result) -> str": one line per table of an --all run
