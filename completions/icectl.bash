@@ -335,7 +335,7 @@ _icectl() {
             fi ;;
         "health")
             if [[ "$cur" == -* ]]; then
-                COMPREPLY=($(compgen -W "--all --catalog -c --orphans --prometheus --html --json --help -h" -- "$cur"))
+                COMPREPLY=($(compgen -W "--all --catalog -c --orphans --prometheus --html --json --no-pager --help -h" -- "$cur"))
             else
                 _icectl_dynamic
             fi ;;
@@ -539,7 +539,7 @@ _icectl() {
             fi ;;
         "validate")
             if [[ "$cur" == -* ]]; then
-                COMPREPLY=($(compgen -W "--all-snapshots --deep --rule --skip --verbose -v --list-rules --json --help -h" -- "$cur"))
+                COMPREPLY=($(compgen -W "--all-snapshots --deep --rule --skip --verbose -v --list-rules --json --no-pager --help -h" -- "$cur"))
             else
                 _icectl_dynamic
             fi ;;

@@ -43,8 +43,11 @@ def command(group: typer.Typer, name: str, *, view: bool | str = False, **kwargs
                 options = view_options.from_params(given, as_json) if view else None
                 if state.no_cache:  # --no-cache (the root callback only notes it: --help loads no table layer)
                     manifest_cache.set_cache_enabled(False)
-                with progress.reporting(_terminal_reporter()):
+                reporter = _terminal_reporter()
+                with progress.reporting(reporter):
                     result = fn(*args, **kw)
+                    if reporter is not None and sys.stdout.isatty():
+                        reporter.quiet_down()
                     for warning in getattr(result, "warnings", ()):  # stderr: --json keeps stdout one document
                         print_error(f"icectl: warning: {warning}")
                     if result is not None:
@@ -88,6 +91,13 @@ class _RichReporter:
     def __init__(self) -> None:
         self.progress: Any = None  # made on the first task: rich.progress costs 25 ms to import
         self.active = 0
+        self.quiet = False  # set once the result is printed: bars and the result must not share lines
+
+    def quiet_down(self) -> None:
+        """Clear the bars before the result goes to the same terminal; later tasks draw none."""
+        self.quiet = True
+        if self.progress is not None and self.active:
+            self.progress.stop()
 
     def start(self, description: str, total: int | None) -> object:
         if self.progress is None:
@@ -95,7 +105,7 @@ class _RichReporter:
 
             self.progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                                      TimeElapsedColumn(), console=stderr_console(), transient=True)
-        if self.active == 0:
+        if self.active == 0 and not self.quiet:
             self.progress.start()
         self.active += 1
         return self.progress.add_task(description, total=total)
@@ -106,7 +116,7 @@ class _RichReporter:
     def finish(self, handle: object) -> None:
         self.progress.remove_task(handle)  # type: ignore[arg-type]
         self.active -= 1
-        if self.active == 0:
+        if self.active == 0 and not self.quiet:
             self.progress.stop()
 
 

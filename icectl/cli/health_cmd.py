@@ -23,7 +23,7 @@ from icectl.table import load_table
 
 
 def register(app: typer.Typer) -> None:
-    @command(app, "health")
+    @command(app, "health", view="document")
     def health_cmd(
         table: TableOrNamespaceArg = None,
         all_tables: AllTablesOpt = False,

@@ -5,7 +5,6 @@ without --no-pager; piped output is plain text."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import re
@@ -16,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from support.appends import build_appends
 
 ROOT = Path(__file__).resolve().parents[2]
 N = 200
@@ -26,15 +26,9 @@ pytestmark = pytest.mark.skipif(shutil.which("script") is None, reason="needs ut
 
 @pytest.fixture(scope="module")
 def table(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """200 one-file appends written with icectl's core (benchmarks/bench_expire.py), ~2 s."""
-    spec = importlib.util.spec_from_file_location("bench_expire", ROOT / "benchmarks" / "bench_expire.py")
-    assert spec and spec.loader
-    bench = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("bench_expire", bench)  # its dataclasses look their module up
-    spec.loader.exec_module(sys.modules["bench_expire"])
-    bench = sys.modules["bench_expire"]
+    """200 one-file appends written with icectl's core (support.appends), well under a second."""
     path = tmp_path_factory.mktemp("views") / "t"
-    bench.build_icectl(path, N)
+    build_appends(path, N, step_ms=60_000)
     return path
 
 
@@ -91,3 +85,16 @@ def test_pager_only_on_a_tall_terminal(table: Path, tmp_path: Path) -> None:
                              "snapshot_id,manifest_list", "--limit", "2"], capture_output=True, text=True,
                             env=env(COLUMNS="40"), check=True).stdout.splitlines()
     assert len(chosen) == 3 and all(str(table) + "/metadata/snap-" in line for line in chosen[1:])  # absolute, whole
+
+
+def test_progress_bars_are_cleared_before_the_result_is_printed(table: Path) -> None:
+    # The bars (stderr) and the result (stdout) share the terminal: a bar left standing would put the
+    # report's first line after "reading manifests ━━━ 0/200 0:00:00".
+    cmd = f"stty cols 120 rows 50; {shlex.quote(sys.executable)} -m icectl health {shlex.quote(str(table))} --no-pager"
+    run = subprocess.run(["script", "-qec", cmd, "/dev/null"], capture_output=True, text=True, timeout=120,
+                         env=env(), stdin=subprocess.DEVNULL)
+    assert run.returncode == 7, run.stdout  # 200 tiny manifests and files: checks crossed
+    segments = [ANSI.sub("", s) for s in re.split(r"[\r\n]", run.stdout)]
+    assert any("reading manifests" in s for s in segments)  # the bar was drawn ...
+    header = [s for s in segments if "needs attention" in s]
+    assert header and all(s.startswith("✖") for s in header), header  # ... and gone before the report
