@@ -86,15 +86,3 @@ def test_pager_only_on_a_tall_terminal(table: Path, tmp_path: Path) -> None:
                             env=env(COLUMNS="40"), check=True).stdout.splitlines()
     assert len(chosen) == 3 and all(str(table) + "/metadata/snap-" in line for line in chosen[1:])  # absolute, whole
 
-
-def test_progress_bars_are_cleared_before_the_result_is_printed(table: Path) -> None:
-    # The bars (stderr) and the result (stdout) share the terminal: a bar left standing would put the
-    # report's first line after "reading manifests ━━━ 0/200 0:00:00".
-    cmd = f"stty cols 120 rows 50; {shlex.quote(sys.executable)} -m icectl health {shlex.quote(str(table))} --no-pager"
-    run = subprocess.run(["script", "-qec", cmd, "/dev/null"], capture_output=True, text=True, timeout=120,
-                         env=env(), stdin=subprocess.DEVNULL)
-    assert run.returncode == 7, run.stdout  # 200 tiny manifests and files: checks crossed
-    segments = [ANSI.sub("", s) for s in re.split(r"[\r\n]", run.stdout)]
-    assert any("reading manifests" in s for s in segments)  # the bar was drawn ...
-    header = [s for s in segments if "needs attention" in s]
-    assert header and all(s.startswith("✖") for s in header), header  # ... and gone before the report
