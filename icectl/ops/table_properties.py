@@ -21,8 +21,9 @@ from typing import Any
 from icectl.errors import CorruptInputError, UsageError
 from icectl.ops.admin_results import PropertiesChangeResult, PropertyChange
 from icectl.ops.results import NEXT_METADATA
-from icectl.results import RowsResult
+from icectl.results import Column, RowsResult
 from icectl.spec import name_mapping
+from icectl.spec.durations import human_duration
 from icectl.spec.metadata import TableMetadata
 from icectl.spec.properties import (
     DEFAULT_NAME_MAPPING,
@@ -163,7 +164,17 @@ def list_properties(table: Table, *, with_defaults: bool = False) -> RowsResult:
     title = f"Properties of {table.identifier}" + (" (with icectl's defaults)" if with_defaults else "")
     return RowsResult("properties", title, ["key", "value", "source"],
                       property_rows(table.metadata, with_defaults=with_defaults),
-                      {"table": table.identifier, "metadata_location": table.metadata_location})
+                      {"table": table.identifier, "metadata_location": table.metadata_location},
+                      column_info={"value": Column("text"), "as duration": Column("text", value=_as_duration)},
+                      terminal_columns=["key", "value", "as duration", "source"])
+
+
+def _as_duration(row: dict[str, Any]) -> str:
+    """A ``*-ms`` property's value as people read it on a terminal (``432000000`` -> ``5d``)."""
+    value = str(row.get("value", ""))
+    if not row.get("key", "").endswith("-ms") or not value.isdigit():
+        return ""
+    return human_duration(int(value))
 
 
 __all__ = ["check_value", "list_properties", "parse_assignments", "property_rows", "set_properties",

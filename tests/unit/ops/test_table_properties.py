@@ -14,6 +14,7 @@ from icectl.ops.table_properties import (
     set_properties,
     unset_properties,
 )
+from icectl.ops.row_query import value_of
 from icectl.table import load_table
 from unit.ops.test_refs import table_dir, versions  # noqa: F401  (table_dir is a fixture)
 
@@ -134,3 +135,13 @@ def test_write_metadata_path_is_refused_by_a_file_system_table(table_dir: Path) 
     with pytest.raises(RefusedError, match="file-system tables cannot relocate metadata"):
         set_properties(load_table(str(table_dir)), {"write.metadata.path": f"{table_dir}/meta2"})
     assert versions(table_dir) == n
+
+
+def test_a_terminal_reads_millisecond_properties_as_durations(table_dir: Path) -> None:  # noqa: F811
+    table = load_table(str(table_dir))
+    result = list_properties(table, with_defaults=True)
+    shown = {row["key"]: value_of(result, row, "as duration") for row in result.rows}
+    assert shown["history.expire.max-snapshot-age-ms"] == "5d"  # 432000000
+    assert shown["history.expire.max-ref-age-ms"] == "forever"  # Long.MAX_VALUE
+    assert shown["commit.retry.num-retries"] == ""  # not a duration
+    assert "as duration" in result.default_columns() and "as duration" not in result.columns  # terminal only
