@@ -13,6 +13,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from support.appends import build_appends
@@ -86,3 +87,18 @@ def test_pager_only_on_a_tall_terminal(table: Path, tmp_path: Path) -> None:
                             env=env(COLUMNS="40"), check=True).stdout.splitlines()
     assert len(chosen) == 3 and all(str(table) + "/metadata/snap-" in line for line in chosen[1:])  # absolute, whole
 
+
+
+def test_spark_200_appends_one_line_per_snapshot_at_120_columns(spark_tables: Any) -> None:
+    # The table: Spark's 200 single-row INSERTs (built once per session; the compaction
+    # interop test works on a clone of the same fixture).
+    location = spark_tables["many_appends"].location
+    ids = snapshot_ids(location)
+    assert len(ids) == 200
+    lines = [line for line in on_terminal(["inspect", "snapshots", str(location), "--no-pager"], 120, 50) if line]
+    assert max(len(line) for line in lines) <= 120
+    rows = [line for line in lines if re.match(r"\d{4}-\d\d-\d\d ", line)]
+    assert len(rows) == len(ids)
+    for snapshot_id, line in zip(ids, rows, strict=True):
+        assert re.search(rf"(?<!\d){snapshot_id}(?!\d)", line), (snapshot_id, line)
+    assert len(lines) - len(ids) <= 6, lines[:8]

@@ -85,7 +85,9 @@ def test_random_history_with_compaction(tmp_path_factory: pytest.TempPathFactory
     run_history(tmp_path_factory, steps)
 
 
-@settings(max_examples=2, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+# One example of 150-200 commits takes ~28 s on 2 cores; CI runs one (derandomized), locally two.
+@settings(max_examples=1 if os.environ.get("CI") else 2, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(steps=st.lists(STEP, min_size=150, max_size=200))
 def test_long_random_history_with_compaction(tmp_path_factory: pytest.TempPathFactory,
                                              steps: list[tuple[str, str, int, int]]) -> None:
