@@ -15,6 +15,7 @@ from typing import Any
 
 from icectl.config import parse_size
 from icectl.errors import CorruptInputError
+from icectl.ops.health_format import fmt_bytes
 from icectl.ops.health_results import HealthCheck
 from icectl.spec.metadata import TableMetadata
 from icectl.spec.properties import MANIFEST_TARGET_SIZE_BYTES, METADATA_PREVIOUS_VERSIONS_MAX, IntProperty
@@ -175,10 +176,6 @@ def _pct(x: float) -> str:
     return f"{x:.0%}" if x >= 0.01 or x == 0 else f"{x:.2%}"
 
 
-def _mib(n: float) -> str:
-    return f"{n / 1024 / 1024:.1f} MiB"
-
-
 def evaluate(doc: dict[str, Any], th: Mapping[str, float | int], cmd: Commands) -> list[HealthCheck]:
     """The checks of one table's figures (the health document's sections) against ``th``."""
     snaps, meta, mans = doc["snapshots"], doc["metadata_files"], doc["manifests"]
@@ -207,13 +204,13 @@ def evaluate(doc: dict[str, Any], th: Mapping[str, float | int], cmd: Commands) 
                f"{mans['mergeable_count']}", compact),
         _check("manifests.small", "Small manifests", "bytes", mans["mean_bytes"], "<",
                th["small-manifests-mean-bytes"],
-               f"{mans['count']} manifests averaging {_mib(mans['mean_bytes'] or 0)} (threshold: at least "
-               f"{th['small-manifests-count']} averaging under {_mib(th['small-manifests-mean-bytes'])})",
+               f"{mans['count']} manifests averaging {fmt_bytes(mans['mean_bytes'] or 0)} (threshold: at least "
+               f"{th['small-manifests-count']} averaging under {fmt_bytes(th['small-manifests-mean-bytes'])})",
                compact, applies=mans["count"] >= th["small-manifests-count"]),
         _check("data_files.small", "Small data files", "ratio", data["small_file_ratio"], ">",
                th["small-file-ratio"],
                f"{data['small_file_count']} of {data['count']} data files ({_pct(data['small_file_ratio'])}) are "
-               f"under {_mib(data['small_file_bytes'])} (threshold: more than {_pct(th['small-file-ratio'])} "
+               f"under {fmt_bytes(data['small_file_bytes'])} (threshold: more than {_pct(th['small-file-ratio'])} "
                f"and at least {th['small-file-count']})",
                cmd.spark("rewrite_data_files"), applies=data["small_file_count"] >= th["small-file-count"]),
         _check("delete_files.deleted_rows", "Deleted rows", "ratio", dels["deleted_row_ratio"], ">=",
