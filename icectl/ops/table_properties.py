@@ -20,6 +20,7 @@ from typing import Any
 
 from icectl.errors import CorruptInputError, UsageError
 from icectl.ops.admin_results import PropertiesChangeResult, PropertyChange
+from icectl.ops.health_format import fmt_bytes
 from icectl.ops.results import NEXT_METADATA
 from icectl.results import Column, RowsResult
 from icectl.spec import name_mapping
@@ -165,16 +166,19 @@ def list_properties(table: Table, *, with_defaults: bool = False) -> RowsResult:
     return RowsResult("properties", title, ["key", "value", "source"],
                       property_rows(table.metadata, with_defaults=with_defaults),
                       {"table": table.identifier, "metadata_location": table.metadata_location},
-                      column_info={"value": Column("text"), "as duration": Column("text", value=_as_duration)},
-                      terminal_columns=["key", "value", "as duration", "source"])
+                      column_info={"value": Column("text"), "reads as": Column("text", value=_reads_as)},
+                      terminal_columns=["key", "value", "reads as", "source"])
 
 
-def _as_duration(row: dict[str, Any]) -> str:
-    """A ``*-ms`` property's value as people read it on a terminal (``432000000`` -> ``5d``)."""
-    value = str(row.get("value", ""))
-    if not row.get("key", "").endswith("-ms") or not value.isdigit():
+def _reads_as(row: dict[str, Any]) -> str:
+    """A ``*-ms`` or ``*-bytes`` property's value as people read it on a terminal (``432000000`` ->
+    ``5d``, ``8388608`` -> ``8 MiB``)."""
+    value, key = str(row.get("value", "")), str(row.get("key", ""))
+    if not value.isdigit():
         return ""
-    return human_duration(int(value))
+    if key.endswith("-ms"):
+        return human_duration(int(value))
+    return fmt_bytes(int(value)) if key.endswith("-bytes") else ""
 
 
 __all__ = ["check_value", "list_properties", "parse_assignments", "property_rows", "set_properties",

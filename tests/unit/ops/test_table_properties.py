@@ -137,11 +137,12 @@ def test_write_metadata_path_is_refused_by_a_file_system_table(table_dir: Path) 
     assert versions(table_dir) == n
 
 
-def test_a_terminal_reads_millisecond_properties_as_durations(table_dir: Path) -> None:  # noqa: F811
+def test_a_terminal_reads_durations_and_sizes(table_dir: Path) -> None:  # noqa: F811
     table = load_table(str(table_dir))
     result = list_properties(table, with_defaults=True)
-    shown = {row["key"]: value_of(result, row, "as duration") for row in result.rows}
+    shown = {row["key"]: value_of(result, row, "reads as") for row in result.rows}
     assert shown["history.expire.max-snapshot-age-ms"] == "5d"  # 432000000
     assert shown["history.expire.max-ref-age-ms"] == "forever"  # Long.MAX_VALUE
-    assert shown["commit.retry.num-retries"] == ""  # not a duration
-    assert "as duration" in result.default_columns() and "as duration" not in result.columns  # terminal only
+    assert shown["commit.manifest.target-size-bytes"] == "8 MiB"  # 8388608
+    assert shown["commit.retry.num-retries"] == ""  # neither
+    assert "reads as" in result.default_columns() and "reads as" not in result.columns  # terminal only
