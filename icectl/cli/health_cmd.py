@@ -12,7 +12,7 @@ from icectl.cli.catalog_cmd import CatalogOpt
 from icectl.cli.each_table import each_table
 from icectl.cli.framework import command, load_config_and_io
 from icectl.cli.options import AllTablesOpt, JsonOpt, TableOrNamespaceArg
-from icectl.errors import UsageError
+from icectl.errors import NotFoundError, UsageError
 from icectl.ops.health import table_health
 from icectl.ops.health_checks import check_config
 from icectl.ops.health_html import health_html
@@ -70,8 +70,8 @@ class Outputs:
     """The files --prometheus and --html ask for, each replaced atomically (temp file, then rename)."""
 
     def __init__(self, prometheus: str | None, html: str | None) -> None:
-        self.prometheus = os.path.abspath(prometheus) if prometheus else None
-        self.html = os.path.abspath(html) if html else None
+        self.prometheus = _output_path(prometheus, "--prometheus")
+        self.html = _output_path(html, "--html")
 
     def write(self, docs: list[dict[str, Any]]) -> None:
         texts = []  # every text is made before any file is written
@@ -82,6 +82,20 @@ class Outputs:
         io = FileIO()
         for path, text in texts:
             io.write_atomic(path, text.encode())
+
+
+def _output_path(path: str | None, option: str) -> str | None:
+    """``path`` made absolute, checked before any table is read: its folder must exist (a mistyped
+    node_exporter folder is an error, not a new folder nobody reads)."""
+    if not path:
+        return None
+    full = os.path.abspath(path)
+    if not os.path.isdir(os.path.dirname(full)):
+        raise NotFoundError(f"{option} {path}: folder {os.path.dirname(full)} does not exist",
+                            hint="create it, or give a file in an existing folder")
+    if os.path.isdir(full):
+        raise UsageError(f"{option} {path} is a folder; give a file name")
+    return full
 
 
 def one_line(result: Any) -> str:

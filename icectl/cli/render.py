@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import datetime
 import decimal
+import itertools
 import json
 import sys
 import uuid
-from typing import TYPE_CHECKING, Any, TextIO
+from collections.abc import Iterable, Iterator
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
 from icectl.cli.formats import OutputFormat, ViewOptions, terminal_table, write_csv, write_jsonl, write_plain, write_tsv
 from icectl.cli.human import human_document
@@ -16,6 +19,8 @@ from icectl.cli.pager import page
 from icectl.cli.terminal_views import one_line_renderer, report_renderer
 from icectl.ops.row_query import apply_query
 from icectl.results import MessageResult, MultiResult, Result, RowsResult
+
+_T = TypeVar("_T")
 
 # rich is imported where a view is drawn: `--json` and `--help` never load it, and a document
 # (`inspect table`) loads the tree but not the table module.
@@ -81,6 +86,8 @@ def render(result: Result | MultiResult, *, as_json: bool, out: TextIO | None = 
     fmt = OutputFormat.JSON if as_json else (options.format if options else OutputFormat.TABLE)
     if isinstance(result, RowsResult) and options is not None:
         result = apply_query(result, options.query)
+    if isinstance(result, RowsResult) and result.json_text is None:
+        result = replace(result, rows=_first_read(result.rows))
     if fmt == OutputFormat.JSON:
         _render_json(result, out)
         return
@@ -123,10 +130,11 @@ def render(result: Result | MultiResult, *, as_json: bool, out: TextIO | None = 
 def _render_json(result: Result, out: TextIO) -> None:
     if isinstance(result, RowsResult):
         # Stream the rows array so a view of a million files never sits in memory as text.
+        chunks = _first_read((to_json(row) for row in result.rows) if result.json_text is None
+                             else result.json_text(to_json))
         head = result.json_head()
         out.write(to_json(head)[:-1] + (", " if head else "") + '"rows": [')
         first = True
-        chunks = (to_json(row) for row in result.rows) if result.json_text is None else result.json_text(to_json)
         for chunk in chunks:
             if chunk:  # a chunk holds one row or, from json_text, several
                 out.write(("" if first else ",\n") + chunk)
@@ -135,6 +143,14 @@ def _render_json(result: Result, out: TextIO) -> None:
     else:
         out.write(to_json(result.to_json()) + "\n")
     out.flush()
+
+
+def _first_read(items: Iterable[_T]) -> Iterator[_T]:
+    """``items`` with the first one read now, before a byte is written: an error met on the way to it
+    (a damaged first manifest, a --where that cannot compare) leaves stdout empty, not half a document."""
+    it = iter(items)
+    first = list(itertools.islice(it, 1))
+    return itertools.chain(first, it)
 
 
 def rows_table(result: RowsResult) -> Group:

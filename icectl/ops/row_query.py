@@ -59,6 +59,9 @@ def parse_where(text: str) -> list[Condition]:
             raise UsageError(f"--where {text!r}: cannot read {part.strip()!r} "
                              f"(expected NAME OP VALUE with OP one of {', '.join(_OPS)}, joined by 'and')")
         literal = m.group(3)
+        if literal[0] in "<>=!":  # "record_count>>3", "a==b": an operator typed twice
+            raise UsageError(f"--where {text!r}: cannot read {part.strip()!r} (one operator, then the value; "
+                             "quote a value that starts with one of < > = !)")
         if len(literal) >= 2 and literal[0] == literal[-1] and literal[0] in "'\"":
             literal = literal[1:-1]
         out.append(Condition(m.group(1), m.group(2), literal))
@@ -146,6 +149,8 @@ def matches(result: RowsResult, row: dict[str, Any], cond: Condition) -> bool:
     number = _number(cond.literal)
     if isinstance(value, int | float) and number is not None:
         return _compare(value, cond.op, number)
+    if isinstance(value, int | float):  # else 5 would compare with "abc" as text, and quietly match nothing
+        raise UsageError(f"--where: {cond.name} is a number; {cond.literal!r} is not")
     if isinstance(value, str) and number is not None and (n := _number(value)) is not None:
         return _compare(n, cond.op, number)  # a summary figure ("123") compares as a number
     text = value if isinstance(value, str) else str(value)

@@ -106,6 +106,14 @@ def test_a_fresh_table_is_healthy(wh: Path) -> None:
     assert doc["snapshots"]["count"] == 1 and doc["data_files"]["count"] == 1 and not crossed(doc)
 
 
+def test_an_output_file_in_a_missing_folder_or_a_folder_is_refused_before_any_work(wh: Path, tmp_path: Path) -> None:
+    code, out, err = run(wh, "health", "db.fresh", "--prometheus", str(tmp_path / "nope" / "icectl.prom"))
+    assert code == ExitCode.NOT_FOUND and out == "" and err.count("\n") == 1 and "does not exist" in err
+    assert not (tmp_path / "nope").exists()  # not made: a mistyped textfile folder must not look fine
+    code, out, err = run(wh, "health", "db.fresh", "--html", str(tmp_path))
+    assert code == ExitCode.USAGE and out == "" and "is a folder" in err
+
+
 def test_all_tables_one_line_each_and_the_worst_exit_code(wh: Path, tmp_path: Path) -> None:
     prom = tmp_path / "all.prom"
     code, out, err = run(wh, "health", "--all", "--json", "--prometheus", str(prom))

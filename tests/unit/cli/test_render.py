@@ -10,7 +10,9 @@ from typing import Any
 
 import pytest
 
+from icectl.cli.formats import OutputFormat, ViewOptions
 from icectl.cli.render import render, to_json
+from icectl.errors import CorruptInputError
 from icectl.ops.results import (
     CatalogMeta,
     CreateResult,
@@ -24,6 +26,7 @@ from icectl.ops.results import (
     UpgradeBranch,
     UpgradeResult,
 )
+from icectl.ops.row_query import RowQuery
 from icectl.results import MultiResult, RowsResult, TableFailure
 from icectl.validate import RuleCount, ValidateSummary
 
@@ -123,3 +126,19 @@ def test_terminal_message() -> None:
     out = io.StringIO()
     render(RESULTS["namespace"], as_json=False, out=out)
     assert out.getvalue() == "created namespace db\n"
+
+
+@pytest.mark.parametrize("fmt", ["json", "jsonl", "csv", "tsv", "table"])
+def test_an_error_before_the_first_row_leaves_stdout_empty(fmt: str) -> None:
+    # A damaged first manifest, or a --where that cannot compare, fails while the rows are read:
+    # a script must not get half a JSON document (or a CSV header) and then exit non-zero.
+    def rows() -> Iterator[dict[str, Any]]:
+        raise CorruptInputError("manifest is damaged", path="m0.avro")
+        yield {}
+
+    out = io.StringIO()
+    result = RowsResult("files", "Files", ["a"], rows(), {"table": "t"})
+    with pytest.raises(CorruptInputError):
+        render(result, as_json=fmt == "json", out=out,
+               options=ViewOptions(query=RowQuery(), format=OutputFormat(fmt), pager=False))
+    assert out.getvalue() == ""

@@ -87,10 +87,17 @@ def test_unknown_column_is_a_usage_error_naming_the_known_ones(kwargs: dict[str,
     assert "'nope'" in e.value.message and "record_count" in e.value.message and "ts_day" in e.value.message
 
 
-@pytest.mark.parametrize("text", ["content", "a=", "=1", "a=1 and", "a ~ 1"])
+@pytest.mark.parametrize("text", ["content", "a=", "=1", "a=1 and", "a ~ 1", "a>>3", "a==1", "a<=>1"])
 def test_malformed_where(text: str) -> None:
     with pytest.raises(UsageError):
         parse_where(text)
+
+
+def test_a_number_compared_with_text_is_a_usage_error() -> None:
+    # Compared as text, record_count>abc would quietly match nothing.
+    with pytest.raises(UsageError, match="record_count is a number; 'abc' is not"):
+        list(query_rows(view(), where="record_count>abc").rows)
+    assert paths(query_rows(view(), where="file_path='>x'")) == []  # quoted: a value that starts with '>'
 
 
 def test_parse() -> None:
