@@ -5,17 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from icectl.ops.health_format import fmt_bytes
 from icectl.results import Column
 from icectl.spec.durations import human_duration
-
-
-def human_bytes(n: int) -> str:
-    size = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(size) < 1024 or unit == "TiB":
-            return f"{int(size)} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    return f"{n} B"  # not reached
 
 
 def relative_path(path: str, location: str | None) -> str:
@@ -75,7 +67,7 @@ def show(value: Any, column: Column, location: str | None) -> str:
     if kind == "path" and isinstance(value, str):
         return relative_path(value, location)
     if kind in ("bytes", "duration") and (n := _int(value)) is not None:
-        return human_bytes(n) if kind == "bytes" else human_duration(n)
+        return fmt_bytes(n) if kind == "bytes" else human_duration(n)
     if kind == "timestamp" and isinstance(value, str):
         return short_timestamp(value)
     return text(value)
@@ -92,7 +84,7 @@ def human_document(value: Any, key: str = "") -> Any:
     if n is not None and key.endswith(("-ms", "_ms")):
         return f"{human_duration(n)} ({n})"
     if n is not None and key.endswith(("-size", "-bytes", "_bytes")):
-        return f"{human_bytes(n)} ({n})"
+        return f"{fmt_bytes(n)} ({n})"
     if isinstance(value, str) and key.endswith(("_updated", "_at", "timestamp")):
         return short_timestamp(value)
     return value

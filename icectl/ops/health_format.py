@@ -13,6 +13,8 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from icectl.spec.durations import human_duration
+
 MISSING = "–"
 _BYTE_UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB")
 
@@ -59,25 +61,12 @@ def fmt_bytes(value: Any) -> str:
 
 
 def fmt_duration(value: Any) -> str:
-    """Milliseconds as the two largest units: ``432000000`` -> ``5 d``, ``5400000`` -> ``1 h 30 min``."""
+    """Milliseconds as every view shows a duration (:func:`icectl.spec.durations.human_duration`:
+    ``432000000`` -> ``5d``, ``5400000`` -> ``1h 30m``)."""
     n = number(value)
     if n is None:
         return MISSING
-    ms = int(abs(n))
-    sign = "-" if n < 0 else ""
-    if ms < 1000:
-        return f"{sign}{ms} ms"
-    parts = []
-    rest = ms // 1000
-    for unit, size in (("d", 86400), ("h", 3600), ("min", 60), ("s", 1)):
-        if rest >= size:
-            parts.append(f"{rest // size} {unit}")
-            rest %= size
-        elif parts:
-            break  # "2 d 5 min" would skip a unit; stop at the first gap
-        if len(parts) == 2:
-            break
-    return sign + " ".join(parts)
+    return ("-" if n < 0 else "") + human_duration(int(abs(n)))
 
 
 def fmt_ratio(value: Any) -> str:

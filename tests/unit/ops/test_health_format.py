@@ -31,8 +31,8 @@ def test_bytes(value: object, text: str) -> None:
 
 
 @pytest.mark.parametrize(("value", "text"), [
-    (999, "999 ms"), (45_000, "45 s"), (5_400_000, "1 h 30 min"), (432_000_000, "5 d"),
-    (90_061_000, "1 d 1 h"), (86_400_000 + 60_000, "1 d"), (315_360_000_000, "3650 d"), (None, "–"),
+    (999, "999ms"), (45_000, "45s"), (5_400_000, "1h 30m"), (432_000_000, "5d"),
+    (90_061_000, "1d 1h"), (86_400_000 + 60_000, "1d 1m"), (315_360_000_000, "3650d"), (None, "–"),
 ])
 def test_duration(value: object, text: str) -> None:
     assert fmt_duration(value) == text
@@ -49,7 +49,7 @@ def test_values_by_unit_times_and_partitions() -> None:
     assert [fmt_value(600, "count"), fmt_value(8 << 20, "bytes"), fmt_value(0.25, "ratio"),
             fmt_value(7 * 86_400_000, "ms"), fmt_value(None, "count"), fmt_value(True, "count"),
             fmt_value("v3", "count")] == [
-        "600", "8 MiB", "25%", "7 d", "–", "yes", "v3"]
+        "600", "8 MiB", "25%", "1w", "–", "yes", "v3"]
     assert fmt_time(1_735_689_600_000) == "2025-01-01 00:00"
     assert fmt_partition({"day": "2024-01-02", "b": None}) == "day=2024-01-02/b=null"
     assert fmt_partition({}) == fmt_partition(None) == "(unpartitioned)"

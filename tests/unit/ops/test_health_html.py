@@ -37,7 +37,7 @@ def test_page_has_figures_checks_recommendations_and_both_charts() -> None:
     assert [td.text() for td in manifests.find_all("td", "num")] == ["2,216", "500"]
     assert manifests.find("code").text() == "icectl compact db.events"
     oldest = next(r for r in rows if r.attrs["data-check"] == "snapshots.oldest_age")
-    assert [td.text() for td in oldest.find_all("td", "num")] == ["31 d", "7 d"]
+    assert [td.text() for td in oldest.find_all("td", "num")] == ["31d", "1w"]
     assert [c.text() for c in sec.find("ol", "recs").find_all("code")] == doc["recommendations"]
     # the key figures, in words
     cards = {c.find("h4").text(): c for c in sec.find_all("div", "card")}
