@@ -11,11 +11,13 @@ from icectl.spec.durations import human_duration
 
 
 def relative_path(path: str, location: str | None) -> str:
-    """``path`` below the table location without it (``data/x.parquet``); other paths whole."""
+    """``path`` below the table location without it (``data/x.parquet``); other paths whole. A
+    ``file:`` prefix on either side is no difference (Spark writes ``file:/...`` into local tables)."""
     if location:
         base = location.rstrip("/") + "/"
-        if path.startswith(base):
-            return path[len(base):]
+        for prefix in (base, base.removeprefix("file:"), "file:" + base):
+            if path.startswith(prefix):
+                return path[len(prefix):]
     return path
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime
 from typing import TYPE_CHECKING, Any
 
+from icectl.cli.human import relative_path
 from icectl.cli.render import rows_table
 from icectl.ops.admin_results import RemoveOrphanFilesResult
 from icectl.ops.results import EXPIRE_CATEGORIES, CompactResult, ExpireCutoff, ExpireResult, RefPolicy
@@ -49,18 +50,6 @@ def _group(*parts: RenderableType) -> RenderableType:
     return Group(*parts)
 
 
-def _relative(path: str | None, location: str | None) -> str | None:
-    """``path`` inside the table location without it (``metadata/x-m0.avro#3``): the rest is the
-    same on every row; the full paths are in ``--verbose`` and ``--json``."""
-    if not path or not location:
-        return path
-    base = location.rstrip("/") + "/"
-    for prefix in (base, base.removeprefix("file:"), "file:" + base):
-        if path.startswith(prefix):
-            return path[len(prefix):]
-    return path
-
-
 def _failure_line(r: TableFailure) -> str:
     return f"{r.table}: failed: {r.error}"
 
@@ -91,7 +80,8 @@ def validate_report(result: RowsResult) -> RenderableType:
     table.add_column("first example", overflow="fold")
     location = getattr(meta, "location", None)
     for g in groups:
-        where = _relative(g.first.entry or g.first.file, location)
+        shown = g.first.entry or g.first.file
+        where = relative_path(shown, location) if shown else shown
         table.add_row(g.severity, g.rule, f"{g.count:,}", f"{where}: {g.first.message}" if where else g.first.message)
     more = "; --verbose lists every finding" if len(rows) > len(groups) else ""
     return _group(table, *notes, Text(f"{summary}; {plural(len(groups), 'rule')} reported{more}"))

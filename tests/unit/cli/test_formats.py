@@ -133,3 +133,12 @@ def test_inspect_table_document_on_a_terminal() -> None:
                      "properties": {"history.expire.max-snapshot-age-ms": "5d (432000000)", "owner": "root"},
                      "totals": {"total-files-size": "1.2 MiB (1300000)", "total-records": "163"},
                      "current_snapshot_id": 123456789}
+
+
+def test_relative_paths_ignore_a_file_scheme_on_either_side() -> None:
+    from icectl.cli.human import relative_path
+
+    assert relative_path("/wh/t/data/a.parquet", "/wh/t") == "data/a.parquet"
+    assert relative_path("file:/wh/t/data/a.parquet", "/wh/t") == "data/a.parquet"  # Spark's local paths
+    assert relative_path("/wh/t/data/a.parquet", "file:/wh/t/") == "data/a.parquet"
+    assert relative_path("/wh/t2/data/a.parquet", "/wh/t") == "/wh/t2/data/a.parquet"  # another table: whole
