@@ -92,6 +92,9 @@ _icectl() {
         "compact|--target-size") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "compact|--sort-by") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "compact|--branch") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "compact|--engine") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "compact|--spark-master") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "compact|--spark-conf") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "compute-partition-stats|--snapshot"|"compute-partition-stats|-s") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "create|--schema") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "create|--schema-file") COMPREPLY=($(compgen -f -- "$cur")); return ;;
@@ -107,6 +110,9 @@ _icectl() {
         "expire-snapshots|--snapshot-id") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "expire-snapshots|--max-deletes") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "expire-snapshots|--max-concurrent-deletes") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "expire-snapshots|--engine") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "expire-snapshots|--spark-master") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "expire-snapshots|--spark-conf") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "fast-forward|--to") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "health|--catalog"|"health|-c") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "health|--prometheus") COMPREPLY=($(compgen -f -- "$cur")); return ;;
@@ -125,6 +131,9 @@ _icectl() {
         "inspect entries|--sort") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "inspect entries|--limit"|"inspect entries|-n") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "inspect entries|--format"|"inspect entries|-f") COMPREPLY=($(compgen -W "table json jsonl csv tsv" -- "$cur")); return ;;
+        "inspect entries|--engine") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "inspect entries|--spark-master") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "inspect entries|--spark-conf") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "inspect files|--snapshot"|"inspect files|-s") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "inspect files|--ref"|"inspect files|-r") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "inspect files|--content") COMPREPLY=($(compgen -W "all data deletes" -- "$cur")); return ;;
@@ -133,6 +142,9 @@ _icectl() {
         "inspect files|--sort") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "inspect files|--limit"|"inspect files|-n") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "inspect files|--format"|"inspect files|-f") COMPREPLY=($(compgen -W "table json jsonl csv tsv" -- "$cur")); return ;;
+        "inspect files|--engine") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "inspect files|--spark-master") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "inspect files|--spark-conf") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "inspect history|--columns") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "inspect history|--where"|"inspect history|-w") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "inspect history|--sort") COMPREPLY=($(compgen -f -- "$cur")); return ;;
@@ -157,6 +169,9 @@ _icectl() {
         "inspect partitions|--sort") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "inspect partitions|--limit"|"inspect partitions|-n") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "inspect partitions|--format"|"inspect partitions|-f") COMPREPLY=($(compgen -W "table json jsonl csv tsv" -- "$cur")); return ;;
+        "inspect partitions|--engine") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "inspect partitions|--spark-master") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "inspect partitions|--spark-conf") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "inspect refs|--columns") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "inspect refs|--where"|"inspect refs|-w") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "inspect refs|--sort") COMPREPLY=($(compgen -f -- "$cur")); return ;;
@@ -209,6 +224,9 @@ _icectl() {
         "remove-orphan-files|--equal-authorities") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "remove-orphan-files|--max-deletes") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "remove-orphan-files|--max-concurrent-deletes") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "remove-orphan-files|--engine") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "remove-orphan-files|--spark-master") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "remove-orphan-files|--spark-conf") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "rollback|--to-snapshot") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "rollback|--to-timestamp") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "rollback|--branch"|"rollback|-b") COMPREPLY=($(compgen -f -- "$cur")); return ;;
@@ -229,6 +247,9 @@ _icectl() {
         "upgrade|--to") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "validate|--rule") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "validate|--skip") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "validate|--engine") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "validate|--spark-master") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "validate|--spark-conf") COMPREPLY=($(compgen -f -- "$cur")); return ;;
     esac
     case "$path" in
         "")
@@ -299,7 +320,7 @@ _icectl() {
             fi ;;
         "compact")
             if [[ "$cur" == -* ]]; then
-                COMPREPLY=($(compgen -W "--all --catalog -c --spec-id --content --min-manifests --target-size --sort-by --branch --dry-run --json --help -h" -- "$cur"))
+                COMPREPLY=($(compgen -W "--all --catalog -c --spec-id --content --min-manifests --target-size --sort-by --branch --dry-run --json --engine --spark-master --spark-conf --help -h" -- "$cur"))
             else
                 _icectl_dynamic
             fi ;;
@@ -323,7 +344,7 @@ _icectl() {
             fi ;;
         "expire-snapshots")
             if [[ "$cur" == -* ]]; then
-                COMPREPLY=($(compgen -W "--all --catalog -c --older-than --retain-last --snapshot-id --clean-expired-metadata --max-deletes --allow-external-deletes --max-concurrent-deletes --dry-run --json --help -h" -- "$cur"))
+                COMPREPLY=($(compgen -W "--all --catalog -c --older-than --retain-last --snapshot-id --clean-expired-metadata --max-deletes --allow-external-deletes --max-concurrent-deletes --dry-run --json --engine --spark-master --spark-conf --executor-deletes --help -h" -- "$cur"))
             else
                 _icectl_dynamic
             fi ;;
@@ -353,13 +374,13 @@ _icectl() {
             fi ;;
         "inspect entries")
             if [[ "$cur" == -* ]]; then
-                COMPREPLY=($(compgen -W "--snapshot -s --ref -r --metrics --json --columns --where -w --sort --limit -n --format -f --no-pager --help -h" -- "$cur"))
+                COMPREPLY=($(compgen -W "--snapshot -s --ref -r --metrics --json --columns --where -w --sort --limit -n --format -f --no-pager --engine --spark-master --spark-conf --help -h" -- "$cur"))
             else
                 _icectl_dynamic
             fi ;;
         "inspect files")
             if [[ "$cur" == -* ]]; then
-                COMPREPLY=($(compgen -W "--snapshot -s --ref -r --content --metrics --json --columns --where -w --sort --limit -n --format -f --no-pager --help -h" -- "$cur"))
+                COMPREPLY=($(compgen -W "--snapshot -s --ref -r --content --metrics --json --columns --where -w --sort --limit -n --format -f --no-pager --engine --spark-master --spark-conf --help -h" -- "$cur"))
             else
                 _icectl_dynamic
             fi ;;
@@ -383,7 +404,7 @@ _icectl() {
             fi ;;
         "inspect partitions")
             if [[ "$cur" == -* ]]; then
-                COMPREPLY=($(compgen -W "--snapshot -s --ref -r --json --columns --where -w --sort --limit -n --format -f --no-pager --help -h" -- "$cur"))
+                COMPREPLY=($(compgen -W "--snapshot -s --ref -r --json --columns --where -w --sort --limit -n --format -f --no-pager --engine --spark-master --spark-conf --help -h" -- "$cur"))
             else
                 _icectl_dynamic
             fi ;;
@@ -485,7 +506,7 @@ _icectl() {
             fi ;;
         "remove-orphan-files")
             if [[ "$cur" == -* ]]; then
-                COMPREPLY=($(compgen -W "--all --catalog -c --older-than --allow-recent --location --prefix-mismatch-mode --equal-schemes --equal-authorities --max-deletes --max-concurrent-deletes --dry-run --json --help -h" -- "$cur"))
+                COMPREPLY=($(compgen -W "--all --catalog -c --older-than --allow-recent --location --prefix-mismatch-mode --equal-schemes --equal-authorities --max-deletes --max-concurrent-deletes --dry-run --json --engine --spark-master --spark-conf --executor-deletes --help -h" -- "$cur"))
             else
                 _icectl_dynamic
             fi ;;
@@ -539,7 +560,7 @@ _icectl() {
             fi ;;
         "validate")
             if [[ "$cur" == -* ]]; then
-                COMPREPLY=($(compgen -W "--all-snapshots --deep --rule --skip --verbose -v --list-rules --json --no-pager --help -h" -- "$cur"))
+                COMPREPLY=($(compgen -W "--all-snapshots --deep --rule --skip --verbose -v --list-rules --json --no-pager --engine --spark-master --spark-conf --help -h" -- "$cur"))
             else
                 _icectl_dynamic
             fi ;;

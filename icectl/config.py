@@ -59,6 +59,21 @@ def parse_size(text: str | int) -> int:
 
 
 @dataclass
+class EngineConfig:
+    """``[engine]``: where the heavy part of a command runs by default (``--engine`` overrides it).
+
+    ``default`` is ``local`` or ``spark``; ``master`` a Spark master URL or a Spark Connect URL
+    (``sc://host:15002``); ``conf`` Spark settings (``[engine.conf]``, ``--spark-conf`` adds to them);
+    ``executor-deletes``: executors delete files instead of the driver.
+    """
+
+    default: str = "local"
+    master: str | None = None
+    conf: dict[str, str] = field(default_factory=dict)
+    executor_deletes: bool = False
+
+
+@dataclass
 class Config:
     catalogs: dict[str, CatalogConfig]
     default_catalog: str = DEFAULT_CATALOG
@@ -67,6 +82,7 @@ class Config:
     source: str | None = None  # the file it came from, for messages
     # ``[health]``: `icectl health` thresholds by key (checked there: icectl.ops.health_checks)
     health: dict[str, Any] = field(default_factory=dict)
+    engine: EngineConfig = field(default_factory=EngineConfig)
 
     def catalog(self, name: str | None = None) -> CatalogConfig:
         name = name or self.default_catalog
@@ -159,7 +175,43 @@ def parse_config(raw: dict[str, Any], source: str | None = None) -> Config:
     if not isinstance(health, dict):
         raise CorruptInputError("[health] must be a table", path=source)
     return Config(catalogs=catalogs, default_catalog=default, s3=s3, cache=_parse_cache(raw, source), source=source,
-                  health=dict(health))
+                  health=dict(health), engine=_parse_engine(raw, source))
+
+
+_ENGINE_KEYS = {"default", "master", "conf", "executor-deletes"}
+
+
+def _parse_engine(raw: dict[str, Any], source: str | None) -> EngineConfig:
+    body = raw.get("engine") or {}
+    if not isinstance(body, dict):
+        raise CorruptInputError("[engine] must be a table", path=source)
+    unknown = sorted(set(body) - _ENGINE_KEYS)
+    if unknown:
+        raise CorruptInputError(f"[engine] has unknown key '{unknown[0]}'", path=source,
+                                hint=f"known keys: {', '.join(sorted(_ENGINE_KEYS))}")
+    default = str(body.get("default", "local"))
+    if default not in ("local", "spark"):
+        raise CorruptInputError(f"[engine] default '{default}' is not local or spark", path=source)
+    conf = body.get("conf") or {}
+    if not isinstance(conf, dict):
+        raise CorruptInputError("[engine] conf must be a table of Spark settings", path=source,
+                                hint='write [engine.conf] with lines like "spark.executor.memory" = "4g"')
+    flat: dict[str, str] = {}
+
+    def put(prefix: str, value: Any) -> None:  # TOML reads spark.executor.memory = "4g" as nested tables
+        if isinstance(value, dict):
+            for k, v in value.items():
+                put(f"{prefix}.{k}" if prefix else str(k), v)
+        else:
+            flat[prefix] = str(value).lower() if isinstance(value, bool) else str(value)
+
+    put("", conf)
+    master = body.get("master")
+    deletes = body.get("executor-deletes", False)
+    if not isinstance(deletes, bool):
+        raise CorruptInputError("[engine] executor-deletes must be true or false", path=source)
+    return EngineConfig(default=default, master=str(master) if master else None, conf=flat,
+                        executor_deletes=deletes)
 
 
 def _parse_cache(raw: dict[str, Any], source: str | None) -> CacheConfig:

@@ -210,13 +210,16 @@ class RowsResult:
     terminal_columns: list[str] | None = None
     fields: dict[str, tuple[str, ...]] = field(default_factory=dict)
     location: str | None = None
+    # Keys after ``rows`` known only once the rows are read (which engine read them, its Spark tasks).
+    json_tail: Callable[[], dict[str, Any]] | None = None
 
     def json_head(self) -> dict[str, Any]:
         """The document's keys before ``rows``."""
         return {"view": self.view, **plain(self.meta)}
 
     def to_json(self) -> dict[str, Any]:
-        return {**self.json_head(), "rows": [plain(r) for r in self.rows]}
+        doc = {**self.json_head(), "rows": [plain(r) for r in self.rows]}
+        return {**doc, **(self.json_tail() if self.json_tail is not None else {})}
 
     def column(self, name: str) -> Column:
         """How a terminal shows column ``name`` (declared, else the kind its name implies)."""

@@ -13,7 +13,7 @@ import itertools
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from hypothesis import settings
@@ -116,6 +116,15 @@ def spark_tables(spark: SparkSession) -> Iterator[LazyFixtureTables]:
 
 
 _clone_ids = itertools.count(1)
+
+
+@pytest.fixture(scope="session")
+def spark_engine(spark: SparkSession) -> Iterator[Any]:
+    """icectl's Spark engine (issue 17) on the session's Spark (``local[2]``): tasks run in Spark's Python
+    workers, which import icectl from the zip the engine ships. Use ``with icectl.engine.using(spark_engine):``."""
+    from icectl.engine.spark import SparkEngine
+
+    yield SparkEngine(spark)
 
 
 @pytest.fixture

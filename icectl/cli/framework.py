@@ -11,19 +11,22 @@ from typing import Any, TypeVar
 
 import typer
 
+from icectl import engine as engines
 from icectl import progress
-from icectl.cli import view_options
+from icectl.cli import engine_options, view_options
 from icectl.cli.render import print_error, render, stderr_console
 from icectl.cli.state import state
 from icectl.config import Config, load_config
 from icectl.errors import ExitCode, IcectlError
+from icectl.results import MultiResult, RowsResult
 from icectl.storage import FileIO
 from icectl.table import Table, load_table, manifest_cache
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def command(group: typer.Typer, name: str, *, view: bool | str = False, **kwargs: Any) -> Callable[[F], F]:
+def command(group: typer.Typer, name: str, *, view: bool | str = False, engine: bool | str = False,
+            **kwargs: Any) -> Callable[[F], F]:
     """Register a command whose function returns a result; render it and map errors to exit codes.
 
     Commands never print or exit themselves: this wrapper is the only place that does.
@@ -33,7 +36,10 @@ def command(group: typer.Typer, name: str, *, view: bool | str = False, **kwargs
 
     def decorator(fn: F) -> F:
         as_json_param = "json_output" in inspect.signature(fn).parameters
-        added = view_options.VIEW_PARAMS if view is True else view_options.DOCUMENT_PARAMS if view else {}
+        added = dict(view_options.VIEW_PARAMS if view is True else view_options.DOCUMENT_PARAMS if view else {})
+        engine_params = (engine_options.DELETE_ENGINE_PARAMS if engine == "deletes"
+                         else engine_options.ENGINE_PARAMS if engine else {})
+        added.update(engine_params)
 
         @functools.wraps(fn)
         def wrapper(*args: Any, **kw: Any) -> None:
@@ -41,11 +47,16 @@ def command(group: typer.Typer, name: str, *, view: bool | str = False, **kwargs
             given = {k: kw.pop(k) for k in added if k in kw}
             try:
                 options = view_options.from_params(given, as_json) if view else None
+                run_engine = (engines.open_engine(engine_options.settings_from(
+                    given, load_config(state.config_path).engine)) if engine else None)
                 if state.no_cache:  # --no-cache (the root callback only notes it: --help loads no table layer)
                     manifest_cache.set_cache_enabled(False)
                 reporter = _terminal_reporter()
-                with progress.reporting(reporter):
+                with progress.reporting(reporter), engines.using(run_engine or engines.active()):
+                    mark = run_engine.mark() if run_engine is not None else None
                     result = fn(*args, **kw)
+                    if run_engine is not None:
+                        result = _with_engine_report(result, run_engine, mark)
                     if reporter is not None and sys.stdout.isatty():
                         reporter.quiet_down()
                     for warning in getattr(result, "warnings", ()):  # stderr: --json keeps stdout one document
@@ -83,6 +94,25 @@ def command(group: typer.Typer, name: str, *, view: bool | str = False, **kwargs
         return fn
 
     return decorator
+
+
+def _with_engine_report(result: Any, engine: engines.Engine, mark: Any) -> Any:
+    """``result`` whose JSON says which engine ran and, for Spark, how many tasks: a rows view after
+    its rows (they are read while printed), each table of an ``--all`` run for itself."""
+    if isinstance(result, MultiResult):
+        def each(results: Any) -> Any:
+            last = engine.mark()
+            for r in results:
+                r = _with_engine_report(r, engine, last)
+                last = engine.mark()
+                yield r
+
+        result.results = each(result.results)
+    elif isinstance(result, RowsResult):
+        result.json_tail = lambda: {"engine": engine.report_since(mark).to_json()}
+    elif result is not None:
+        result.engine_report = engine.report_since(mark)
+    return result
 
 
 class _RichReporter:

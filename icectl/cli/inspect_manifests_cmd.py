@@ -79,8 +79,8 @@ def tree_view(
 def register(app: typer.Typer) -> None:
     """Add the views that read manifests to ``app`` (the inspect group)."""
     command(app, "manifests", view=True)(manifests_view)
-    command(app, "files", view=True)(files_view)
-    command(app, "entries", view=True)(entries_view)
-    command(app, "partitions", view=True)(partitions_view)
+    command(app, "files", view=True, engine=True)(files_view)
+    command(app, "entries", view=True, engine=True)(entries_view)
+    command(app, "partitions", view=True, engine=True)(partitions_view)
     command(app, "dvs", view=True)(dvs_view)
     command(app, "tree", view=True)(tree_view)

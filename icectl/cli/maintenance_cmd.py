@@ -21,7 +21,7 @@ from icectl.table import load_table
 
 
 def register(app: typer.Typer) -> None:
-    @command(app, "expire-snapshots")
+    @command(app, "expire-snapshots", engine="deletes")
     def expire_cmd(
         table: TableOrNamespaceArg = None,
         all_tables: AllTablesOpt = False,
@@ -74,7 +74,7 @@ def register(app: typer.Typer) -> None:
             raise UsageError("give a TABLE, or --all")
         return expire_snapshots(load_table(table, config, io), policy, **kw)  # type: ignore[arg-type]
 
-    @command(app, "compact")
+    @command(app, "compact", engine=True)
     def compact_cmd(
         table: TableOrNamespaceArg = None,
         all_tables: AllTablesOpt = False,

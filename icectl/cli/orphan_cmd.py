@@ -21,7 +21,7 @@ from icectl.table import Table, load_table
 def register(app: typer.Typer) -> None:
     """Add the commands to ``app``."""
 
-    @command(app, "remove-orphan-files")
+    @command(app, "remove-orphan-files", engine="deletes")
     def remove_orphan_files_cmd(
         table: TableOrNamespaceArg = None,
         all_tables: AllTablesOpt = False,

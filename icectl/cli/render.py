@@ -139,9 +139,14 @@ def _render_json(result: Result, out: TextIO) -> None:
             if chunk:  # a chunk holds one row or, from json_text, several
                 out.write(("" if first else ",\n") + chunk)
                 first = False
-        out.write("]}\n")
+        tail = result.json_tail() if result.json_tail is not None else {}
+        out.write("]" + (", " + to_json(tail)[1:] if tail else "}") + "\n")
     else:
-        out.write(to_json(result.to_json()) + "\n")
+        doc = result.to_json()
+        report = getattr(result, "engine_report", None)
+        if report is not None:  # set by the framework on a command run with --engine (icectl.engine)
+            doc = {**doc, "engine": report.to_json()}
+        out.write(to_json(doc) + "\n")
     out.flush()
 
 

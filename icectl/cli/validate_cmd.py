@@ -15,7 +15,7 @@ from icectl.validate import list_rules, validate_address
 
 
 def register(app: typer.Typer) -> None:
-    @command(app, "validate", view="document")
+    @command(app, "validate", view="document", engine=True)
     def validate_cmd(
         table: Annotated[str | None, typer.Argument(
             metavar="[TABLE]", help="A *.metadata.json path or URL, a table directory, or "

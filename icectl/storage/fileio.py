@@ -85,6 +85,10 @@ class FileIO:
     _filesystems: dict[str, Any] = field(default_factory=dict, repr=False)
     _conditional_create: dict[str, bool] = field(default_factory=dict, repr=False)  # per bucket
 
+    def __getstate__(self) -> dict[str, Any]:
+        # Sent to Spark executors (icectl.engine): the settings travel, the open clients do not.
+        return {"s3": self.s3, "_filesystems": {}, "_conditional_create": {}}
+
     def filesystem(self, path: str) -> tuple[Any, str]:
         """The fsspec filesystem for ``path`` and the path as that filesystem names it."""
         scheme = scheme_of(path)

@@ -1,0 +1,196 @@
+"""Where a command's heavy part runs: on this machine (the local engine) or on Spark (the Spark engine).
+
+The heavy part of expire-snapshots, remove-orphan-files, compact, inspect files|entries|partitions
+and validate is the same everywhere: one function applied to each of many items (a manifest to
+decode, a bin of entries to write), each item on its own. An :class:`Engine` runs such a function
+over the items and gives the results back in order:
+
+- :class:`LocalEngine`: threads of this process, a bounded read-ahead (what icectl always did);
+- :class:`icectl.engine.spark.SparkEngine`: Spark tasks (``mapInArrow`` over the items), the results
+  streamed back to the driver in order; set algebra as Spark joins (:mod:`icectl.engine.spark_reach`).
+
+Everything that decides (plans, the commit and its retries, the delete fence, what stays reachable)
+runs on the driver in the code both engines share: an engine only runs the functions it is given.
+
+The engine of a run is a context value, as progress reporting is: ``with using(engine): ...``, and
+core functions take :func:`active`. A library caller that never sets one gets the local engine.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from icectl import progress
+from icectl.errors import IcectlError, UsageError
+
+S = TypeVar("S")
+T = TypeVar("T")
+R = TypeVar("R")
+
+ENGINES = ("local", "spark")
+LOCAL_WORKERS = min(16, 4 * (os.cpu_count() or 2))
+
+
+@dataclass(frozen=True)
+class EngineSettings:
+    """``[engine]`` of the config, overridden by ``--engine``, ``--spark-master`` and ``--spark-conf``.
+
+    ``master`` is a Spark master URL (``local[4]``, ``spark://host:7077``, ``yarn``,
+    ``k8s://https://...``) or a Spark Connect URL (``sc://host:15002``); None joins the session this
+    process already has, else starts ``local[*]``. ``executor_deletes``: executors delete the files
+    (remove-orphan-files, expire-snapshots) instead of the driver streaming them.
+    """
+
+    name: str = "local"
+    master: str | None = None
+    conf: tuple[tuple[str, str], ...] = ()
+    executor_deletes: bool = False
+
+    def check(self) -> EngineSettings:
+        if self.name not in ENGINES:
+            raise UsageError(f"unknown engine {self.name!r}", hint=f"use one of: {', '.join(ENGINES)}")
+        return self
+
+
+def parse_spark_conf(items: Iterable[str]) -> tuple[tuple[str, str], ...]:
+    """``KEY=VALUE`` pairs (``--spark-conf``), in order; a later key replaces an earlier one."""
+    out: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise UsageError(f"--spark-conf {item!r} is not KEY=VALUE",
+                             hint="e.g. --spark-conf spark.executor.memory=4g")
+        out[key.strip()] = value
+    return tuple(out.items())
+
+
+@dataclass
+class EngineReport:
+    """What an engine says of a run: its name and, for Spark, the master and the tasks it ran."""
+
+    name: str
+    master: str | None = None
+    spark_jobs: int | None = None
+    spark_tasks: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        doc: dict[str, Any] = {"name": self.name}
+        if self.name == "spark":
+            doc.update(master=self.master, spark_jobs=self.spark_jobs, spark_tasks=self.spark_tasks)
+        return doc
+
+
+class Engine:
+    """Runs a function over many items and yields the results in the items' order.
+
+    ``fn(shared, item)`` must be picklable by reference (a module-level function of icectl) for the
+    Spark engine; ``shared`` (table metadata, the FileIO) travels once per task, each item on its own.
+    An :class:`IcectlError` raised by ``fn`` reaches the caller as itself, at the item that raised it.
+    """
+
+    name = "local"
+
+    def map(self, fn: Callable[[S, T], R], items: Sequence[T], *, shared: S, description: str,
+            range_keys: Sequence[Any] | None = None) -> Iterator[R]:
+        raise NotImplementedError
+
+    def report(self) -> EngineReport:
+        return EngineReport(self.name)
+
+    def mark(self) -> Any:
+        """A point to report from (:meth:`report_since`): one table of an ``--all`` run."""
+        return None
+
+    def report_since(self, mark: Any) -> EngineReport:
+        return self.report()
+
+    def close(self) -> None:
+        return None
+
+
+@dataclass
+class LocalEngine(Engine):
+    """Threads of this process with a bounded read-ahead: memory stays flat however many items."""
+
+    workers: int = LOCAL_WORKERS
+    name: str = field(default="local", init=False)
+
+    def map(self, fn: Callable[[S, T], R], items: Sequence[T], *, shared: S, description: str,
+            range_keys: Sequence[Any] | None = None) -> Iterator[R]:
+        todo = list(items)
+        if not todo:
+            return
+        with (progress.task(description, len(todo)) as advance,
+              ThreadPoolExecutor(max_workers=max(1, min(self.workers, len(todo)))) as pool):
+            pending: deque[Future[R]] = deque()
+            it = iter(todo)
+            ahead = max(2, self.workers * 2)
+            for item in it:
+                pending.append(pool.submit(fn, shared, item))
+                if len(pending) >= ahead:
+                    break
+            while pending:
+                got = pending.popleft().result()
+                advance(1)
+                nxt = next(it, _END)
+                if nxt is not _END:
+                    pending.append(pool.submit(fn, shared, nxt))  # type: ignore[arg-type]
+                yield got
+
+
+_END = object()
+_LOCAL = LocalEngine()
+_active: ContextVar[Engine] = ContextVar("icectl_engine", default=_LOCAL)
+
+
+def active() -> Engine:
+    """The engine of this run (the local engine unless :func:`using` set another)."""
+    return _active.get()
+
+
+@contextmanager
+def using(engine: Engine) -> Iterator[Engine]:
+    token = _active.set(engine)
+    try:
+        yield engine
+    finally:
+        _active.reset(token)
+
+
+def open_engine(settings: EngineSettings) -> Engine:
+    """The engine ``settings`` name; the Spark engine starts or joins a SparkSession."""
+    settings.check()
+    if settings.name == "local":
+        return _LOCAL
+    from icectl.engine import spark  # run-time import: pyspark and a JVM only when asked for
+
+    return spark.SparkEngine.start(settings)
+
+
+# --------------------------------------------------------------------------- errors across processes
+
+
+def pack_error(e: IcectlError) -> bytes:
+    """An icectl error as bytes an executor sends back (rebuilt by :func:`unpack_error`): the class and
+    its attributes, never its constructor (subclasses take other arguments)."""
+    return pickle.dumps((type(e), str(e), dict(e.__dict__)))
+
+
+def unpack_error(data: bytes) -> IcectlError:
+    cls, text, attrs = pickle.loads(data)
+    err = cls.__new__(cls)
+    Exception.__init__(err, text)
+    err.__dict__.update(attrs)
+    return err
+
+
+__all__ = ["ENGINES", "Engine", "EngineReport", "EngineSettings", "LocalEngine", "active", "open_engine",
+           "parse_spark_conf", "using"]

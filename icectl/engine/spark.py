@@ -1,0 +1,272 @@
+"""The Spark engine: icectl's own functions run as Spark tasks, the driver keeps every decision.
+
+- **Session.** :meth:`SparkEngine.start` joins the SparkSession this process already has (a PySpark
+  job calling icectl as a library, the tests), else builds one from ``[engine]`` / ``--spark-master``
+  / ``--spark-conf``: a master URL (``local[N]``, ``spark://``, ``yarn``, ``k8s://``) or a Spark
+  Connect URL (``sc://``).
+- **Shipping icectl.** The executors need icectl's code: the installed package is zipped once per
+  version of its files (:mod:`icectl.engine.shipping`) and added with ``SparkContext.addPyFile`` (Spark
+  Connect: ``addArtifacts(pyfile=True)``). Its dependencies (pyarrow, fastavro, pyroaring, fsspec,
+  s3fs, mmh3) must be on the executors' Python: see the README (``--archives`` of a packed
+  environment on YARN and standalone, the image on Kubernetes).
+- **Work.** :meth:`SparkEngine.map` puts the items in a DataFrame (one row each, ``i``, the item
+  pickled), ``mapInArrow`` runs the function on the executors and the results come back in order
+  through ``toLocalIterator`` (one partition at a time: the driver never holds them all).
+  ``range_keys`` range-partitions the items by that key first (compaction: by partition value).
+- **Credentials.** The table's FileIO travels with the job (the S3 settings the driver resolved:
+  the config's or a REST catalog's vended keys); AWS_* variables of the driver are passed to
+  executors this engine starts as ``spark.executorEnv.*`` (redacted in Spark's UI).
+- **Tasks.** Every job runs in the engine's job group; :meth:`report` counts their tasks through
+  Spark's status tracker (None on Spark Connect, which has none).
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import sys
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from icectl import progress
+from icectl.engine import Engine, EngineReport, EngineSettings, pack_error, unpack_error
+from icectl.engine.shipping import package_zip
+from icectl.errors import IcectlError, StorageError, UsageError
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+S = TypeVar("S")
+T = TypeVar("T")
+R = TypeVar("R")
+
+# Items per Spark task: a task's fixed cost (~10-50 ms: scheduling, a Python worker, unpickling the
+# shared state) must stay small against decoding its manifests (~1-5 ms each).
+ITEMS_PER_TASK = 64
+# Environment passed on to executors this engine starts (Spark's documented spark.executorEnv.*).
+_FORWARDED_ENV = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_REGION",
+                  "AWS_DEFAULT_REGION", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "ICECTL_CACHE_DIR")
+
+
+@dataclass
+class SparkEngine(Engine):
+    spark: SparkSession
+    master: str | None = None
+    executor_deletes: bool = False
+    group: str = field(default_factory=lambda: f"icectl-{uuid.uuid4().hex[:12]}")
+    name: str = field(default="spark", init=False)
+    _connect: bool = field(default=False, init=False)
+
+    def __post_init__(self) -> None:
+        self._connect = not hasattr(self.spark, "sparkContext") or _is_connect(self.spark)
+        if self.master is None:
+            self.master = _master_of(self.spark)
+        _ship(self.spark, self._connect)
+
+    @classmethod
+    def start(cls, settings: EngineSettings) -> SparkEngine:
+        try:
+            from pyspark.sql import SparkSession
+        except ImportError:
+            raise UsageError("--engine spark needs PySpark", hint="pip install 'icectl[spark]'") from None
+        if settings.master is None and not settings.conf:
+            running = SparkSession.getActiveSession()
+            if running is not None:
+                return cls(running, executor_deletes=settings.executor_deletes)
+        builder = SparkSession.builder
+        master = settings.master or "local[*]"
+        if master.startswith("sc://"):
+            builder = builder.remote(master)
+        else:
+            os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+            # icectl draws its own progress bar; Spark's console bar would share stderr with it.
+            builder = builder.master(master).appName("icectl").config("spark.ui.showConsoleProgress", "false")
+            if not any(k == "spark.driver.extraJavaOptions" for k, _v in settings.conf):
+                builder = builder.config("spark.driver.extraJavaOptions",
+                                         f"-Dlog4j2.configurationFile=file:{_quiet_log4j()}")
+            for key in _FORWARDED_ENV:
+                if os.environ.get(key):
+                    builder = builder.config(f"spark.executorEnv.{key}", os.environ[key])
+        for key, value in settings.conf:
+            builder = builder.config(key, value)
+        try:
+            spark = builder.getOrCreate()
+        except Exception as e:  # py4j / JVM start-up failures have no common importable base
+            raise StorageError(f"could not start or reach Spark at {master}: {type(e).__name__}: "
+                               f"{' '.join(str(e).split())[:300]}",
+                               hint="check --spark-master, [engine] master and JAVA_HOME") from None
+        return cls(spark, master=master, executor_deletes=settings.executor_deletes)
+
+    # ------------------------------------------------------------------ work
+
+    def map(self, fn: Callable[[S, T], R], items: Sequence[T], *, shared: S, description: str,
+            range_keys: Sequence[Any] | None = None) -> Iterator[R]:
+        todo = list(items)
+        if not todo:
+            return
+        df = self._items_frame(todo, range_keys)
+        run = _executor_function(fn, pickle.dumps(shared))
+        out = df.mapInArrow(run, "i long, ok boolean, payload binary")
+        self._set_group(description)
+        with progress.task(description, len(todo)) as advance:
+            if range_keys is None:
+                for row in out.toLocalIterator(prefetchPartitions=True):
+                    advance(1)
+                    yield _result(row)
+            else:  # range-partitioned: back in item order on the driver (results are small here)
+                rows = sorted(out.collect(), key=lambda r: r["i"])
+                for row in rows:
+                    advance(1)
+                    yield _result(row)
+
+    def _items_frame(self, todo: list[Any], range_keys: Sequence[Any] | None) -> Any:
+        from pyspark.sql.types import BinaryType, LongType, StringType, StructField, StructType
+
+        slices = max(1, min(len(todo) // ITEMS_PER_TASK + 1, self._parallelism() * 4, len(todo)))
+        schema = StructType([StructField("i", LongType(), False), StructField("key", StringType(), True),
+                             StructField("item", BinaryType(), False)])
+        keys = [None if range_keys is None else _sortable(k) for k in (range_keys or [None] * len(todo))]
+        rows = [(i, k, pickle.dumps(item)) for i, (item, k) in enumerate(zip(todo, keys, strict=True))]
+        if self._connect:
+            df = self.spark.createDataFrame(rows, schema)
+        else:
+            df = self.spark.createDataFrame(self.spark.sparkContext.parallelize(rows, slices), schema)
+        if range_keys is not None:
+            df = df.repartitionByRange(slices, "key", "i")
+        return df
+
+    def _parallelism(self) -> int:
+        if self._connect:
+            return 2
+        return max(1, int(self.spark.sparkContext.defaultParallelism))
+
+    def _set_group(self, description: str) -> None:
+        if self._connect:
+            self.spark.addTag(self.group)
+            return
+        sc = self.spark.sparkContext
+        sc.setJobGroup(self.group, f"icectl: {description}", interruptOnCancel=True)
+
+    # ------------------------------------------------------------------ reports
+
+    def mark(self) -> Any:
+        return self._counts()
+
+    def report(self) -> EngineReport:
+        jobs, tasks = self._counts()
+        return EngineReport("spark", self.master, jobs, tasks)
+
+    def report_since(self, mark: Any) -> EngineReport:
+        jobs, tasks = self._counts()
+        if mark is None or jobs is None or tasks is None:
+            return EngineReport("spark", self.master, jobs, tasks)
+        return EngineReport("spark", self.master, jobs - mark[0], tasks - mark[1])
+
+    def _counts(self) -> tuple[int | None, int | None]:
+        if self._connect:
+            return None, None
+        tracker = self.spark.sparkContext.statusTracker()
+        jobs = tracker.getJobIdsForGroup(self.group)
+        tasks = 0
+        for j in jobs:
+            info = tracker.getJobInfo(j)
+            for s in info.stageIds if info else ():
+                stage = tracker.getStageInfo(s)
+                tasks += stage.numTasks if stage else 0
+        return len(jobs), tasks
+
+    def frame(self, rows: list[tuple[Any, ...]], schema: str) -> Any:
+        """A DataFrame of driver-side rows (listings, keys), spread over the cluster's cores."""
+        if self._connect:
+            return self.spark.createDataFrame(rows, schema)
+        slices = max(1, min(len(rows) // 1024 + 1, self._parallelism() * 4))
+        return self.spark.createDataFrame(self.spark.sparkContext.parallelize(rows, slices), schema)
+
+
+_LOG4J2 = """\
+rootLogger.level = error
+rootLogger.appenderRef.stderr.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n
+"""
+
+
+def _quiet_log4j() -> str:
+    """A log4j2 file that lets Spark print errors only: stderr is icectl's one line per problem."""
+    path = os.path.join(os.path.dirname(package_zip()), "log4j2-icectl.properties")
+    if not os.path.isfile(path):
+        tmp = f"{path}.{os.getpid()}.tmp"
+        with open(tmp, "w") as fh:
+            fh.write(_LOG4J2)
+        os.replace(tmp, path)
+    return path
+
+
+def _result(row: Any) -> Any:
+    if row["ok"]:
+        return pickle.loads(row["payload"])
+    raise unpack_error(row["payload"])
+
+
+def _sortable(key: Any) -> str:
+    """A range key as text that sorts as the key does (repr of a tuple of partition values)."""
+    return key if isinstance(key, str) else repr(key)
+
+
+def _executor_function(fn: Callable[[Any, Any], Any], shared: bytes) -> Callable[[Iterator[Any]], Iterator[Any]]:
+    """The function ``mapInArrow`` runs on the executors: each item through ``fn``, in order."""
+
+    def run(batches: Iterator[Any]) -> Iterator[Any]:
+        import pyarrow as pa
+
+        os.environ.setdefault("ICECTL_DECODE_PROCESSES", "0")  # the executor's cores are Spark's
+        state = pickle.loads(shared)
+        for batch in batches:
+            idx, oks, payloads = [], [], []
+            for i, item in zip(batch.column("i").to_pylist(), batch.column("item").to_pylist(), strict=True):
+                try:
+                    payloads.append(pickle.dumps(fn(state, pickle.loads(item))))
+                    oks.append(True)
+                except IcectlError as e:  # the driver raises it as itself
+                    payloads.append(pack_error(e))
+                    oks.append(False)
+                idx.append(i)
+            yield pa.RecordBatch.from_arrays([pa.array(idx, pa.int64()), pa.array(oks, pa.bool_()),
+                                              pa.array(payloads, pa.binary())], names=["i", "ok", "payload"])
+
+    return run
+
+
+def _is_connect(spark: Any) -> bool:
+    return type(spark).__module__.startswith("pyspark.sql.connect")
+
+
+def _master_of(spark: Any) -> str | None:
+    try:
+        return str(spark.sparkContext.master)
+    except Exception:  # Spark Connect has no SparkContext
+        return None
+
+
+_SHIPPED: set[tuple[int, str]] = set()
+
+
+def _ship(spark: Any, connect: bool) -> None:
+    """icectl's code to the executors, once per session and version of the code."""
+    path = package_zip()
+    key = (id(spark), path)
+    if key in _SHIPPED:
+        return
+    if connect:
+        spark.addArtifacts(path, pyfile=True)
+    else:
+        spark.sparkContext.addPyFile(path)
+    _SHIPPED.add(key)
+
+
+__all__ = ["ITEMS_PER_TASK", "SparkEngine"]
