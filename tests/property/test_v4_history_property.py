@@ -71,7 +71,8 @@ def _check_expired(d: Path, snap_model: dict[int, frozenset[str]], added: set[st
     assert roots == {s.root_manifest for s in md.snapshots if s.root_manifest}
 
 
-@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=12 if os.environ.get("CI") else 20, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(steps=st.lists(STEP, min_size=10, max_size=25))
 def test_random_single_file_commits(tmp_path_factory: pytest.TempPathFactory,
                                     steps: list[tuple[str, str, int, int]]) -> None:
