@@ -27,6 +27,7 @@ import pickle
 import sys
 import uuid
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -45,6 +46,8 @@ R = TypeVar("R")
 # Items per Spark task: a task's fixed cost (~10-50 ms: scheduling, a Python worker, unpickling the
 # shared state) must stay small against decoding its manifests (~1-5 ms each).
 ITEMS_PER_TASK = 64
+# Items per job: bounds what the driver holds (two windows of results) on a big cluster.
+WINDOW_ITEMS = 8192
 # Environment passed on to executors this engine starts (Spark's documented spark.executorEnv.*).
 _FORWARDED_ENV = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_REGION",
                   "AWS_DEFAULT_REGION", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "ICECTL_CACHE_DIR")
@@ -106,29 +109,56 @@ class SparkEngine(Engine):
         todo = list(items)
         if not todo:
             return
-        df = self._items_frame(todo, range_keys)
         run = _executor_function(fn, pickle.dumps(shared))
-        out = df.mapInArrow(run, "i long, ok boolean, payload binary")
-        self._set_group(description)
         with progress.task(description, len(todo)) as advance:
-            if range_keys is None:
-                for row in out.toLocalIterator(prefetchPartitions=True):
+            if range_keys is not None:  # one job, range-partitioned; back in item order (results are small)
+                self._set_group(description)
+                df = self._items_frame(todo, list(range_keys), 0)
+                for row in sorted(self._collect(df, run), key=lambda r: r["i"]):
                     advance(1)
                     yield _result(row)
-            else:  # range-partitioned: back in item order on the driver (results are small here)
-                rows = sorted(out.collect(), key=lambda r: r["i"])
-                for row in rows:
-                    advance(1)
-                    yield _result(row)
+                return
+            # Windows of items, one job each, the next computed while this one is handed out: every core
+            # busy (toLocalIterator would run one partition at a time), the driver holding two windows.
+            size = self._window()
+            windows = [(start, todo[start:start + size]) for start in range(0, len(todo), size)]
 
-    def _items_frame(self, todo: list[Any], range_keys: Sequence[Any] | None) -> Any:
+            def window(start: int, chunk: list[Any]) -> list[Any]:
+                self._set_group(description)  # the job group is per thread (PySpark's pinned threads)
+                return sorted(self._collect(self._items_frame(chunk, None, start), run), key=lambda r: r["i"])
+
+            with ThreadPoolExecutor(max_workers=1) as pool:
+                pending = pool.submit(window, *windows[0])
+                for k in range(len(windows)):
+                    rows = pending.result()
+                    if k + 1 < len(windows):
+                        pending = pool.submit(window, *windows[k + 1])
+                    for row in rows:
+                        advance(1)
+                        yield _result(row)
+
+    def _collect(self, df: Any, run: Callable[[Iterator[Any]], Iterator[Any]]) -> list[Any]:
+        try:
+            return df.mapInArrow(run, "i long, ok boolean, payload binary").collect()
+        except Exception as e:  # a lost executor, a Python error there: py4j/PySpark errors share no base
+            lines = [x.strip() for x in str(e).splitlines() if x.strip()]
+            last = next((x for x in reversed(lines) if "Error" in x or "Exception" in x), lines[-1] if lines else "")
+            raise StorageError(f"a Spark job failed: {type(e).__name__}: {last[:300]}",
+                               hint="nothing was committed by it; see the Spark logs, or rerun with --debug") from e
+
+    def _window(self) -> int:
+        """Items per job: enough for two rounds of tasks on every core, at most WINDOW_ITEMS."""
+        return max(ITEMS_PER_TASK, min(WINDOW_ITEMS, self._parallelism() * 2 * ITEMS_PER_TASK))
+
+    def _items_frame(self, todo: list[Any], range_keys: list[Any] | None, offset: int) -> Any:
         from pyspark.sql.types import BinaryType, LongType, StringType, StructField, StructType
 
-        slices = max(1, min(len(todo) // ITEMS_PER_TASK + 1, self._parallelism() * 4, len(todo)))
+        per_task = max(1, min(ITEMS_PER_TASK, -(-len(todo) // (self._parallelism() * 2))))
+        slices = max(1, -(-len(todo) // per_task))
         schema = StructType([StructField("i", LongType(), False), StructField("key", StringType(), True),
                              StructField("item", BinaryType(), False)])
-        keys = [None if range_keys is None else _sortable(k) for k in (range_keys or [None] * len(todo))]
-        rows = [(i, k, pickle.dumps(item)) for i, (item, k) in enumerate(zip(todo, keys, strict=True))]
+        keys = [None] * len(todo) if range_keys is None else [_sortable(k) for k in range_keys]
+        rows = [(offset + i, k, pickle.dumps(item)) for i, (item, k) in enumerate(zip(todo, keys, strict=True))]
         if self._connect:
             df = self.spark.createDataFrame(rows, schema)
         else:
@@ -269,4 +299,4 @@ def _ship(spark: Any, connect: bool) -> None:
     _SHIPPED.add(key)
 
 
-__all__ = ["ITEMS_PER_TASK", "SparkEngine"]
+__all__ = ["ITEMS_PER_TASK", "WINDOW_ITEMS", "SparkEngine"]
