@@ -64,6 +64,10 @@ def command(group: typer.Typer, name: str, *, view: bool | str = False, engine: 
                     if result is not None:
                         render(result, as_json=as_json or view_options.wants_json(options),
                                options=options)  # rows stream, so reading goes on here
+                    note = (spark_suggestion(reporter.most_manifests, run_engine.name)
+                            if reporter is not None and run_engine is not None and not given.get("engine") else None)
+                    if note:
+                        print_error(note)
                 code = getattr(result, "exit_code", 0)
                 if code:
                     raise typer.Exit(code)
@@ -115,6 +119,15 @@ def _with_engine_report(result: Any, engine: engines.Engine, mark: Any) -> Any:
     return result
 
 
+def spark_suggestion(manifests: int, engine_name: str) -> str | None:
+    """The stderr line of a terminal run of the default local engine that read more than
+    :data:`icectl.engine.SPARK_SUGGESTED_MANIFESTS` manifests in one batch: the Spark engine pays there."""
+    if engine_name != "local" or manifests < engines.SPARK_SUGGESTED_MANIFESTS:
+        return None
+    return (f"icectl: note: {manifests} manifests read on this machine; on a Spark cluster, --engine spark "
+            "spreads that work over its executors (README: Running on Spark)")
+
+
 class _RichReporter:
     """Progress bars on stderr (transient: they vanish when the work is done)."""
 
@@ -122,6 +135,7 @@ class _RichReporter:
         self.progress: Any = None  # made on the first task: rich.progress costs 25 ms to import
         self.active = 0
         self.quiet = False  # set once the result is printed: bars and the result must not share lines
+        self.most_manifests = 0  # the biggest batch of manifests one task announced (the Spark suggestion)
 
     def quiet_down(self) -> None:
         """Clear the bars before the result goes to the same terminal; later tasks draw none."""
@@ -130,6 +144,8 @@ class _RichReporter:
             self.progress.stop()
 
     def start(self, description: str, total: int | None) -> object:
+        if total and "manifest" in description:
+            self.most_manifests = max(self.most_manifests, total)
         if self.progress is None:
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 

@@ -36,6 +36,9 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 ENGINES = ("local", "spark")
+# Above this many manifests in one run, a terminal run of the default local engine suggests --engine spark:
+# where, by benchmarks/bench_spark_engine.py, a cluster of a few executors beats this machine (README).
+SPARK_SUGGESTED_MANIFESTS = 100_000
 LOCAL_WORKERS = min(16, 4 * (os.cpu_count() or 2))
 
 
@@ -192,5 +195,5 @@ def unpack_error(data: bytes) -> IcectlError:
     return err
 
 
-__all__ = ["ENGINES", "Engine", "EngineReport", "EngineSettings", "LocalEngine", "active", "open_engine",
-           "parse_spark_conf", "using"]
+__all__ = ["ENGINES", "SPARK_SUGGESTED_MANIFESTS", "Engine", "EngineReport", "EngineSettings", "LocalEngine",
+           "active", "open_engine", "parse_spark_conf", "using"]

@@ -14,8 +14,10 @@ import pytest
 from typer.testing import CliRunner
 
 from icectl.cli.app import app
+from icectl.cli.framework import spark_suggestion
 from icectl.config import parse_config
 from icectl.engine import (
+    SPARK_SUGGESTED_MANIFESTS,
     EngineSettings,
     LocalEngine,
     active,
@@ -133,3 +135,10 @@ def test_json_says_which_engine_ran(table: str) -> None:
     assert list(doc)[-2:] == ["rows", "engine"] and doc["engine"] == {"name": "local"}
     r = CliRunner().invoke(app, ["inspect", "snapshots", table, "--json"])  # no engine option: no key
     assert "engine" not in json.loads(r.stdout)
+
+
+def test_a_big_local_run_suggests_the_spark_engine() -> None:
+    assert spark_suggestion(SPARK_SUGGESTED_MANIFESTS - 1, "local") is None
+    assert spark_suggestion(SPARK_SUGGESTED_MANIFESTS, "spark") is None
+    line = spark_suggestion(SPARK_SUGGESTED_MANIFESTS, "local")
+    assert line is not None and "--engine spark" in line and str(SPARK_SUGGESTED_MANIFESTS) in line
