@@ -16,8 +16,9 @@
 - **Credentials.** The table's FileIO travels with the job (the S3 settings the driver resolved:
   the config's or a REST catalog's vended keys); AWS_* variables of the driver are passed to
   executors this engine starts as ``spark.executorEnv.*`` (redacted in Spark's UI).
-- **Tasks.** Every job runs in the engine's job group; :meth:`report` counts their tasks through
-  Spark's status tracker (None on Spark Connect, which has none).
+- **Tasks.** Every job runs in the engine's job group; :meth:`report` counts their completed tasks
+  through Spark's status tracker (None on Spark Connect, which has none). The tracker keeps the last
+  ``spark.ui.retainedJobs`` / ``retainedStages`` (1,000) of them: a longer run under-counts.
 """
 
 from __future__ import annotations
@@ -204,7 +205,8 @@ class SparkEngine(Engine):
             info = tracker.getJobInfo(j)
             for s in info.stageIds if info else ():
                 stage = tracker.getStageInfo(s)
-                tasks += stage.numTasks if stage else 0
+                # Completed, not planned: a stage Spark skips (a shuffle's output reused) runs no task.
+                tasks += stage.numCompletedTasks if stage else 0
         return len(jobs), tasks
 
     def frame(self, rows: list[tuple[Any, ...]], schema: str) -> Any:
@@ -223,6 +225,8 @@ appender.console.name = console
 appender.console.target = SYSTEM_ERR
 appender.console.layout.type = PatternLayout
 appender.console.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n
+logger.gateway.name = org.apache.spark.api.python.PythonGatewayServer
+logger.gateway.level = error
 """
 
 
