@@ -233,7 +233,7 @@ logger.gateway.level = error
 def _quiet_log4j() -> str:
     """A log4j2 file that lets Spark print errors only: stderr is icectl's one line per problem."""
     path = os.path.join(os.path.dirname(package_zip()), "log4j2-icectl.properties")
-    if not os.path.isfile(path):
+    if not os.path.isfile(path) or open(path).read() != _LOG4J2:
         tmp = f"{path}.{os.getpid()}.tmp"
         with open(tmp, "w") as fh:
             fh.write(_LOG4J2)
