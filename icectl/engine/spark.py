@@ -200,20 +200,23 @@ class SparkEngine(Engine):
             return None, None
         tracker = self.spark.sparkContext.statusTracker()
         jobs = tracker.getJobIdsForGroup(self.group)
-        tasks = 0
+        stages: set[int] = set()  # a job reading another's shuffle lists that stage again
         for j in jobs:
             info = tracker.getJobInfo(j)
-            for s in info.stageIds if info else ():
-                stage = tracker.getStageInfo(s)
-                # Completed, not planned: a stage Spark skips (a shuffle's output reused) runs no task.
-                tasks += stage.numCompletedTasks if stage else 0
+            stages.update(info.stageIds if info else ())
+        tasks = 0
+        for s in stages:
+            stage = tracker.getStageInfo(s)
+            # Completed, not planned: a stage Spark skips (a shuffle's output reused) runs no task.
+            tasks += stage.numCompletedTasks if stage else 0
         return len(jobs), tasks
 
-    def frame(self, rows: list[tuple[Any, ...]], schema: str) -> Any:
-        """A DataFrame of driver-side rows (listings, keys), spread over the cluster's cores."""
+    def frame(self, rows: list[tuple[Any, ...]], schema: str, *, per_task: int = 1024) -> Any:
+        """A DataFrame of driver-side rows (listings, keys), ``per_task`` rows a task (at most four tasks
+        per core)."""
         if self._connect:
             return self.spark.createDataFrame(rows, schema)
-        slices = max(1, min(len(rows) // 1024 + 1, self._parallelism() * 4))
+        slices = max(1, min(-(-len(rows) // per_task), self._parallelism() * 4))
         return self.spark.createDataFrame(self.spark.sparkContext.parallelize(rows, slices), schema)
 
 
