@@ -9,18 +9,26 @@ manifest. Each comparison also checks that Spark tasks ran (``engine.report().sp
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
+from support.corrupt import copy_table, current_list, current_manifests, edit_entry, edit_manifest_list
 from support.fixtures import FIXTURE_KINDS
+from unit.validate.breaking import destroy_magic
 
 from icectl.cli.render import render
 from icectl.engine import using
+from icectl.errors import IcectlError
 from icectl.ops.inspect import ContentFilter, entry_rows, file_rows, partition_rows
 from icectl.results import RowsResult
+from icectl.spec.manifest import ManifestContent
 from icectl.table import Table, load_table
+from icectl.table.manifest_cache import set_cache_enabled
+from icectl.validate import validate_table
 
 
 def rendered(result: RowsResult) -> str:
@@ -54,3 +62,94 @@ def test_inspect_views_equal_the_local_engines(spark_tables: Any, spark_engine: 
     assert remote == local
     assert tasks(spark_engine) > before
     assert any('"file_path"' in v for v in local)
+
+
+# --------------------------------------------------------------------------- validate
+
+
+def validated(table_dir: Path | str, *, all_snapshots: bool = True, deep: bool = False) -> tuple[str, int]:
+    """validate's JSON document (findings in the CLI's order, counts, by_rule) and its exit code."""
+    result = validate_table(load_table(str(table_dir)), all_snapshots=all_snapshots, deep=deep)
+    return rendered(result.to_result()), result.exit_code
+
+
+def both_engines(engine: Any, table_dir: Path | str, **kw: Any) -> tuple[str, int]:
+    local = validated(table_dir, **kw)
+    before = tasks(engine)
+    with using(engine):
+        remote = validated(table_dir, **kw)
+    assert remote == local
+    assert tasks(engine) > before
+    return local
+
+
+def test_validate_findings_equal_the_local_engines_on_every_fixture(spark_tables: Any, spark_engine: Any) -> None:
+    for kind in FIXTURE_KINDS:
+        doc, code = both_engines(spark_engine, spark_tables[kind].location)
+        assert code == 0 and json.loads(doc)["manifests"] > 0
+    both_engines(spark_engine, spark_tables["v3_dv"].location, deep=True)  # --deep: live files from the tasks
+
+
+def _damage(table: Path) -> set[str]:
+    """Break four manifests of the current snapshot four ways; the rules that must fire."""
+    manifests = [m for m in current_manifests(table) if m.content == ManifestContent.DATA]
+    assert len(manifests) >= 3, manifests
+    edit_entry(table, manifests[0].manifest_path, 0, lambda r: r["data_file"].update(record_count=-5))
+    destroy_magic(manifests[1].manifest_path)
+    Path(manifests[2].manifest_path).unlink()
+    untouched = {m.manifest_path for m in manifests[:3]}
+
+    def more_files(records: list[dict[str, Any]]) -> None:
+        row = next(r for r in records if r["manifest_path"] not in untouched)
+        row["added_files_count"] += 7
+
+    edit_manifest_list(current_list(table), more_files)
+    return {"manifest.entry-values", "manifest.readable", "manifest-list.manifest-exists", "manifest-list.counts"}
+
+
+@pytest.fixture
+def outcome_cache_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Outcomes of the fixtures' small, fresh manifests kept too (the key is made on the driver).
+    monkeypatch.setenv("ICECTL_CACHE_RACY_SECONDS", "0")
+    monkeypatch.setenv("ICECTL_CACHE_MIN_MANIFEST_BYTES", "0")
+
+
+def test_validate_on_a_damaged_table_equals_the_local_engine_cold_warm_and_uncached(
+        spark_tables: Any, spark_engine: Any, tmp_path: Path, outcome_cache_env: None) -> None:
+    table = copy_table(spark_tables["v2_part"].location, tmp_path / "t")
+    expected = _damage(table)
+    with using(spark_engine):
+        cold = validated(table)  # the tasks check and store outcomes
+    local = validated(table)  # the driver replays what the tasks stored, or checks
+    doc = json.loads(local[0])
+    assert expected <= {r["rule"] for r in doc["rows"]}, doc["rows"]
+    assert local[1] == 7
+    assert cold == local
+    both_engines(spark_engine, table)  # warm: the tasks replay stored outcomes
+    set_cache_enabled(False)
+    try:
+        assert both_engines(spark_engine, table) == local
+    finally:
+        set_cache_enabled(True)
+    rules = {r["rule"] for r in json.loads(both_engines(spark_engine, table, all_snapshots=False)[0])["rows"]}
+    assert expected <= rules
+
+
+def test_a_missing_or_damaged_manifest_fails_inspect_alike_on_both_engines(spark_tables: Any, spark_engine: Any,
+                                                                           tmp_path: Path) -> None:
+    table = copy_table(spark_tables["v2_part"].location, tmp_path / "t")
+    first = current_manifests(table)[0].manifest_path
+    for damage in (destroy_magic, lambda p: Path(p).unlink()):
+        damage(first)
+        errors = []
+        for engine in (None, spark_engine):
+            with using(engine) if engine is not None else contextlib.nullcontext():
+                for view in (file_rows, entry_rows):
+                    with pytest.raises(IcectlError) as got:
+                        rendered(view(load_table(str(table))))
+                    errors.append((type(got.value), got.value.message, got.value.path, got.value.exit_code))
+                with pytest.raises(IcectlError) as got:
+                    partition_rows(load_table(str(table)))
+                errors.append((type(got.value), got.value.message, got.value.path, got.value.exit_code))
+        assert errors[:3] == errors[3:]
+        assert first in repr(errors[0])
