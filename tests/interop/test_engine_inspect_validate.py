@@ -33,12 +33,13 @@ from icectl.cli.app import app
 from icectl.cli.render import render
 from icectl.engine import using
 from icectl.errors import IcectlError
+from icectl.ops import inspect_engine, inspect_files
 from icectl.ops.inspect import ContentFilter, entry_rows, file_rows, partition_rows
 from icectl.results import RowsResult
 from icectl.spec.manifest import ManifestContent
 from icectl.table import Table, load_table
 from icectl.table.manifest_cache import set_cache_enabled
-from icectl.validate import validate_table
+from icectl.validate import manifest_list_rules, manifest_rules, validate_table
 
 _T = TypeVar("_T")
 
@@ -76,10 +77,33 @@ def on_both(engine: Any, run: Callable[[], _T]) -> _T:
     return local
 
 
+def spy(monkeypatch: pytest.MonkeyPatch, *targets: tuple[Any, str]) -> list[str]:
+    """The names of ``targets`` (module, function) as they are called in this process: not by the
+    tasks, which run in Spark's Python workers, out of this patch's reach."""
+    called: list[str] = []
+    def counted(name: str, real: Callable[..., Any]) -> Callable[..., Any]:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            called.append(name)
+            return real(*args, **kwargs)
+        return call
+
+    for module, name in targets:
+        monkeypatch.setattr(module, name, counted(name, getattr(module, name)))
+    return called
+
+
 @pytest.mark.parametrize("kind", FIXTURE_KINDS)
-def test_inspect_views_equal_the_local_engines(spark_tables: Any, spark_engine: Any, kind: str) -> None:
+def test_inspect_views_equal_the_local_engines(spark_tables: Any, spark_engine: Any, kind: str,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
     table = load_table(str(spark_tables[kind].location))
-    local = on_both(spark_engine, lambda: views(table))
+    here = spy(monkeypatch, (inspect_engine, "iter_entries"), (inspect_files, "iter_manifest_tables"))
+    local = views(table)
+    assert "iter_manifest_tables" in here  # the local engine's JSON text comes through it
+    here.clear()
+    before = tasks(spark_engine)
+    with using(spark_engine):
+        assert views(table) == local
+    assert tasks(spark_engine) > before and here == []  # the manifests were decoded by the tasks alone
     assert '"file_path"' in local[0] and '"manifest_path"' in local[1] and '"record_count"' in local[2]
 
 
@@ -106,10 +130,19 @@ def both_engines(engine: Any, table_dir: Path | str, **kw: Any) -> tuple[str, in
     return on_both(engine, lambda: validated(table_dir, **kw))
 
 
-def test_validate_findings_equal_the_local_engines_on_every_fixture(spark_tables: Any, spark_engine: Any) -> None:
+def test_validate_findings_equal_the_local_engines_on_every_fixture(spark_tables: Any, spark_engine: Any,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    here = spy(monkeypatch, (manifest_list_rules, "check_manifest_file"), (manifest_rules, "check_manifest"))
     for kind in FIXTURE_KINDS:  # every snapshot of the one with many: one job over every distinct manifest
-        doc, code = both_engines(spark_engine, spark_tables[kind].location, all_snapshots=kind == "many_snaps")
-        assert code == 0 and json.loads(doc)["manifests"] > 0
+        here.clear()
+        local = validated(spark_tables[kind].location, all_snapshots=kind == "many_snaps")
+        assert local[1] == 0 and json.loads(local[0])["manifests"] > 0 and "check_manifest" in here
+        here.clear()
+        before = tasks(spark_engine)
+        with using(spark_engine):
+            assert validated(spark_tables[kind].location, all_snapshots=kind == "many_snaps") == local
+        assert tasks(spark_engine) > before
+        assert here == []  # every manifest and its list row were checked by the tasks
     both_engines(spark_engine, spark_tables["v3_dv"].location, deep=True)  # --deep: live files from the tasks
 
 
