@@ -347,6 +347,8 @@ def _check_snapshots(ctx: Context, snapshots: list[Snapshot]) -> tuple[set[str],
 def _walk(ctx: Context, pool: ThreadPoolExecutor, snapshots: list[Snapshot], advance: Callable[[int], None],
           checked: set[str], lowest: dict[str, manifest_list_rules.Listing], v4: v4_rules.V4State, reuse: ListReuse,
           remote: Remote | None) -> None:
+    """The loop of :func:`_check_snapshots`; ``remote``: the engine's checks of the manifests, taken
+    where this loop would check each itself (None: the local engine, which checks them here)."""
     for snap, got in _fetch_lists(ctx, pool, snapshots):
         advance(1)
         if _is_v4(snap):

@@ -115,6 +115,18 @@ def test_rows_and_a_manifest_listed_twice_equal_the_local_engines(spark_tables: 
     doubled = on_both(spark_engine, lambda: row_views(table))
     path = current_manifests(table_dir)[0].manifest_path
     assert doubled.count(json.dumps(path)) == 2 * len(entry_records(path))
+    docs = cli_docs(["inspect", "entries", str(table_dir), "--json"], 0)
+    assert docs["spark"]["rows"] == docs["local"]["rows"] and docs["spark"] == docs["local"]
+
+
+def cli_docs(args: list[str], exit_code: int) -> dict[str, Any]:
+    """``icectl <args> --engine local|spark`` in-process (--engine spark joins this session): the JSON
+    documents without their "engine" key, which says which ran (and the Spark tasks)."""
+    runs = {engine: CliRunner().invoke(app, [*args, "--engine", engine]) for engine in ("local", "spark")}
+    assert {engine: run.exit_code for engine, run in runs.items()} == {"local": exit_code, "spark": exit_code}
+    docs = {engine: json.loads(run.stdout) for engine, run in runs.items()}
+    assert docs["spark"].pop("engine")["spark_tasks"] > 0 and docs["local"].pop("engine") == {"name": "local"}
+    return docs
 
 
 # --------------------------------------------------------------------------- validate
@@ -188,11 +200,7 @@ def test_validate_on_a_damaged_table_equals_the_local_engine_cold_warm_and_uncac
     finally:
         set_cache_enabled(True)
     # The command line, in-process: --engine spark joins this session; the JSON says which engine ran.
-    runs = {engine: CliRunner().invoke(app, ["validate", str(table), "--json", "--engine", engine])
-            for engine in ("local", "spark")}
-    docs = {engine: json.loads(run.stdout) for engine, run in runs.items()}
-    assert {run.exit_code for run in runs.values()} == {7}
-    assert docs["spark"].pop("engine")["spark_tasks"] > 0 and docs["local"].pop("engine") == {"name": "local"}
+    docs = cli_docs(["validate", str(table), "--json"], 7)
     assert docs["spark"] == docs["local"]
     assert expected <= {r["rule"] for r in docs["local"]["rows"]}
 
