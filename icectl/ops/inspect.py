@@ -13,7 +13,16 @@ from enum import Enum
 from typing import Any
 
 from icectl.codec.puffin import decode_deletion_vector
+from icectl.engine import LocalEngine, active
 from icectl.errors import CorruptInputError, IcectlError
+from icectl.ops.inspect_engine import (
+    PARTITION_FIELDS,
+    ViewTask,
+    engine_json,
+    engine_partitions,
+    engine_rows,
+    fold_partitions,
+)
 from icectl.ops.inspect_files import (
     FILE_FIELDS,
     METRIC_FIELDS,
@@ -27,7 +36,6 @@ from icectl.ops.inspect_files import (
 from icectl.ops.inspect_metadata import (  # re-exported: callers use icectl.ops.inspect for every view
     Millis,
     history_rows,
-    iso_timestamp,
     metadata_log_rows,
     partition_fields,
     ref_rows,
@@ -37,7 +45,7 @@ from icectl.ops.inspect_metadata import (  # re-exported: callers use icectl.ops
     view_meta,
 )
 from icectl.results import Column, RowsResult
-from icectl.spec.manifest import DataFileContent, ManifestContent, ManifestFile
+from icectl.spec.manifest import ManifestContent, ManifestFile
 from icectl.spec.metadata import TableMetadata
 from icectl.spec.schema import NestedField, StructType
 from icectl.spec.snapshots import Snapshot
@@ -238,6 +246,7 @@ def file_rows(table: Table, *, snapshot_id: int | None = None, ref: str | None =
     elif content == ContentFilter.DELETES:
         manifests = [m for m in manifests if m.content == ManifestContent.DELETES]
     mapper = PartitionMapper(md)
+    engine = active()
 
     def rows() -> Iterator[dict[str, Any]]:
         for m, e in iter_entries(md, table.io, manifests, fields=_wanted_fields(metrics), live_only=True):
@@ -246,6 +255,10 @@ def file_rows(table: Table, *, snapshot_id: int | None = None, ref: str | None =
     def json_text(encode: Callable[[Any], str]) -> Iterator[str]:
         return file_rows_json(md, table.io, manifests, mapper, encode, metrics)
 
+    if not isinstance(engine, LocalEngine):  # each manifest's rows built where the engine decodes it
+        task = ViewTask(md, table.io, metrics)
+        rows = lambda: engine_rows(engine, task, manifests)  # noqa: E731
+        json_text = lambda encode: engine_json(engine, task, manifests, encode)  # noqa: E731
     return RowsResult("files", f"Files of {table.identifier}", _file_columns(md, metrics), rows(),
                       view_meta(table, snapshot_id=snap.snapshot_id if snap else None),
                       json_text=json_text, column_info=FILE_INFO, terminal_columns=FILE_TERMINAL,
@@ -259,15 +272,23 @@ def entry_rows(table: Table, *, snapshot_id: int | None = None, ref: str | None 
     snap = _snapshot_or_none(table, snapshot_id, ref)
     manifests = manifests_of(md, snap, table.io) if snap else []
     mapper = PartitionMapper(md)
+    engine = active()
 
     def rows() -> Iterator[dict[str, Any]]:
         for m, e in iter_entries(md, table.io, manifests, fields=_wanted_fields(metrics)):
             yield entry_row(md, mapper, m, e, metrics)
 
+    def json_text(encode: Callable[[Any], str]) -> Iterator[str]:
+        return entry_rows_json(md, table.io, manifests, mapper, encode, metrics)
+
+    if not isinstance(engine, LocalEngine):  # each manifest's rows built where the engine decodes it
+        task = ViewTask(md, table.io, metrics, entries=True)
+        rows = lambda: engine_rows(engine, task, manifests)  # noqa: E731
+        json_text = lambda encode: engine_json(engine, task, manifests, encode)  # noqa: E731
     return RowsResult("entries", f"Manifest entries of {table.identifier}",
                       ["status", "snapshot_id", "sequence_number", "file_sequence_number", "manifest_path",
                        "data_file"], rows(), view_meta(table, snapshot_id=snap.snapshot_id if snap else None),
-                      json_text=lambda encode: entry_rows_json(md, table.io, manifests, mapper, encode, metrics),
+                      json_text=json_text,
                       column_info=ENTRY_INFO, terminal_columns=ENTRY_TERMINAL, location=md.location,
                       fields={**partition_fields(md, "data_file", "partition"),
                               **{f: ("data_file", f) for f in ("content", "file_path", "file_format", "partition",
@@ -281,36 +302,13 @@ def partition_rows(table: Table, *, snapshot_id: int | None = None, ref: str | N
     manifests = manifests_of(md, snap, table.io) if snap else []
     mapper = PartitionMapper(md)
     partitioned = bool(mapper.unified.fields)
-    by_id = {s.snapshot_id: s for s in md.snapshots}
-    groups: dict[tuple[Any, ...], dict[str, Any]] = {}
-    fields = {"content", "partition", "record_count", "file_size_in_bytes"}
-    for m, e in iter_entries(md, table.io, manifests, fields=fields, live_only=True):
-        f = e.data_file
-        # Iceberg 1.10 keys partitions by spec too: a v1 value and an unpartitioned spec's null differ.
-        key = (m.partition_spec_id, *mapper.key(m.partition_spec_id, f.partition)) if partitioned else ()
-        g = groups.get(key)
-        if g is None:
-            g = groups[key] = {
-                "partition": mapper.to_dict(m.partition_spec_id, f.partition), "spec_id": 0,
-                "record_count": 0, "file_count": 0, "total_data_file_size_in_bytes": 0,
-                "position_delete_record_count": 0, "position_delete_file_count": 0,
-                "equality_delete_record_count": 0, "equality_delete_file_count": 0,
-                "last_updated_at": None, "last_updated_snapshot_id": None, "_ms": None}
-        s = by_id.get(e.snapshot_id) if e.snapshot_id is not None else None
-        if s is not None and (g["_ms"] is None or s.timestamp_ms > g["_ms"]):
-            g["_ms"], g["last_updated_at"], g["last_updated_snapshot_id"] = (
-                s.timestamp_ms, iso_timestamp(s.timestamp_ms), s.snapshot_id)
-        g["spec_id"] = m.partition_spec_id
-        if f.content == DataFileContent.DATA:
-            g["record_count"] += f.record_count
-            g["file_count"] += 1
-            g["total_data_file_size_in_bytes"] += f.file_size_in_bytes
-        elif f.content == DataFileContent.POSITION_DELETES:
-            g["position_delete_record_count"] += f.record_count
-            g["position_delete_file_count"] += 1
-        else:
-            g["equality_delete_record_count"] += f.record_count
-            g["equality_delete_file_count"] += 1
+    engine = active()
+    if isinstance(engine, LocalEngine):
+        groups: dict[tuple[Any, ...], dict[str, Any]] = {}
+        fold_partitions(groups, mapper, {s.snapshot_id: s for s in md.snapshots},
+                        iter_entries(md, table.io, manifests, fields=PARTITION_FIELDS, live_only=True))
+    else:  # per-manifest partial sums on the engine, merged here in manifest order
+        groups = engine_partitions(engine, ViewTask(md, table.io), manifests)
     cols = ["record_count", "file_count", "total_data_file_size_in_bytes", "position_delete_record_count",
             "position_delete_file_count", "equality_delete_record_count", "equality_delete_file_count",
             "last_updated_at", "last_updated_snapshot_id"]

@@ -12,7 +12,7 @@ import itertools
 import json
 import time
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,15 +22,15 @@ from icectl.catalog import find_table
 from icectl.config import Config
 from icectl.errors import CorruptInputError, ExitCode, IcectlError, NotFoundError
 from icectl.results import NOT_JSON, UNSET, Part, RowsResult, Unset
-from icectl.spec.manifest import ManifestContent, ManifestEntry, ManifestFile
+from icectl.spec.manifest import ManifestContent, ManifestFile
 from icectl.spec.metadata import TableMetadata
 from icectl.spec.snapshots import Snapshot
 from icectl.storage import FileIdentity, FileIO
-from icectl.table import Table, manifest_read
-from icectl.table.manifest_cache import manifest_cache
+from icectl.table import Table
 from icectl.table.scan import DEFAULT_WORKERS
 from icectl.validate import (
     delete_rules,
+    engine_read,
     file_rules,
     manifest_list_rules,
     manifest_rules,
@@ -38,7 +38,9 @@ from icectl.validate import (
     outcome_cache,
     v4_rules,
 )
-from icectl.validate.context import Context, ManifestSummary
+from icectl.validate.context import Context
+from icectl.validate.engine_read import Remote
+from icectl.validate.fetch import Fetched, check_fetched, fetch, identity_of, report_missing
 from icectl.validate.list_reuse import CheckedList, ListReuse, StoredList, load_list, store_list
 from icectl.validate.rules import (
     AREAS,
@@ -271,7 +273,7 @@ def _fetch_lists(ctx: Context, pool: ThreadPoolExecutor,
     def fetch(path: str, is_list: bool) -> _ListRead:
         before = None
         if is_list and cached:
-            before = _identity(ctx, path)
+            before = identity_of(ctx, path)
             stored = load_list(path, before, ctx.metadata.format_version)
             if stored is not None:
                 return _ListRead(stored=stored)
@@ -282,7 +284,7 @@ def _fetch_lists(ctx: Context, pool: ThreadPoolExecutor,
         if is_list:
             lists.prepare(data)  # decompressed here, in this thread
             if cached and before is not None:
-                return _ListRead(data, before if _identity(ctx, path) == before else None)
+                return _ListRead(data, before if identity_of(ctx, path) == before else None)
         return _ListRead(data)
 
     pending: deque[tuple[Snapshot, Future[_ListRead] | None]] = deque()
@@ -304,12 +306,12 @@ def _fetch_lists(ctx: Context, pool: ThreadPoolExecutor,
 
 def _read_now(ctx: Context, path: str) -> _ListRead:
     """A list whose stored rows name an earlier list not checked in this run: read it here."""
-    before = _identity(ctx, path)
+    before = identity_of(ctx, path)
     try:
         data = ctx.io.read(path)
     except NotFoundError as e:
         return _ListRead(e)
-    return _ListRead(data, before if before is not None and _identity(ctx, path) == before else None)
+    return _ListRead(data, before if before is not None and identity_of(ctx, path) == before else None)
 
 
 def _is_v4(snap: Snapshot) -> bool:
@@ -328,43 +330,59 @@ def _check_snapshots(ctx: Context, snapshots: list[Snapshot]) -> tuple[set[str],
     lowest: dict[str, manifest_list_rules.Listing] = {}
     v4 = v4_rules.V4State()
     reuse = ListReuse()
+    remote = engine_read.start(ctx, snapshots)  # None on the local engine
     with (progress.task("checking snapshots", len(snapshots)) as advance,
           ThreadPoolExecutor(max_workers=DEFAULT_WORKERS) as pool):
-        for snap, got in _fetch_lists(ctx, pool, snapshots):
-            advance(1)
-            if _is_v4(snap):
-                v4_rules.check_root_snapshot(ctx, v4, pool, snap, got.data)
-                continue
-            manifests = reuse.rebuild(got.stored) if got.stored is not None else None
-            if got.stored is not None:
-                if manifests is not None:
-                    got = _ListRead(identity=got.stored.identity)
-                elif snap.manifest_list is not None:
-                    got = _read_now(ctx, snap.manifest_list)
-            if manifests is None:
-                manifests = manifest_list_rules.read_list(ctx, snap, got.data)
-                if manifests is None:
-                    continue
-            k, earlier = reuse.split(manifests)
-            fresh = manifests[:k] if earlier is not None else manifests  # the rest: checked (list_reuse)
-            new: list[tuple[str | None, int, ManifestFile]] = []
-            for i, m in enumerate(fresh):
-                if m.manifest_path not in checked:
-                    checked.add(m.manifest_path)
-                    if m.manifest_path in ctx.summaries:  # a v4 root's leaf, read already: this row against it
-                        _recheck_row(ctx, snap.manifest_list, m, i)
-                        continue
-                    if manifest_list_rules.check_manifest_file(ctx, snap.manifest_list, m, i):
-                        new.append((snap.manifest_list, i, m))
-            _read_manifests(ctx, pool, new)
-            _per_list_rules(ctx, snap, manifests, fresh, earlier, lowest)
-            reuse.remember(snap, manifests, k, earlier, snap.manifest_list, got.identity)
-            if got.data is not None and snap.manifest_list is not None:  # read and decoded in this run
-                store_list(snap.manifest_list, got.identity, ctx.metadata.format_version, fresh, earlier)
+        try:
+            _walk(ctx, pool, snapshots, advance, checked, lowest, v4, reuse, remote)
+        finally:
+            if remote is not None:
+                remote.close()
     manifest_list_rules.check_sequence_bounds(ctx, lowest)
     _file_sequence_bounds(ctx, lowest)
     _file_sequence_bounds(ctx, v4.lowest)
     return checked, v4
+
+
+def _walk(ctx: Context, pool: ThreadPoolExecutor, snapshots: list[Snapshot], advance: Callable[[int], None],
+          checked: set[str], lowest: dict[str, manifest_list_rules.Listing], v4: v4_rules.V4State, reuse: ListReuse,
+          remote: Remote | None) -> None:
+    """The loop of :func:`_check_snapshots`; ``remote``: the engine's checks of the manifests, taken
+    where this loop would check each itself (None: the local engine, which checks them here)."""
+    for snap, got in _fetch_lists(ctx, pool, snapshots):
+        advance(1)
+        if _is_v4(snap):
+            v4_rules.check_root_snapshot(ctx, v4, pool, snap, got.data)
+            continue
+        manifests = reuse.rebuild(got.stored) if got.stored is not None else None
+        if got.stored is not None:
+            if manifests is not None:
+                got = _ListRead(identity=got.stored.identity)
+            elif snap.manifest_list is not None:
+                got = _read_now(ctx, snap.manifest_list)
+        if manifests is None:
+            manifests = manifest_list_rules.read_list(ctx, snap, got.data)
+            if manifests is None:
+                continue
+        k, earlier = reuse.split(manifests)
+        fresh = manifests[:k] if earlier is not None else manifests  # the rest: checked (list_reuse)
+        new: list[tuple[str | None, int, ManifestFile]] = []
+        for i, m in enumerate(fresh):
+            if m.manifest_path not in checked:
+                checked.add(m.manifest_path)
+                if m.manifest_path in ctx.summaries:  # a v4 root's leaf, read already: this row against it
+                    _recheck_row(ctx, snap.manifest_list, m, i)
+                    continue
+                readable = remote.row(ctx, snap.manifest_list, i, m) if remote is not None else None
+                if readable is None:
+                    readable = manifest_list_rules.check_manifest_file(ctx, snap.manifest_list, m, i)
+                if readable:
+                    new.append((snap.manifest_list, i, m))
+        _read_manifests(ctx, pool, new, remote)
+        _per_list_rules(ctx, snap, manifests, fresh, earlier, lowest)
+        reuse.remember(snap, manifests, k, earlier, snap.manifest_list, got.identity)
+        if got.data is not None and snap.manifest_list is not None:  # read and decoded in this run
+            store_list(snap.manifest_list, got.identity, ctx.metadata.format_version, fresh, earlier)
 
 
 def _per_list_rules(ctx: Context, snap: Snapshot, manifests: list[ManifestFile], fresh: list[ManifestFile],
@@ -390,92 +408,38 @@ def _recheck_row(ctx: Context, list_path: str | None, m: ManifestFile, ordinal: 
         manifest_list_rules.check_against_entries(ctx, list_path, m, ordinal, s.totals, ptype, None)
 
 
-def _read_manifests(ctx: Context, pool: ThreadPoolExecutor, todo: list[tuple[str | None, int, ManifestFile]]) -> None:
+def _read_manifests(ctx: Context, pool: ThreadPoolExecutor, todo: list[tuple[str | None, int, ManifestFile]],
+                    remote: Remote | None = None) -> None:
     """Check each manifest of ``todo``; reads run ahead in the pool's threads, checks in this one.
     A manifest whose outcome the cache holds for this very version and context is not checked
-    again: its stored findings are reported in their order (see :mod:`.outcome_cache`)."""
-    pending: deque[tuple[str | None, int, ManifestFile, str | None, Future[_Fetched]]] = deque()
+    again: its stored findings are reported in their order (see :mod:`.outcome_cache`). A manifest
+    the engine checked (``remote``) has its findings replayed here, in the same place."""
+    pending: deque[tuple[str | None, int, ManifestFile, str | None, Future[Fetched] | engine_read.Checked]] = deque()
     it = iter(todo)
 
     def submit() -> None:
         nxt = next(it, None)
         if nxt is not None:
+            done = remote.manifest(nxt[2].manifest_path) if remote is not None else None
+            if done is not None:
+                pending.append((*nxt, None, done))
+                return
             key = outcome_cache.outcome_key(ctx, nxt[0], nxt[2], nxt[1])
-            pending.append((*nxt, key, pool.submit(_fetch, ctx, nxt[2], key)))
+            pending.append((*nxt, key, pool.submit(fetch, ctx, nxt[2], key)))
 
     for _ in range(_AHEAD):
         submit()
     while pending:
         list_path, i, m, key, fut = pending.popleft()
         submit()
-        try:
-            got = fut.result()
-        except NotFoundError:  # gone since its size was taken
-            ctx.reporter.report(manifest_list_rules.MANIFEST_EXISTS, list_path, f"manifest {m.manifest_path} is "
-                                "missing", entry=f"{list_path}#{i}", manifest_path=m.manifest_path)
-            continue
-        if got.stored is not None:
-            summary: ManifestSummary | None = outcome_cache.replay(ctx, m, *got.stored, list_path, i)
-        elif key is not None:
-            reporter = ctx.reporter
-            ctx.reporter = recorder = outcome_cache.Recorder(reporter)
-            try:
-                summary = manifest_rules.check_manifest(ctx, list_path, m, i, got.data)
-            finally:
-                ctx.reporter = reporter
-            if summary is not None:
-                outcome_cache.store(m.manifest_path, got.identity, key, recorder.calls, summary, list_path, i)
+        if isinstance(fut, engine_read.Checked):
+            summary = engine_read.outcome(ctx, fut, list_path, i, m)
         else:
-            summary = manifest_rules.check_manifest(ctx, list_path, m, i, got.data, entries=got.entries)
+            try:
+                got = fut.result()
+            except NotFoundError:  # gone since its size was taken
+                report_missing(ctx, list_path, i, m)
+                continue
+            summary = check_fetched(ctx, list_path, m, i, key, got)
         if summary is not None:  # None: unreadable, reported; the rest goes on
             ctx.summaries[m.manifest_path] = summary
-
-
-@dataclass
-class _Fetched:
-    data: bytes = b""
-    entries: list[ManifestEntry] | None = None
-    identity: FileIdentity | None = None  # of exactly the version ``data`` holds (None: unknown)
-    stored: tuple[list[outcome_cache.Call], dict[str, Any]] | None = None  # the cached outcome
-
-
-def _identity(ctx: Context, path: str) -> FileIdentity | None:
-    try:
-        return ctx.io.identity(path)
-    except (IcectlError, OSError):  # the read says what is wrong
-        return None
-
-
-def _fetch(ctx: Context, m: ManifestFile, key: str | None) -> _Fetched:
-    """With an outcome key: the stored outcome, or the bytes (decoded by the rules, so the outcome
-    is that of this version alone) and their identity, taken before and after the read."""
-    if key is None:
-        return _Fetched(*_fetch_manifest(ctx, m))
-    path = m.manifest_path
-    before = _identity(ctx, path)
-    stored = outcome_cache.load(path, before, key)
-    if stored is not None:
-        return _Fetched(identity=before, stored=stored)
-    data = ctx.io.read(path)
-    after = _identity(ctx, path) if before is not None else None
-    return _Fetched(data, identity=before if after == before else None)
-
-
-def _fetch_manifest(ctx: Context, m: ManifestFile) -> tuple[bytes, list[ManifestEntry] | None]:
-    """A manifest's bytes (its header's keys are checked as written) and, unless ``--deep`` (which
-    reads the files themselves), its entries through the manifest cache: decoded once, ever, while
-    the store's identity of the file stays the same. A manifest the read layer cannot give is decoded
-    from the bytes by the rules themselves, which report why it does not read."""
-    data = ctx.io.read(m.manifest_path)
-    if ctx.deep or manifest_cache() is None or ctx.metadata.spec_by_id(m.partition_spec_id) is None \
-            or m.manifest_length < manifest_read.min_cached_bytes():
-        # without a cache (or for a manifest the read layer would read uncached, a second time)
-        # the rules decode the bytes themselves: faster than via Arrow
-        return data, None
-    try:
-        entries = manifest_read.manifest_entries(ctx.io, manifest_rules.as_written(m),
-                                                 partition_type=ctx.metadata.partition_type(m.partition_spec_id),
-                                                 format_version=ctx.metadata.format_version)
-    except (IcectlError, ValueError):
-        return data, None
-    return data, entries
