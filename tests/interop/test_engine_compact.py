@@ -1,0 +1,169 @@
+"""`icectl compact` with the Spark engine (issue 17) equals the local engine, on twins of each Spark fixture.
+
+Two clones of a fixture, one compacted on the local engine, the other on Spark (``local[2]``:
+manifests decoded and new manifests written by Spark tasks, the commit on the driver). Judged:
+
+- the same result JSON, once the clone's location, the new snapshot id and the commit uuids are
+  masked; the same snapshot summary;
+- the same new manifests: manifest-list rows (counts, partition summaries, ``first_row_id``) and
+  their decoded entries in order (status, snapshot id, sequence numbers, every data_file field);
+- Spark reads the same rows from both, and the rows it read before;
+- Spark tasks ran (the engine's task count grew);
+- a v4 table (``upgrade --to 4``) compacts identically;
+- a failing commit leaves no file the executors wrote; a damaged manifest (its bytes, decoded on an
+  executor) is the same error, with the same exit code, on both engines and writes nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from support.fixtures import FIXTURE_KINDS, FixtureTable
+from support.spark import latest_metadata_json, table_rows_digest
+from typer.testing import CliRunner
+
+import icectl.engine
+from icectl.cli.app import app
+from icectl.errors import CommitFailedError, IcectlError
+from icectl.ops.compact import run as compact_run
+from icectl.ops.compact.manifests import compact
+from icectl.ops.compact.plan import CompactOptions
+from icectl.table import load_table
+from icectl.table.manifest_read import ReadOptions, manifest_entries
+from icectl.table.scan import manifests_of
+from icectl.table.scan_v4 import read_leaf
+
+UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+# Small enough that most groups roll into several manifests: bins spread over Spark's tasks.
+TARGET = {"many_snaps": 4096, "v2_part": 4096}
+
+
+def _masked(doc: Any, loc: Path, snapshot_id: int | None) -> str:
+    text = json.dumps(doc, sort_keys=True, default=repr).replace(str(loc), "<T>")
+    if snapshot_id is not None:
+        text = text.replace(str(snapshot_id), "<S>")
+    return UUID.sub("<uuid>", text)
+
+
+def _new_content(loc: Path, snapshot_id: int) -> list[str]:
+    """Each manifest (v4: leaf) the snapshot added: its listing row and its entries in file order."""
+    table = load_table(str(loc))
+    md = table.metadata
+    snap = md.snapshot_by_id(snapshot_id)
+    assert snap is not None
+    out = []
+    for m in manifests_of(md, snap, table.io, use_cache=False):
+        if m.added_snapshot_id != snapshot_id:
+            continue
+        ptype = md.partition_type(m.partition_spec_id)
+        if md.format_version >= 4:
+            entries = read_leaf(md, table.io, m, ptype, options=ReadOptions(use_cache=False))
+        else:
+            entries = manifest_entries(table.io, m, partition_type=ptype, format_version=md.format_version,
+                                       options=ReadOptions(use_cache=False))
+        row = {k: v for k, v in vars(m).items() if k not in ("manifest_path", "manifest_length")}
+        out.append(_masked({"manifest": row, "entries": [repr(e) for e in entries]}, loc, snapshot_id))
+    return out
+
+
+def _compacted(t: FixtureTable, options: CompactOptions, engine: Any) -> tuple[str, str, list[str]]:
+    """Compact on ``engine``: the masked result, the new snapshot's summary, the new manifests."""
+    with icectl.engine.using(engine):
+        data = compact(load_table(str(t.location)), options).data
+    snapshot_id = data["snapshot_id"]
+    snap = next(s for s in latest_metadata_json(t.location)["snapshots"] if s["snapshot-id"] == snapshot_id)
+    return (_masked(data, t.location, snapshot_id), _masked(snap["summary"], t.location, snapshot_id),
+            _new_content(t.location, snapshot_id))
+
+
+def _files(t: FixtureTable) -> set[str]:
+    return {str(p) for p in Path(t.location).rglob("*") if p.is_file()}
+
+
+@pytest.mark.parametrize("kind", [*FIXTURE_KINDS, "many_appends"])
+def test_spark_engine_compacts_each_fixture_as_the_local_engine(
+        spark: Any, spark_clone: Callable[..., FixtureTable], spark_engine: Any, kind: str) -> None:
+    local, remote = spark_clone(kind), spark_clone(kind)
+    before = table_rows_digest(spark, local.name)
+    options = CompactOptions(target_size=TARGET.get(kind, 16 * 1024 if kind == "many_appends" else None))
+    mark = spark_engine.mark()
+    on_spark = _compacted(remote, options, spark_engine)
+    assert spark_engine.report_since(mark).spark_tasks > 0
+    on_local = _compacted(local, options, icectl.engine.LocalEngine())
+    assert on_spark == on_local
+    result = json.loads(on_local[0])
+    assert result["manifests_replaced"] > 1, result
+    assert sum(len(m) for m in on_local[2]) and len(on_local[2]) == result["manifests_created"]
+    if kind in TARGET or kind == "many_appends":
+        assert result["manifests_created"] >= 2, result
+    assert table_rows_digest(spark, remote.name) == table_rows_digest(spark, local.name) == before
+
+
+def _icectl(*args: str, expect: int = 0) -> dict[str, Any]:
+    r = CliRunner().invoke(app, [*args, "--json"])
+    assert r.exit_code == expect, r.stderr
+    return json.loads(r.stdout) if r.stdout.strip() else {}
+
+
+def test_v4_compaction_on_spark_equals_local(spark_clone: Callable[..., FixtureTable], spark_engine: Any) -> None:
+    local, remote = spark_clone("v3_dv"), spark_clone("v3_dv")
+    for t in (local, remote):
+        _icectl("upgrade", str(t.location), "--to", "4", "--yes")
+    options = CompactOptions(target_size=4096)
+    on_spark = _compacted(remote, options, spark_engine)
+    on_local = _compacted(local, options, icectl.engine.LocalEngine())
+    assert on_spark == on_local
+    assert json.loads(on_local[0])["format_version"] == 4 and on_local[2]
+    rows = [_icectl("inspect", "entries", str(t.location))["rows"] for t in (local, remote)]
+    assert _masked(rows[0], local.location, None) == _masked(rows[1], remote.location, None)
+
+
+def test_a_failed_commit_leaves_no_executor_written_file(
+        spark: Any, spark_clone: Callable[..., FixtureTable], spark_engine: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    t = spark_clone("v2_part")
+    before, rows = _files(t), table_rows_digest(spark, t.name)
+    written: list[str] = []
+
+    def fails(table: Any, branch: str, change: Any, **kw: Any) -> Any:
+        written.extend(change.written)
+        assert all(Path(p.removeprefix("file:")).is_file() for p in written)  # the executors wrote them
+        raise CommitFailedError("the catalog refused the commit")
+
+    monkeypatch.setattr(compact_run, "write_snapshot", fails)
+    with icectl.engine.using(spark_engine), pytest.raises(CommitFailedError):
+        compact(load_table(str(t.location)), CompactOptions(target_size=4096))
+    assert len(written) >= 2
+    assert _files(t) == before
+    assert table_rows_digest(spark, t.name) == rows
+
+
+def _damage(t: FixtureTable) -> str:
+    """Garble the middle of the first data manifest of the head (same length: only decoding finds it)."""
+    table = load_table(str(t.location))
+    m = manifests_of(table.metadata, table.metadata.current_snapshot(), table.io)[0]
+    path = Path(m.manifest_path.removeprefix("file:"))
+    data = bytearray(path.read_bytes())
+    mid = len(data) // 2
+    data[mid:mid + 64] = bytes(range(64))
+    path.write_bytes(bytes(data))
+    return m.manifest_path
+
+
+def test_a_damaged_manifest_is_the_same_error_on_both_engines(
+        spark_clone: Callable[..., FixtureTable], spark_engine: Any) -> None:
+    errors = []
+    for engine in (icectl.engine.LocalEngine(), spark_engine):
+        t = spark_clone("v1_unpart")
+        damaged = _damage(t)
+        before = _files(t)
+        with icectl.engine.using(engine), pytest.raises(IcectlError) as e:
+            compact(load_table(str(t.location)), CompactOptions())
+        assert _files(t) == before
+        errors.append((type(e.value), e.value.exit_code, e.value.message.replace(damaged, "<M>")))
+    assert errors[0] == errors[1]
+    assert errors[0][1] == 4, errors
