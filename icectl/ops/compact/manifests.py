@@ -19,6 +19,9 @@ Three steps, each a function so that later layouts (v4 root and leaf manifests) 
    head, the new manifests replace them there (the other writer's manifests are kept); otherwise
    the plan is stale and is planned once more from scratch, then the command gives up with the
    conflict exit code. Replaced manifests stay on disk for older snapshots; expiry removes them.
+
+With ``--engine spark`` the manifests of step 1 are decoded and the new manifests of step 2 written
+by Spark tasks (:mod:`icectl.ops.compact.distribute`); planning, the check and the commit stay here.
 """
 
 from __future__ import annotations

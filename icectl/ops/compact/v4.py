@@ -22,7 +22,8 @@ group (:mod:`icectl.ops.compact.plan`) and its three steps:
    otherwise the plan is stale and is planned once more, then the command gives up with the
    conflict exit code.
 
-Tree depth stays 2: leaves hold only data/delete files.
+Tree depth stays 2: leaves hold only data/delete files. With ``--engine spark`` the leaves are read
+and written by Spark tasks (:mod:`icectl.ops.compact.distribute`), as v1-v3 manifests are.
 """
 
 from __future__ import annotations
