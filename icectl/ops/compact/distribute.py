@@ -76,8 +76,10 @@ def range_key(g: GroupPlan, b: Bin) -> tuple[Any, ...]:
     return (g.spec_id, int(g.content), tuple(first or ()))
 
 
-def waves(jobs: Sequence[T], size: Callable[[T], int], limit: int = WAVE_ENTRIES) -> Iterator[list[T]]:
-    """Consecutive runs of ``jobs`` of at most ``limit`` in ``size`` (a larger job goes alone)."""
+def waves(jobs: Sequence[T], size: Callable[[T], int], limit: int | None = None) -> Iterator[list[T]]:
+    """Consecutive runs of ``jobs`` of at most ``limit`` (default :data:`WAVE_ENTRIES`) in ``size``
+    (a larger job goes alone)."""
+    limit = WAVE_ENTRIES if limit is None else limit
     wave: list[T] = []
     total = 0
     for job in jobs:
