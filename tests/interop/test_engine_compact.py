@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import pickle
 import re
-import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -101,21 +101,46 @@ def _same(on_spark: tuple[str, str, list[str]], on_local: tuple[str, str, list[s
         assert a == b, f"{what} differs:\n{a}\n{b}"
 
 
-def _on_both(t: FixtureTable, options: CompactOptions, spark_engine: Any,
-             tmp_path: Path) -> tuple[str, str, list[str]]:
-    """Compact ``t`` on the local engine, put the table back as it was, compact it on Spark: both
+def _on_both(t: FixtureTable, options: CompactOptions, engine: Any, keep: Path) -> tuple[str, str, list[str]]:
+    """Compact ``t`` on the local engine, put the table back as it was, compact it on ``engine``: both
     runs see the very same files (twin clones would differ in their paths, inside delete files too)."""
-    backup = tmp_path / "before"
-    shutil.copytree(t.location, backup)
+    put_back = _restorer(t, keep)
     on_local = _compacted(t, options, icectl.engine.LocalEngine())
-    shutil.rmtree(t.location)
-    shutil.copytree(backup, t.location)
-    mark = spark_engine.mark()
-    on_spark = _compacted(t, options, spark_engine)
-    if spark_engine.name == "spark":
-        assert spark_engine.report_since(mark).spark_tasks > 0  # Spark tasks read and wrote the manifests
-    _same(on_spark, on_local)
+    put_back()
+    mark = engine.mark()
+    on_other = _compacted(t, options, engine)
+    if engine.name == "spark":
+        assert engine.report_since(mark).spark_tasks > 0  # Spark tasks read and wrote the manifests
+    _same(on_other, on_local)
     return on_local
+
+
+def _restorer(t: FixtureTable, keep: Path) -> Callable[[], None]:
+    """A function that puts the table back as it is now. A commit adds files, may delete old metadata
+    files and rewrites the Hadoop catalog's version hint: every file is hard-linked under ``keep``
+    (instant, and a deleted file's bytes stay), the version hint and its .crc are kept as bytes."""
+    root = Path(t.location)
+    stat = {p: (p.stat().st_size, p.stat().st_mtime_ns) for p in root.rglob("*") if p.is_file()}
+    hints = {p: p.read_bytes() for p in stat if p.name in ("version-hint.text", ".version-hint.text.crc")}
+    for p in stat:
+        if p not in hints:
+            (keep / p.relative_to(root)).parent.mkdir(parents=True, exist_ok=True)
+            os.link(p, keep / p.relative_to(root))
+
+    def put_back() -> None:
+        for p in root.rglob("*"):
+            if p.is_file() and p not in stat:
+                p.unlink()
+        for p in stat:
+            if p not in hints and not p.exists():
+                os.link(keep / p.relative_to(root), p)
+        for p, data in hints.items():
+            p.write_bytes(data)
+            os.utime(p, ns=(stat[p][1], stat[p][1]))
+        now = {p: (p.stat().st_size, p.stat().st_mtime_ns) for p in root.rglob("*") if p.is_file()}
+        assert now == stat
+
+    return put_back
 
 
 def _files(t: FixtureTable) -> set[str]:
@@ -212,12 +237,10 @@ def test_a_damaged_manifest_is_the_same_error_on_both_engines(
         spark_clone: Callable[..., FixtureTable], spark_engine: Any, tmp_path: Path) -> None:
     t = spark_clone("v1_unpart")
     _damage(t)
-    backup = tmp_path / "damaged"
-    shutil.copytree(t.location, backup)
+    put_back = _restorer(t, tmp_path)
     errors = []
     for engine in (icectl.engine.LocalEngine(), spark_engine):
-        shutil.rmtree(t.location)
-        shutil.copytree(backup, t.location)
+        put_back()
         before, mark = _files(t), spark_engine.mark()
         with icectl.engine.using(engine), pytest.raises(IcectlError) as e:
             compact(load_table(str(t.location)), CompactOptions())
