@@ -19,6 +19,9 @@ Three steps, each a function so that later layouts (v4 root and leaf manifests) 
    head, the new manifests replace them there (the other writer's manifests are kept); otherwise
    the plan is stale and is planned once more from scratch, then the command gives up with the
    conflict exit code. Replaced manifests stay on disk for older snapshots; expiry removes them.
+
+With ``--engine spark`` the manifests of step 1 are decoded and the new manifests of step 2 written
+by Spark tasks (:mod:`icectl.ops.compact.distribute`); planning, the check and the commit stay here.
 """
 
 from __future__ import annotations
@@ -30,9 +33,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from icectl.codec.manifest_writer import UNASSIGNED_SEQ
+from icectl.engine import active
 from icectl.errors import CorruptInputError, IcectlError, NotFoundError
+from icectl.ops.compact.distribute import BinJob, BinWriter, map_distinct
 from icectl.ops.compact.plan import (
-    Bin,
     CompactOptions,
     GroupPlan,
     ManifestShape,
@@ -169,7 +173,11 @@ def _read_groups(table: Table, md: TableMetadata, groups: list[GroupPlan]) -> No
     todo = [m for g in groups for m in g.manifests]
     single = single_valued_ids(md.schemas)
     ordinals: dict[str, int] = {}
-    for m, e in iter_entries(md, table.io, todo):
+    engine = active()
+    entries = iter_entries(md, table.io, todo) if engine.name == "local" else (
+        (m, e) for m, es in map_distinct(engine, read_manifest_task, todo, _path, shared=(md, table.io),
+                                         description="reading manifests") for e in es)
+    for m, e in entries:
         g = by_path[m.manifest_path]
         ordinal = ordinals[m.manifest_path] = ordinals.get(m.manifest_path, -1) + 1
         if not e.is_live:
@@ -185,17 +193,28 @@ def _read_groups(table: Table, md: TableMetadata, groups: list[GroupPlan]) -> No
         g.live_entries = len(g.live)
 
 
+def read_manifest_task(shared: tuple[TableMetadata, FileIO], m: ManifestFile) -> list[ManifestEntry]:
+    """Every entry of one manifest, as :func:`iter_entries` reads it (an executor's task)."""
+    md, io = shared
+    return manifest_entries(io, m, partition_type=md.partition_type(m.partition_spec_id),
+                            format_version=md.format_version)
+
+
+def _path(m: ManifestFile) -> str:
+    return m.manifest_path
+
+
 # --------------------------------------------------------------------------- 2. write and check
 
 
-def _first_row_id(md: TableMetadata, content: ManifestContent, b: Bin) -> int | None:
+def _first_row_id(md: TableMetadata, content: ManifestContent, entries: Sequence[ManifestEntry]) -> int | None:
     # Entries that all carry a first_row_id need no row ids from the manifest: an explicit
     # manifest first_row_id keeps the list writer from reserving a range (spec "First Row ID
     # Assignment": optional "if the writer knows that existing data files ... have assigned
     # first_row_id values"). Otherwise (pre-upgrade rows) a fresh range is assigned, as required.
     if md.format_version < MIN_ROW_LINEAGE_VERSION or content != ManifestContent.DATA:
         return None
-    ids = [e.data_file.first_row_id for e in b.entries]
+    ids = [e.data_file.first_row_id for e in entries]
     return None if any(i is None for i in ids) else min(ids)  # type: ignore[type-var]
 
 
@@ -232,17 +251,20 @@ def verify_group(md: TableMetadata, io: FileIO, group: GroupPlan, written: Seque
 def write_compaction(table: Table, plan: CompactPlan) -> list[WrittenManifest]:
     """Write the new manifests and check their content; returns them in manifest-list order."""
     md = plan.metadata
+    writer = BinWriter(write_manifest_task, (md, table.io, plan.snapshot_id),
+                       lambda g, b, mf: WrittenManifest(mf, g, len(b.entries)))
+    return write_bins(table, plan, writer, lambda g, ws: verify_group(md, table.io, g, ws), "manifests")
 
-    def one(g: GroupPlan, b: Bin, path: str) -> WrittenManifest:
-        spec = md.spec_by_id(g.spec_id)
-        assert spec is not None
-        result = ManifestShape(md, spec, md.partition_type(g.spec_id), g.content, plan.snapshot_id).write(b.entries)
-        table.io.write(path, result.data)
-        mf = result.to_manifest_file(path, len(result.data), g.spec_id, plan.snapshot_id, UNASSIGNED_SEQ,
-                                     _first_row_id(md, g.content, b))
-        return WrittenManifest(mf, g, len(b.entries))
 
-    return write_bins(table, plan, one, lambda g, ws: verify_group(md, table.io, g, ws), "manifests")
+def write_manifest_task(shared: tuple[TableMetadata, FileIO, int], job: BinJob) -> ManifestFile:
+    """Write one bin as a manifest (on this machine or an executor); its manifest-list row."""
+    md, io, snapshot_id = shared
+    spec = md.spec_by_id(job.spec_id)
+    assert spec is not None
+    result = ManifestShape(md, spec, md.partition_type(job.spec_id), job.content, snapshot_id).write(job.entries)
+    io.write(job.path, result.data)
+    return result.to_manifest_file(job.path, len(result.data), job.spec_id, snapshot_id, UNASSIGNED_SEQ,
+                                   _first_row_id(md, job.content, job.entries))
 
 
 # --------------------------------------------------------------------------- 3. commit

@@ -19,7 +19,9 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
 from icectl import progress
+from icectl.engine import active
 from icectl.errors import CommitConflictError
+from icectl.ops.compact.distribute import BinWriter, write_on_engine
 from icectl.ops.compact.plan import Bin, CompactOptions, GroupPlan
 from icectl.spec.manifest import ManifestFile
 from icectl.spec.metadata import TableMetadata
@@ -138,18 +140,26 @@ def write_bins(table: Table, plan: P, write_one: Callable[[G, Bin, str], W], ver
                what: str) -> list[W]:
     """Write one manifest per bin of every rewritten group (in parallel), then verify each group
     against what it replaces; returns them in listing order. On failure every path goes, also
-    those a failed pool task may have left half-done."""
+    those a failed pool task may have left half-done.
+
+    A :class:`~icectl.ops.compact.distribute.BinWriter` runs on the active engine's executors
+    when that is not the local engine; the verification stays here, the same for both."""
     jobs: list[tuple[Any, Bin, str]] = []
     for g in plan.rewritten:
         for b in g.bins:
             jobs.append((g, b, plan.manifest_path(len(jobs))))
     written: list[W] = []
-    with discard_on_failure(table.io, [path for _, _, path in jobs]), \
-            progress.task(f"writing {what}", len(jobs)) as advance, \
-            ThreadPoolExecutor(max(1, min(WRITE_WORKERS, len(jobs)))) as pool:
-        for w in pool.map(lambda job: write_one(*job), jobs):
-            written.append(w)
-            advance(1)
+    engine = active()
+    with discard_on_failure(table.io, [path for _, _, path in jobs]):
+        if isinstance(write_one, BinWriter) and engine.name != "local":
+            # Executors write the files (paths chosen here, so the discard above covers them).
+            written.extend(write_on_engine(engine, write_one, jobs, f"writing {what}"))
+        else:
+            with progress.task(f"writing {what}", len(jobs)) as advance, \
+                    ThreadPoolExecutor(max(1, min(WRITE_WORKERS, len(jobs)))) as pool:
+                for w in pool.map(lambda job: write_one(*job), jobs):
+                    written.append(w)
+                    advance(1)
         for g in plan.rewritten:
             verify(g, [w for w in written if w.group is g])  # type: ignore[arg-type]
     return written

@@ -22,7 +22,8 @@ group (:mod:`icectl.ops.compact.plan`) and its three steps:
    otherwise the plan is stale and is planned once more, then the command gives up with the
    conflict exit code.
 
-Tree depth stays 2: leaves hold only data/delete files.
+Tree depth stays 2: leaves hold only data/delete files. With ``--engine spark`` the leaves are read
+and written by Spark tasks (:mod:`icectl.ops.compact.distribute`), as v1-v3 manifests are.
 """
 
 from __future__ import annotations
@@ -30,13 +31,11 @@ from __future__ import annotations
 import dataclasses
 import uuid
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
 from pyroaring import BitMap64
 
-from icectl import progress
 from icectl.codec.root_manifest import (
     DATA,
     DELETES,
@@ -50,10 +49,11 @@ from icectl.codec.root_manifest import (
     manifest_file_of,
     write_v4_manifest,
 )
+from icectl.engine import active
 from icectl.errors import CorruptInputError, IcectlError, NotFoundError, RefusedError
+from icectl.ops.compact.distribute import BinJob, BinWriter, map_distinct
 from icectl.ops.compact.plan import (
     SPLIT_FACTOR,
-    Bin,
     CompactOptions,
     GroupPlan,
     ManifestShape,
@@ -86,7 +86,7 @@ from icectl.table import Table
 from icectl.table.commit import new_snapshot_id
 from icectl.table.layout import SnapshotLayout
 from icectl.table.layout.root import RootLayout, column_types, write_leaf
-from icectl.table.scan import DEFAULT_WORKERS, check_manifests_intact
+from icectl.table.scan import check_manifests_intact
 from icectl.table.scan_v4 import dv_positions, read_leaf, read_root
 
 KEEP_FILL = 0.5  # a leaf at least this fraction of the target (without DV, not oversized) is kept
@@ -316,35 +316,50 @@ def _decide_group(key: tuple[int, int], leaves: list[ManifestFileRow], files: li
 def _read_inputs(table: Table, md: TableMetadata, groups: list[V4GroupPlan], dvs: dict[str, ContentEntry]) -> None:
     """The live rows of every replaced leaf (manifest DV applied, DELETED rows dropped) and of the
     root-level files flushed; all fields, since they are copied."""
-    jobs = [(g, m) for g in groups for m in g.manifests]
+    jobs = [LeafJob(m, g.spec_id, dvs.get(m.manifest_path)) for g in groups for m in g.manifests]
+    owner = {m.manifest_path: g for g in groups for m in g.manifests}
     single = single_valued_ids(md.schemas)
-
-    def read(job: tuple[V4GroupPlan, ManifestFileRow]) -> tuple[list[ManifestEntry], BitMap64 | None]:
-        g, m = job
-        dv = dv_positions(dvs[m.manifest_path], table.io) if m.manifest_path in dvs else None
-        return read_leaf(md, table.io, m, md.partition_type(g.spec_id)), dv
-
-    with progress.task("reading leaves", len(jobs)) as advance, \
-            ThreadPoolExecutor(max(1, min(DEFAULT_WORKERS, len(jobs)))) as pool:
-        for (g, m), (rows, dv) in zip(jobs, pool.map(read, jobs), strict=True):
-            advance(1)
-            if dv is not None:
-                if dv and dv.max() >= len(rows):
-                    raise CorruptInputError(f"manifest DV position {dv.max()} is past the {len(rows)} rows of "
-                                            f"{m.manifest_path}", path=m.manifest_path)
-                g.dvs[m.manifest_path] = dv
-            for i, e in enumerate(rows):
-                if dv is not None and i in dv:
-                    g.dv_rows_dropped += 1
-                elif not e.is_live:
-                    g.deleted_entries += 1
-                else:
-                    refuse_impossible(e.data_file, single, f"{m.manifest_path}#{i}")
-                    _take(g, m.manifest_path, e)
+    # The active engine: threads of this process, or Spark tasks (each distinct leaf read once).
+    for job, (rows, dv) in map_distinct(active(), read_leaf_task, jobs, _leaf_path, shared=(md, table.io),
+                                        description="reading leaves"):
+        g, m = owner[job.manifest.manifest_path], job.manifest
+        if dv is not None:
+            if dv and dv.max() >= len(rows):
+                raise CorruptInputError(f"manifest DV position {dv.max()} is past the {len(rows)} rows of "
+                                        f"{m.manifest_path}", path=m.manifest_path)
+            g.dvs[m.manifest_path] = dv
+        for i, e in enumerate(rows):
+            if dv is not None and i in dv:
+                g.dv_rows_dropped += 1
+            elif not e.is_live:
+                g.deleted_entries += 1
+            else:
+                refuse_impossible(e.data_file, single, f"{m.manifest_path}#{i}")
+                _take(g, m.manifest_path, e)
     for g in groups:
         for e in g.root_files:
             _take(g, "", e)
         g.live_entries = len(g.live)
+
+
+@dataclass(frozen=True)
+class LeafJob:
+    """A leaf to read for compaction: its manifest row, its group's spec and its live manifest DV."""
+
+    manifest: ManifestFileRow
+    spec_id: int
+    dv: ContentEntry | None
+
+
+def read_leaf_task(shared: tuple[TableMetadata, FileIO], job: LeafJob) -> tuple[list[ManifestEntry], BitMap64 | None]:
+    """Every row of one leaf and the positions its manifest DV marks (on this machine or an executor)."""
+    md, io = shared
+    dv = dv_positions(job.dv, io) if job.dv is not None else None
+    return read_leaf(md, io, job.manifest, md.partition_type(job.spec_id)), dv
+
+
+def _leaf_path(job: LeafJob) -> str:
+    return job.manifest.manifest_path
 
 
 def _take(g: V4GroupPlan, source: str, e: ManifestEntry) -> None:
@@ -399,29 +414,42 @@ def _completed(e: ContentEntry, snapshot_id: int, seq: int) -> ContentEntry:
     return dataclasses.replace(e, version_info=VersionInfo(ADDED, snapshot_id, seq, seq))
 
 
-def _first_row_id(content: ManifestContent, b: Bin) -> int | None:
+def _first_row_id(content: ManifestContent, entries: Sequence[ManifestEntry]) -> int | None:
     # Every row carries its first_row_id explicitly (checked when read), so the leaf needs no range
     # of its own; the smallest keeps the DATA_MANIFEST entry informative, as v1-v3 compaction does.
-    if content != ManifestContent.DATA or not b.entries:
+    if content != ManifestContent.DATA or not entries:
         return None
-    return min(e.data_file.first_row_id for e in b.entries)  # type: ignore[type-var]
+    return min(e.data_file.first_row_id for e in entries)  # type: ignore[type-var]
 
 
 def write_v4_compaction(table: Table, plan: V4CompactPlan) -> list[WrittenLeaf]:
     """Write the new leaves and check their content; returns them in root order."""
     md = plan.metadata
-    unified = md.unified_partition_type()
-    ftypes: dict[int, IcebergType] = column_types(md)
+    shared = LeafWriteShared(md, table.io, plan.snapshot_id, md.unified_partition_type(), column_types(md))
+    writer = BinWriter(write_leaf_task, shared, lambda g, b, entry: WrittenLeaf(entry, g, len(b.entries)))
+    return write_bins(table, plan, writer, lambda g, ws: verify_v4_group(md, table.io, g, ws), "leaves")
 
-    def one(g: V4GroupPlan, b: Bin, path: str) -> WrittenLeaf:
-        spec = md.spec_by_id(g.spec_id)
-        assert spec is not None
-        shape = V4LeafShape(md, spec, md.partition_type(g.spec_id), g.content, plan.snapshot_id, unified)
-        entry = write_leaf(table.io, md, path, shape.content_entries(b.entries), g.content, g.spec_id,
-                           partition_type=unified, field_types=ftypes)
-        return WrittenLeaf(dataclasses.replace(entry, first_row_id=_first_row_id(g.content, b)), g, len(b.entries))
 
-    return write_bins(table, plan, one, lambda g, ws: verify_v4_group(md, table.io, g, ws), "leaves")
+@dataclass(frozen=True)
+class LeafWriteShared:
+    """What every leaf-writing task shares (computed once on the driver)."""
+
+    md: TableMetadata
+    io: FileIO
+    snapshot_id: int
+    unified: StructType
+    field_types: dict[int, IcebergType]
+
+
+def write_leaf_task(shared: LeafWriteShared, job: BinJob) -> ContentEntry:
+    """Write one bin as a v4 leaf (on this machine or an executor); its root entry."""
+    md = shared.md
+    spec = md.spec_by_id(job.spec_id)
+    assert spec is not None
+    shape = V4LeafShape(md, spec, md.partition_type(job.spec_id), job.content, shared.snapshot_id, shared.unified)
+    entry = write_leaf(shared.io, md, job.path, shape.content_entries(job.entries), job.content, job.spec_id,
+                       partition_type=shared.unified, field_types=shared.field_types)
+    return dataclasses.replace(entry, first_row_id=_first_row_id(job.content, job.entries))
 
 
 # --------------------------------------------------------------------------- 3. commit
