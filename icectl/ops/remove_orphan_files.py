@@ -28,6 +28,13 @@ Iceberg Java's DeleteOrphanFiles (Spark's ``remove_orphan_files`` procedure), wi
   must lie inside it; after listing the table is read again and, if
   another writer committed meanwhile, its new files are valid too; ``max_deletes`` refuses a
   larger run; a cutoff less than 24 hours ago is refused unless ``allow_recent``.
+* **Spark engine** (v1-v3 tables): the valid files are a Spark DataFrame
+  (:func:`icectl.engine.spark_reach.valid_frame`: manifests decoded on the executors); the listing
+  stays on the driver (the same walk, hidden names and cutoff) and is joined with them on Spark
+  (:func:`icectl.engine.spark_reach.orphan_candidates`): a listed file whose spelling equals a valid
+  one's exactly is valid; every other one is judged here by the same :class:`Matcher`, indexed with
+  the valid files it can ask for (same URI path, same local identity, the file of a ``.crc``), so
+  the verdicts are the local ones. ``--executor-deletes``: :func:`delete_orphan` runs as Spark tasks.
 """
 
 from __future__ import annotations
