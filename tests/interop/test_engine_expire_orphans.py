@@ -60,21 +60,27 @@ def _plant(t: FixtureTable, old_ms: int) -> None:
 
 def _expire(t: FixtureTable, engine: Engine, now: int, *, dry_run: bool) -> dict[str, Any]:
     policy = ExpirePolicy(older_than_ms=now, retain_last=1)
-    t0 = time.time(); m = engine.mark()
+    mark = engine.mark()
     with icectl.engine.using(engine):
         res = expire_snapshots(load_table(str(t.location)), policy, dry_run=dry_run, now_ms=now)
-    print("EXPIRE", engine.name, dry_run, time.time() - t0, engine.report_since(m))
+    _ran_on_spark(engine, mark)
     assert res.exit_code == 0, res.to_json()
     return res.to_json()
 
 
 def _orphans(t: FixtureTable, engine: Engine, now: int, *, dry_run: bool = False) -> dict[str, Any]:
-    t0 = time.time(); m = engine.mark()
+    mark = engine.mark()
     with icectl.engine.using(engine):
         res = remove_orphan_files(load_table(str(t.location)), older_than_ms=now - DAY_MS, now_ms=now,
                                   dry_run=dry_run, prefix_mismatch_mode="ignore")
-    print("ORPH", engine.name, dry_run, time.time() - t0, engine.report_since(m))
+    _ran_on_spark(engine, mark)
     return res.to_json()
+
+
+def _ran_on_spark(engine: Engine, mark: Any) -> None:
+    """The Spark engine really ran Spark jobs (no silent fallback to the local computation)."""
+    if engine.name == "spark":
+        assert (engine.report_since(mark).spark_jobs or 0) > 0
 
 
 @pytest.mark.parametrize("kind", FIXTURE_KINDS)
