@@ -21,9 +21,11 @@ leftover snapshots of earlier killed expiries (read leniently, file by file).
 
 from __future__ import annotations
 
+import contextvars
 import os
 import pickle
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 from icectl.codec.manifest_reader import read_manifest_list
@@ -43,6 +45,7 @@ if TYPE_CHECKING:
 ROWS = "path string, category string, key string, rank int, meta binary, error binary"
 COLUMNS = ("path", "category", "key", "rank", "meta", "error")
 Row = tuple[Any, ...]
+TASK_THREADS = 8  # rows of one task read at a time
 # The local FileSet keeps the first spelling it is given of a file: lists, then manifests, then
 # the manifests' files, then statistics files. One file under two categories or two spellings
 # (an in-table link) keeps the lowest rank here, then the smallest path.
@@ -109,17 +112,21 @@ def _stage(fn: Callable[[Any, dict[str, Any]], list[Row]], shared: bytes) -> Cal
         os.environ.setdefault("ICECTL_DECODE_PROCESSES", "0")  # the executor's cores are Spark's
         state = pickle.loads(shared)
         types = (pa.string(), pa.string(), pa.string(), pa.int32(), pa.binary(), pa.binary())
-        with identity_cache():
+
+        def one(row: dict[str, Any]) -> list[Row]:
+            if row["error"] is not None:
+                return [tuple(row[c] for c in COLUMNS)]
+            try:
+                return fn(state, row)
+            except IcectlError as e:  # raised on the driver as itself
+                return [(row["path"], None, None, None, None, pack_error(e))]
+
+        # Threads: each row is mostly a read (object storage), as the local engine's readers.
+        with identity_cache(), ThreadPoolExecutor(TASK_THREADS) as pool:
             for batch in batches:
-                out: list[Row] = []
-                for row in batch.to_pylist():
-                    if row["error"] is not None:
-                        out.append(tuple(row[c] for c in COLUMNS))
-                        continue
-                    try:
-                        out.extend(fn(state, row))
-                    except IcectlError as e:  # raised on the driver as itself
-                        out.append((row["path"], None, None, None, None, pack_error(e)))
+                # each row in a copy of this context: the identity cache is a context variable
+                futures = [pool.submit(contextvars.copy_context().run, one, row) for row in batch.to_pylist()]
+                out: list[Row] = [r for f in futures for r in f.result()]
                 if out:
                     yield pa.RecordBatch.from_arrays(
                         [pa.array([r[i] for r in out], t) for i, t in enumerate(types)], names=list(COLUMNS))
