@@ -318,14 +318,18 @@ def valid_frame(engine: SparkEngine, md: TableMetadata, io: FileIO,
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
-    reached = reach_frame(engine, md, io, md.snapshots)
+    # persisted: read by the spelling choice and by the error rows (decoded once)
+    reached = reach_frame(engine, md, io, md.snapshots).persist(StorageLevel.MEMORY_AND_DISK)
     paths = chosen(reached).select("path").unionByName(engine.frame([(p,) for p, _kind in extras], "path string"))
     errors = reached.filter("error IS NOT NULL").select(F.lit(None).cast("string").alias("path"),
                                                         F.struct("path", "error").alias("e"))
     no_error = F.lit(None).cast("struct<path:string,error:binary>").alias("e")
     valid = paths.distinct().select("path", no_error).unionByName(errors).persist(StorageLevel.MEMORY_AND_DISK)
     engine.describe("reading every snapshot's manifests")
-    got = valid.agg(F.count("path").alias("n"), F.min("e").alias("e")).collect()[0]
+    try:
+        got = valid.agg(F.count("path").alias("n"), F.min("e").alias("e")).collect()[0]  # fills valid's cache
+    finally:
+        reached.unpersist()
     if got["e"] is not None:
         valid.unpersist()
         raise unpack_error(got["e"]["error"])
