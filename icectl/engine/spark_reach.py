@@ -180,11 +180,6 @@ def chosen(df: DataFrame) -> DataFrame:
     return df.filter("error IS NULL").groupBy("key").agg(best).select("key", "m.path", "m.category")
 
 
-def minus(gone: DataFrame, kept: DataFrame) -> DataFrame:
-    """The rows of ``gone`` whose key no row of ``kept`` has: a LEFT ANTI JOIN."""
-    return gone.filter("error IS NULL").join(kept.filter("error IS NULL").select("key"), "key", "left_anti")
-
-
 def stream(engine: SparkEngine, df: DataFrame, description: str) -> Iterator[Any]:
     """The rows of ``df``, a partition at a time (the driver never holds the whole frame)."""
     engine.describe(description)
@@ -388,5 +383,5 @@ def run_deletes(engine: SparkEngine, fn: Callable[[Any, Any], Any], items: list[
 
 
 __all__ = ["COLUMNS", "LISTED", "RANK", "ROWS", "chosen", "content_frame", "doomed_files", "driver_frame",
-           "manifest_frame", "minus", "orphan_candidates", "reach_frame", "run_deletes",
+           "manifest_frame", "orphan_candidates", "reach_frame", "run_deletes",
            "spark_engine", "stream", "supports", "valid_frame"]
