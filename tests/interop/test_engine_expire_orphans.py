@@ -25,9 +25,17 @@ from support.fixtures import FIXTURE_KINDS, FixtureTable
 
 import icectl.engine
 from icectl.engine import Engine, LocalEngine
+from icectl.engine.spark_reach import orphan_candidates
 from icectl.errors import IcectlError
 from icectl.ops.expire import ExpirePolicy, expire_snapshots
-from icectl.ops.remove_orphan_files import remove_orphan_files
+from icectl.ops.remove_orphan_files import (
+    EQUAL_SCHEMES_DEFAULT,
+    Matcher,
+    ValidFiles,
+    listed_lookup,
+    remove_orphan_files,
+    valid_lookup,
+)
 from icectl.table import load_table
 from icectl.table.scan import manifests_of
 
@@ -151,3 +159,34 @@ def test_damaged_manifest_same_error_nothing_deleted(spark_clone: Callable[..., 
     assert codes["spark"] == codes["local"]
     assert codes["local"][0] == codes["local"][1] == 4  # corrupt input
     assert _tree(there.location) == before
+
+
+def test_spark_join_leaves_the_matcher_its_verdicts(spark_engine: Any, tmp_path: Path) -> None:
+    """Scheme and authority equivalences, prefix mismatches, scheme-less metadata, sidecars and an
+    in-table link alias: the verdicts after the Spark join (plainly valid, or judged by the driver's
+    matcher on the valid files the join returned) are the local matcher's, file by file."""
+    (tmp_path / "t" / "data").mkdir(parents=True)
+    real = tmp_path / "t" / "data" / "real.parquet"
+    real.write_bytes(b"x")
+    (tmp_path / "t" / "data" / "alias.parquet").symlink_to(real)
+    valid = ["s3a://bucket/t/data/a.parquet", "s3://other/t/data/b.parquet", "s3://bucket/t/data/c.parquet",
+             f"file:{real}", str(tmp_path / "t" / "data" / "bare.parquet"), "s3://bucket/t/metadata/v1.json",
+             "s3://third/t/data/e.parquet"]
+    here = f"file:{tmp_path}/t/data"
+    listed = ["s3://bucket/t/data/a.parquet", "s3://bucket/t/data/b.parquet", "s3://BUCKET/t/data/c.parquet",
+              "s3://bucket/t/data/.c.parquet.crc", "s3://bucket/t/data/.d.parquet.crc", "s3://bucket/t/data/d.parquet",
+              "gs://bucket/t/data/a.parquet", "s3://bucket/t/data/e.parquet", f"{here}/alias.parquet",
+              f"{here}/bare.parquet", f"{here}/other.parquet", "s3://bucket/t/metadata/v1.json"]
+    equal = ({**EQUAL_SCHEMES_DEFAULT}, {"other": "bucket"})
+    full = Matcher(*equal)
+    full.index(ValidFiles(dict.fromkeys(valid, "x")))
+    frame = spark_engine.frame([(p,) for p in valid], "path string")
+    todo, related = orphan_candidates(spark_engine, frame, [(p, 0, False) for p in listed],
+                                      valid_lookup=valid_lookup, listed_lookup=listed_lookup, shared=Matcher(*equal))
+    reduced = Matcher(*equal)
+    reduced.index(ValidFiles(dict.fromkeys(related, "x")))
+    left = {p for p, _m, _l in todo}
+    for path in listed:
+        got = reduced.judge(path) if path in left else ("valid", None)
+        assert got == full.judge(path), path
+    assert left and len(left) < len(listed)  # the join decided some, the driver the others
