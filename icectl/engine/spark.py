@@ -173,6 +173,11 @@ class SparkEngine(Engine):
             return 2
         return max(1, int(self.spark.sparkContext.defaultParallelism))
 
+    def describe(self, description: str) -> None:
+        """Put the next Spark jobs of this thread in the engine's job group (counted by :meth:`report`):
+        for DataFrame jobs run outside :meth:`map` (icectl.engine.spark_reach's joins)."""
+        self._set_group(description)
+
     def _set_group(self, description: str) -> None:
         if self._connect:
             self.spark.addTag(self.group)

@@ -24,7 +24,7 @@ another retained snapshot still reaches.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,6 +34,7 @@ from pyroaring import BitMap64
 from icectl import progress
 from icectl.catalog.hadoop import FileSystemOperations
 from icectl.codec.manifest_reader import read_manifest_list, scan_manifest_list_paths
+from icectl.engine.spark_reach import doomed_files, run_deletes, spark_engine, supports
 from icectl.errors import ExitCode, IcectlError, RefusedError, StorageError
 from icectl.ops.expire_leftovers import Leftovers, leftover_snapshots
 from icectl.ops.expire_retention import ExpirePolicy, Retention, apply_retention, expiry_change, parse_older_than
@@ -104,6 +105,7 @@ class ReadCache:
     leaf_rows: dict[str, list[tuple[str, DataFileContent, bool]]] = field(default_factory=dict)  # every row
     # The shortcut's hits, each decoded once: the lists of N fast appends repeat N^2/2 paths
     names: dict[bytes, str] = field(default_factory=dict)
+    spark: dict[Any, Any] = field(default_factory=dict)  # the Spark engine's results, by their inputs
 
 
 def _manifest_paths(md: TableMetadata, s: Snapshot, io: FileIO, cache: ReadCache, *, shortcut: bool) -> list[str]:
@@ -274,7 +276,15 @@ def files_to_delete(before: TableMetadata, expired: list[int], after: TableMetad
     matter only against those. When only manifest lists go (appends: every manifest stays), the
     retained side is its lists and manifest paths, as in Java's ReachableFileCleanup, which reads
     the current manifests only when there are manifests to delete.
+
+    On the Spark engine (v1-v3, no leftovers of earlier runs) the same, as Spark joins:
+    :func:`icectl.engine.spark_reach.doomed_files`; v4 tables and leftovers are judged here.
     """
+    engine = spark_engine()
+    if engine is not None and supports(before, after) and not (leftovers and leftovers.snapshots):
+        return FileSet(dict(doomed_files(engine, before, expired, after, io,  # the same, as Spark joins
+                                         statistics_files(before) if expired else set(), statistics_files(after),
+                                         memo=cache.spark if cache is not None else None)))
     cache = cache if cache is not None else ReadCache()
     kept_manifests: set[str] = set()
     retained = [s.snapshot_id for s in after.snapshots]
@@ -346,36 +356,45 @@ class DeleteOutcome:
     failures: list[str]
 
 
+def delete_one(io: FileIO, item: tuple[str, str]) -> bool | str:
+    """Delete one checked file (``item``: as written, and the path to delete): True, False (already
+    gone) or the error. Module-level: ``--executor-deletes`` runs it as Spark tasks."""
+    try:
+        return delete_with_checksum(io, item[1])
+    except IcectlError as e:
+        return e.one_line()
+
+
 def delete_files(io: FileIO, files: FileSet, workers: int) -> DeleteOutcome:
     counts = dict.fromkeys(CATEGORIES, 0)
     gone = 0
     failures: list[str] = []
-
-    def one(item: tuple[str, str]) -> tuple[str, str, bool | str]:
-        path, cat = item
-        # Local: the real path the fence judged (its key; never through a link); else as written.
-        target = keys[path] if scheme_of(path) == "file" else path
-        try:
-            return path, cat, delete_with_checksum(io, target)
-        except IcectlError as e:
-            return path, cat, e.one_line()
-
     keys = {p: k for k, (p, _c) in files.files.items()}
     by_category = files.by_category()
-    total = sum(len(v) for v in by_category.values())
-    with progress.task("deleting files", total) as advance, ThreadPoolExecutor(max(1, workers)) as pool:
-        # One category after the other, in Java's order (content files, manifests, manifest
-        # lists, statistics); a single pool.map over everything would interleave them.
-        for cat in CATEGORIES:
-            for path, _cat, result in pool.map(one, [(p, cat) for p in by_category[cat]]):
-                advance(1)
-                if result is True:
-                    counts[cat] += 1
-                elif result is False:
-                    gone += 1  # already gone: not an error
-                else:
-                    failures.append(f"{path}: {result}")
+    # One category after the other, in Java's order (content files, manifests, manifest lists,
+    # statistics). Local: the real path the fence judged (its key; never through a link).
+    items = [(c, (p, keys[p] if scheme_of(p) == "file" else p)) for c in CATEGORIES for p in by_category[c]]
+    engine = spark_engine()
+    if engine is not None and engine.executor_deletes:
+        results = run_deletes(engine, delete_one, [i for _c, i in items], shared=io, description="deleting files")
+    else:
+        results = _delete_here(io, items, workers)
+    for (cat, (path, _target)), result in zip(items, results, strict=True):
+        if result is True:
+            counts[cat] += 1
+        elif result is False:
+            gone += 1  # already gone: not an error
+        else:
+            failures.append(f"{path}: {result}")
     return DeleteOutcome(counts, gone, failures)
+
+
+def _delete_here(io: FileIO, items: list[tuple[str, tuple[str, str]]], workers: int) -> Iterator[bool | str]:
+    with progress.task("deleting files", len(items)) as advance, ThreadPoolExecutor(max(1, workers)) as pool:
+        for cat in CATEGORIES:  # a single pool.map over everything would interleave the categories
+            for result in pool.map(lambda i: delete_one(io, i), [i for c, i in items if c == cat]):
+                advance(1)
+                yield result
 
 
 def _check_deletes(table: Table, files: FileSet, *, allow_external: bool, max_deletes: int | None) -> FileSet:

@@ -28,6 +28,13 @@ Iceberg Java's DeleteOrphanFiles (Spark's ``remove_orphan_files`` procedure), wi
   must lie inside it; after listing the table is read again and, if
   another writer committed meanwhile, its new files are valid too; ``max_deletes`` refuses a
   larger run; a cutoff less than 24 hours ago is refused unless ``allow_recent``.
+* **Spark engine** (v1-v3 tables): the valid files are a Spark DataFrame
+  (:func:`icectl.engine.spark_reach.valid_frame`: manifests decoded on the executors); the listing
+  stays on the driver (the same walk, hidden names and cutoff) and is joined with them on Spark
+  (:func:`icectl.engine.spark_reach.orphan_candidates`): a listed file whose spelling equals a valid
+  one's exactly is valid; every other one is judged here by the same :class:`Matcher`, indexed with
+  the valid files it can ask for (same URI path, same local identity, the file of a ``.crc``), so
+  the verdicts are the local ones. ``--executor-deletes``: :func:`delete_orphan` runs as Spark tasks.
 """
 
 from __future__ import annotations
@@ -36,12 +43,14 @@ import os
 import posixpath
 import re
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from icectl import progress
+from icectl.engine.spark_reach import orphan_candidates, run_deletes, spark_engine, supports, valid_frame
 from icectl.errors import IcectlError, RefusedError, StorageError, UsageError
 from icectl.ops.admin_results import RemoveOrphanFilesResult
 from icectl.ops.expire import ReadCache, reachable_files, statistics_files
@@ -52,6 +61,9 @@ from icectl.table import Table
 from icectl.table.commit import operations_for
 from icectl.table.delete_fence import Fence, delete_with_checksum, file_identity, identity_cache, table_fence
 from icectl.table.write_guard import check_metadata_sound, check_writable
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
 
 DAY_MS = 24 * 3600 * 1000
 DEFAULT_OLDER_THAN_MS = 3 * DAY_MS  # Java's default cutoff: three days ago
@@ -87,12 +99,17 @@ def valid_files(table: Table, metadata: TableMetadata | None = None, metadata_lo
     reached, _ = reachable_files(md, [s.snapshot_id for s in md.snapshots], table.io, cache=cache)
     for path, kind in reached.files.values():
         out.add(path, kind)
-    for p in statistics_files(md):
-        out.add(p, "statistics_files")
-    out.add(location, "metadata_files")
-    for entry in md.metadata_log:
-        out.add(entry.metadata_file, "metadata_files")
-    out.add(join(md.location or table.address.table_dir or "", "metadata", VERSION_HINT), "metadata_files")
+    for p, kind in extra_valid_files(table, md, location):
+        out.add(p, kind)
+    return out
+
+
+def extra_valid_files(table: Table, md: TableMetadata, location: str) -> list[tuple[str, str]]:
+    """The valid files no snapshot reaches: statistics files, the metadata files, the version hint."""
+    out = [(p, "statistics_files") for p in sorted(statistics_files(md))]
+    out.append((location, "metadata_files"))
+    out += [(entry.metadata_file, "metadata_files") for entry in md.metadata_log]
+    out.append((join(md.location or table.address.table_dir or "", "metadata", VERSION_HINT), "metadata_files"))
     return out
 
 
@@ -161,11 +178,15 @@ class Matcher:
                 self.local.append(p)
         self.identities = None
 
-    def judge(self, path: str) -> tuple[str, tuple[str, str] | None]:
-        """``valid``, ``orphan`` or ``mismatch`` (with the first differing (valid, listed) pair)."""
+    def listed_uri(self, path: str) -> FileURI:
         u = file_uri(path, self.equal_schemes, self.equal_authorities)
         if u.scheme is None:  # a listed local file: Hadoop lists it qualified, as file:/...
             u = FileURI(self.equal_schemes.get("file", "file"), None, u.path)
+        return u
+
+    def judge(self, path: str) -> tuple[str, tuple[str, str] | None]:
+        """``valid``, ``orphan`` or ``mismatch`` (with the first differing (valid, listed) pair)."""
+        u = self.listed_uri(path)
         spellings = self.by_path.get(u.path)
         if spellings:
             for scheme, authority in spellings:
@@ -181,6 +202,34 @@ class Matcher:
             if file_identity(path) in self.identities:
                 return "valid", None  # the same file as a valid one, reached by another name
         return "orphan", None
+
+
+# The Spark engine joins the listing with the valid files on these (icectl.engine.spark_reach.orphan_candidates):
+# ``exact`` equal means agreeing spellings (so: valid, as judge says); the keys are everything judge
+# looks a listed file up by, so the driver's matcher gets every valid file it needs for the rest.
+
+
+def _exact(u: FileURI) -> str:
+    return "\0".join((u.path, (u.scheme or "\1").lower(), (u.authority or "\1").lower()))
+
+
+def valid_lookup(matcher: Matcher, path: str) -> tuple[str, list[str]]:
+    """A valid file's exact spelling and keys: its URI path and, on a local disk, its identity."""
+    u = file_uri(path, matcher.equal_schemes, matcher.equal_authorities)
+    return _exact(u), [f"u{u.path}", *([f"i{file_identity(path)}"] if scheme_of(path) == "file" else [])]
+
+
+def listed_lookup(matcher: Matcher, path: str) -> tuple[str, list[str]]:
+    """A listed file's exact spelling and the keys :meth:`Matcher.judge` (of it, and of the file a
+    ``.crc`` sidecar belongs to) looks valid files up by."""
+    head, name = posixpath.split(path)
+    m = _CRC.match(name)
+    keys: list[str] = []
+    for p in (path, f"{head}/{m.group(1)}") if m else (path,):
+        keys.append(f"u{matcher.listed_uri(p).path}")
+        if scheme_of(p) == "file":
+            keys.append(f"i{file_identity(p)}")
+    return _exact(matcher.listed_uri(path)), keys
 
 
 def _hidden_filter(md: TableMetadata) -> Callable[[str], bool]:
@@ -216,15 +265,53 @@ class _Found:
     links: list[str] = field(default_factory=list)
 
 
-def _scan(io: FileIO, location: str, md: TableMetadata, matcher: Matcher, older_than_ms: int) -> _Found:
+def _scan(io: FileIO, location: str, md: TableMetadata, matcher: Matcher, older_than_ms: int,
+          *, spark_valid: DataFrame | None = None) -> _Found:
+    """List ``location`` and judge each file. With ``spark_valid`` (the Spark engine's valid files)
+    the listing (on the driver: the shared walk) is joined with them on Spark first, and only the
+    files that are not plainly valid are judged here, by the same matcher and rules."""
     found = _Found()
     accept = _hidden_filter(md)
+    listed: list[ListedFile] = []
     with progress.task(f"listing {location}") as advance:
         for f in io.walk_files(location, accept):
             found.listed += 1
             advance(1)
+            if spark_valid is None:
+                _judge(f, matcher, older_than_ms, found)
+            elif f.mtime_ms >= older_than_ms:
+                found.too_young += 1
+            else:
+                listed.append(f)
+    if spark_valid is not None and listed:
+        for f in _spark_candidates(spark_valid, matcher, listed):
             _judge(f, matcher, older_than_ms, found)
     return found
+
+
+def _spark_candidates(valid: DataFrame, matcher: Matcher, listed: list[ListedFile]) -> list[ListedFile]:
+    """Of ``listed``, those the Spark join leaves to judge; ``matcher`` then indexes every valid
+    file that judging them asks for (and only those)."""
+    engine = spark_engine()
+    assert engine is not None
+    blank = Matcher(matcher.equal_schemes, matcher.equal_authorities)  # what the executors need of it
+    todo, related = orphan_candidates(engine, valid, [(f.path, f.mtime_ms, f.is_link) for f in listed],
+                                      valid_lookup=valid_lookup, listed_lookup=listed_lookup, shared=blank)
+    matcher.index(ValidFiles(dict.fromkeys(related, "valid")))
+    return [ListedFile(p, mtime, 0, link) for p, mtime, link in todo]
+
+
+def _valid(table: Table, md: TableMetadata, location: str, cache: ReadCache,
+           frames: list[DataFrame]) -> tuple[int, DataFrame | None, ValidFiles | None]:
+    """The valid files: (count, the Spark engine's frame of them (added to ``frames``), or the local
+    ValidFiles)."""
+    engine = spark_engine()
+    if engine is not None and supports(md):
+        frame, count = valid_frame(engine, md, table.io, extra_valid_files(table, md, location))
+        frames.append(frame)
+        return count, frame, None
+    valid = valid_files(table, md, location, cache=cache)
+    return len(valid.paths), None, valid
 
 
 def _judge(f: ListedFile, matcher: Matcher, older_than_ms: int, found: _Found) -> None:
@@ -308,23 +395,33 @@ def _remove_orphan_files(table: Table, *, older_than_ms: int | None, location: s
                            "icectl deletes only the table's own files", hint="give a folder inside the table")
     matcher = Matcher({**EQUAL_SCHEMES_DEFAULT, **(equal_schemes or {})}, dict(equal_authorities or {}))
     cache = ReadCache()
+    frames: list[DataFrame] = []  # the Spark engine's valid files, cached until the judging is done
     try:
-        valid = valid_files(table, cache=cache)
-        matcher.index(valid)
-        found = _scan(table.io, where, md, matcher, cutoff)
+        valid_count, frame, valid = _valid(table, md, table.metadata_location, cache, frames)
+        if valid is not None:
+            matcher.index(valid)
+        found = _scan(table.io, where, md, matcher, cutoff, spark_valid=frame)
         # Another writer may have committed while we listed: what it reaches is valid too.
         fresh = operations_for(table).refresh()
-        if fresh.location != valid.metadata_location:
+        if fresh.location != table.metadata_location:
             check_metadata_sound(fresh.metadata, fresh.location)
-            matcher.index(valid_files(table, fresh.metadata, fresh.location, cache=cache))
-            found.orphans = [p for p in found.orphans if matcher.judge(p)[0] != "valid"]
+            _, frame, valid = _valid(table, fresh.metadata, fresh.location, cache, frames)
+            left = set(found.orphans)
+            if frame is not None and found.orphans:  # those the join leaves; the rest are plainly valid
+                left = {f.path for f in _spark_candidates(frame, matcher, [ListedFile(p, 0, 0) for p in found.orphans])}
+            elif valid is not None:
+                matcher.index(valid)
+            found.orphans = [p for p in found.orphans if p in left and matcher.judge(p)[0] != "valid"]
     except IcectlError as e:
         e.message = f"{e.message}; no file deleted (the table's files could not all be read)"
         raise
+    finally:
+        for df in frames:
+            df.unpersist()
     res = RemoveOrphanFilesResult(
         table=table.identifier, dry_run=dry_run, location=where, older_than_ms=cutoff,
         prefix_mismatch_mode=mode, listed_file_count=found.listed, too_young_count=found.too_young,
-        valid_file_count=len(valid.paths))
+        valid_file_count=valid_count)
     if found.conflicts and mode == "error":
         pairs = ", ".join(f"{a} (metadata) vs {b} (listed)" for a, b in sorted(found.conflicts))
         raise RefusedError(
@@ -356,34 +453,45 @@ def _remove_orphan_files(table: Table, *, older_than_ms: int | None, location: s
     return res
 
 
+def delete_orphan(shared: tuple[FileIO, Fence], path: str) -> bool | str:
+    """Delete one orphan (and its Hadoop checksum sidecar): True, False (already gone) or why not.
+    Module-level: ``--executor-deletes`` runs it as Spark tasks."""
+    io, fence = shared
+    if scheme_of(path) == "file":
+        # Judged again right before the delete, links resolved afresh (not from the run's
+        # cache): a folder turned into a link since the listing must not lead out of the table.
+        real = os.path.realpath(local_path(path))
+        if os.path.islink(local_path(path)) or not any(real.startswith(r.rstrip("/") + "/") for r in fence.roots):
+            return f"{path}: not deleted: it now leads outside the table location"
+    try:
+        return delete_with_checksum(io, path)
+    except IcectlError as e:
+        return e.one_line()
+
+
 def _delete(io: FileIO, paths: list[str], fence: Fence, workers: int) -> tuple[int, int, list[str]]:
     """Delete ``paths`` (and their Hadoop checksum sidecars): (deleted, already gone, failures)."""
-
-    def one(path: str) -> bool | str:
-        if scheme_of(path) == "file":
-            # Judged again right before the delete, links resolved afresh (not from the run's
-            # cache): a folder turned into a link since the listing must not lead out of the table.
-            real = os.path.realpath(local_path(path))
-            if os.path.islink(local_path(path)) or not any(real.startswith(r.rstrip("/") + "/")
-                                                           for r in fence.roots):
-                return f"{path}: not deleted: it now leads outside the table location"
-        try:
-            return delete_with_checksum(io, path)
-        except IcectlError as e:
-            return e.one_line()
-
     deleted = gone = 0
     failures: list[str] = []
-    with progress.task("deleting orphan files", len(paths)) as advance, ThreadPoolExecutor(workers) as pool:
-        for outcome in pool.map(one, paths):
-            advance(1)
-            if outcome is True:
-                deleted += 1
-            elif outcome is False:
-                gone += 1
-            else:
-                failures.append(str(outcome))
+    for outcome in _outcomes(io, paths, fence, workers):
+        if outcome is True:
+            deleted += 1
+        elif outcome is False:
+            gone += 1
+        else:
+            failures.append(str(outcome))
     return deleted, gone, failures
+
+
+def _outcomes(io: FileIO, paths: list[str], fence: Fence, workers: int) -> Iterator[bool | str]:
+    engine = spark_engine()
+    if engine is not None and engine.executor_deletes:
+        yield from run_deletes(engine, delete_orphan, paths, shared=(io, fence), description="deleting orphan files")
+        return
+    with progress.task("deleting orphan files", len(paths)) as advance, ThreadPoolExecutor(workers) as pool:
+        for outcome in pool.map(lambda p: delete_orphan((io, fence), p), paths):
+            advance(1)
+            yield outcome
 
 
 __all__ = ["DEFAULT_OLDER_THAN_MS", "EQUAL_SCHEMES_DEFAULT", "PREFIX_MISMATCH_MODES", "FileURI", "Matcher",
