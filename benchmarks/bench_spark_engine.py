@@ -352,8 +352,11 @@ def _check(op: Operation, docs: dict[str, dict[str, Any]], proc: dict[str, Any] 
     return "engines agree; Spark " + ", ".join(f"{k} {a} (icectl {b})" for k, (a, b) in seen.items())
 
 
-def measure(root: Path, sizes: Sizes, runs: int, only: tuple[str, ...], procedures: bool) -> list[Row]:
-    """Build or reuse the tables, run every operation of ``only``; the rows of the report."""
+def measure(root: Path, sizes: Sizes, runs: int, only: tuple[str, ...], procedures: bool,
+            spark_session: Callable[[], SparkSession] | None = None) -> list[Row]:
+    """Build or reuse the tables under ``root`` (Spark's warehouse: ``root/warehouse``), run every
+    operation of ``only``; the rows of the report. ``spark_session``: the caller's session on that
+    warehouse (``run_all.py``'s), else one is started and stopped here."""
     big = BigLayout(root, "icectl")
     exp = bench_expire.Layout(root, "icectl")
     big.warehouse.mkdir(parents=True, exist_ok=True)
@@ -361,6 +364,8 @@ def measure(root: Path, sizes: Sizes, runs: int, only: tuple[str, ...], procedur
     session: list[SparkSession] = []
 
     def spark() -> SparkSession:
+        if spark_session is not None:
+            return spark_session()
         if not session:
             from support.spark import start_spark
 
