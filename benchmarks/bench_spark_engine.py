@@ -269,7 +269,7 @@ def comparable(doc: dict[str, Any]) -> str:
 class Operation:
     name: str
     table: str  # "big" or "expire"
-    args: Callable[[Path], list[str]]
+    args: Callable[[Path, str], list[str]]  # (table folder, the run's cutoff "now" in ISO 8601)
     restore: bool = False  # writes: run on a pristine copy each time
     procedure: Callable[[SparkSession, str], dict[str, Any]] | None = None
     procedure_name: str = ""
@@ -299,20 +299,20 @@ def _orphans(spark: SparkSession, name: str) -> dict[str, Any]:
 
 
 OPS = {
-    "inspect": Operation("inspect files (count)", "big", lambda d: ["inspect", "files", str(d)],
+    "inspect": Operation("inspect files (count)", "big", lambda d, _now: ["inspect", "files", str(d)],
                          procedure=_files_count, procedure_name="SELECT count(*) FROM t.files"),
-    "validate": Operation("validate", "big", lambda d: ["validate", str(d)]),
-    "compact": Operation("compact", "big", lambda d: ["compact", str(d)], restore=True, procedure=_rewrite,
+    "validate": Operation("validate", "big", lambda d, _now: ["validate", str(d)]),
+    "compact": Operation("compact", "big", lambda d, _now: ["compact", str(d)], restore=True, procedure=_rewrite,
                          procedure_name="rewrite_manifests"),
     "expire-dry-run": Operation("expire-snapshots --dry-run", "expire",
-                                lambda d: ["expire-snapshots", str(d), "--older-than", "0s", "--retain-last", "1",
-                                           "--dry-run"]),
+                                lambda d, now: ["expire-snapshots", str(d), "--older-than", now, "--retain-last",
+                                                "1", "--dry-run"]),
     "expire": Operation("expire-snapshots", "expire",
-                        lambda d: ["expire-snapshots", str(d), "--older-than", "0s", "--retain-last", "1"],
+                        lambda d, now: ["expire-snapshots", str(d), "--older-than", now, "--retain-last", "1"],
                         restore=True, procedure=_expire, procedure_name="expire_snapshots"),
     "orphans-dry-run": Operation("remove-orphan-files --dry-run", "big",
-                                 lambda d: ["remove-orphan-files", str(d), "--dry-run", "--older-than", "0s",
-                                            "--allow-recent"],
+                                 lambda d, now: ["remove-orphan-files", str(d), "--dry-run", "--older-than", now,
+                                                 "--allow-recent"],
                                  procedure=_orphans, procedure_name="remove_orphan_files(dry_run)"),
 }
 
@@ -384,11 +384,13 @@ def measure(root: Path, sizes: Sizes, runs: int, only: tuple[str, ...], procedur
                      else f"{sizes.snapshots:,} snapshots")
             row = Row(op.name, label)
             docs: dict[str, dict[str, Any]] = {}
+            # One cutoff for every run of the operation: the engines' results must be equal, not near.
+            now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
             for r in range(runs):
                 for engine in ENGINES:
                     if op.restore:
                         bench_expire.restore(layout, n)
-                    got = icectl_run(op.args(layout.live(n)), engine, rows_only=key == "inspect")
+                    got = icectl_run(op.args(layout.live(n), now), engine, rows_only=key == "inspect")
                     row.seconds[engine] = min(row.seconds.get(engine, float("inf")), got.seconds)
                     row.tasks[engine] = (got.doc.get("engine") or {}).get("spark_tasks")
                     docs[engine] = got.doc
