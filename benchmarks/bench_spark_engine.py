@@ -45,7 +45,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -148,8 +148,24 @@ def _write_manifests(table_dir: str, first: int, count: int, entries: int, snaps
     return out, summary
 
 
-def build_big(table_dir: Path, sizes: Sizes) -> None:
-    """One append snapshot of ``sizes.manifests`` manifests, committed once; ``ORPHANS`` stray files."""
+class _InProcess:
+    """The executor interface of ProcessPoolExecutor, run here (a test process with a JVM must not fork)."""
+
+    def __enter__(self) -> _InProcess:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def submit(self, fn: Callable[..., Any], *args: Any) -> Future[Any]:
+        fut: Future[Any] = Future()
+        fut.set_result(fn(*args))
+        return fut
+
+
+def build_big(table_dir: Path, sizes: Sizes, workers: int | None = None) -> None:
+    """One append snapshot of ``sizes.manifests`` manifests, committed once; ``ORPHANS`` stray files.
+    ``workers``: processes writing manifests (default: one per core; 1: this process only)."""
     config, fio = parse_config({}), FileIO()
     create(str(table_dir), SchemaSource(ddl=SCHEMA_DDL), config=config, io=fio,
            partition_by="bucket(16, id), category", properties={"format-version": "2"})
@@ -161,7 +177,8 @@ def build_big(table_dir: Path, sizes: Sizes) -> None:
     manifests: list[ManifestFile] = []
     summary = SummaryBuilder()
     t0 = time.perf_counter()
-    with ProcessPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+    workers = workers or os.cpu_count() or 2
+    with ProcessPoolExecutor(max_workers=workers) if workers > 1 else _InProcess() as pool:
         futures = [pool.submit(_write_manifests, str(table_dir), s, min(chunk, sizes.manifests - s), sizes.entries,
                                snapshot_id) for s in starts]
         for n, fut in enumerate(futures, 1):
