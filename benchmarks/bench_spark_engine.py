@@ -251,10 +251,13 @@ def icectl_run(args: list[str], engine: str, *, rows_only: bool = False) -> Run:
     (inspect's millions of rows are never held: stdout is read line by line, one row per line)."""
     extra = [a for kv in SPARK_CONF for a in ("--spark-conf", kv)] if ENGINES[engine] else []
     cmd = [sys.executable, "-m", "icectl", *args, "--json", *ENGINES[engine], *extra]
-    start = time.perf_counter()
-    with tempfile.TemporaryFile() as err:
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, cwd=REPO, env=bench_expire._cli_env(),
-                                text=True)
+    # A cold manifest cache of its own: a run must not read what an earlier contender decoded (nor
+    # fill the user's cache). Spark's workers inherit it (the engine forwards ICECTL_CACHE_DIR too).
+    with tempfile.TemporaryFile() as err, tempfile.TemporaryDirectory(prefix="icectl-bench-cache-") as cache:
+        env = {**bench_expire._cli_env(), "ICECTL_CACHE_DIR": cache}
+        env.pop("ICECTL_CACHE", None)
+        start = time.perf_counter()
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, cwd=REPO, env=env, text=True)
         assert proc.stdout is not None
         if rows_only:
             count, last = 0, ""
