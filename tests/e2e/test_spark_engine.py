@@ -108,7 +108,7 @@ def test_spark_tasks_in_event_log_match_json(spark: Any, spark_tables: LazyFixtu
 
 # --------------------------------------------------------------------------- Spark commits meanwhile
 
-INSERTS = 8
+INSERTS = 6
 ROWS_PER_INSERT = 3
 FIRST_ID = 10_000
 

@@ -9,7 +9,7 @@ Python workers from the zip the engine ships). The two runs must give the same e
 stderr and the same JSON document but for its ``engine`` key and what depends on the wall clock
 (``now_ms`` and the ages computed from it; the random names of the manifests ``compact`` would
 write). The commands: ``expire-snapshots --dry-run``, ``inspect files|entries|partitions``,
-``validate`` (current and ``--all-snapshots``), ``compact --dry-run``, ``remove-orphan-files
+``validate``, ``compact --dry-run``, ``remove-orphan-files
 --dry-run``. Dry runs only, so both runs see the same table.
 
 Examples are few (each Spark-engine command is a few Spark jobs): ``ICECTL_ENGINE_PROPERTY_EXAMPLES``
@@ -101,7 +101,6 @@ def commands(table: str, older_than_ms: int, retain_last: int) -> list[list[str]
         ["inspect", "entries", table],
         ["inspect", "partitions", table],
         ["validate", table],
-        ["validate", table, "--all-snapshots"],
         ["compact", table, "--dry-run"],
         ["remove-orphan-files", table, "--dry-run", "--older-than", now, "--allow-recent"],
     ]
