@@ -11,7 +11,10 @@ Builds the tables (or reuses them from ``--dir``), then measures, as a user or a
 * ``validate`` on 2,000 snapshots x 100 files, current snapshot and ``--all-snapshots``, cold and warm;
 * start-up: ``--help``, ``--version`` and ``inspect table`` against ``python -c "import json"``
   (median of 10 runs);
-* peak memory (max RSS) of ``inspect files --json`` at 100k and 1M entries.
+* peak memory (max RSS) of ``inspect files --json`` at 100k and 1M entries;
+* the Spark engine (issue 17, ``bench_spark_engine.py``): each command with ``--engine spark`` on
+  ``local[2]`` against the local engine, with the speed-up of the second core (not with ``--quick``
+  or ``--no-spark``).
 
     python benchmarks/run_all.py --dir /tmp/icectl-bench        # everything; keep the tables there
     python benchmarks/run_all.py --dir /tmp/icectl-bench --no-spark
@@ -49,6 +52,7 @@ if str(HERE) not in sys.path:
 import bench_compact  # noqa: E402
 import bench_expire  # noqa: E402  (puts the repository and tests/ on sys.path)
 import bench_inspect_files  # noqa: E402
+import bench_spark_engine  # noqa: E402
 import bench_validate  # noqa: E402
 
 REPO = bench_expire.REPO
@@ -56,7 +60,7 @@ REPO = bench_expire.REPO
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-SECTIONS = ("inspect", "expire", "compact", "validate", "startup", "memory")
+SECTIONS = ("inspect", "expire", "compact", "validate", "startup", "memory", "engine")
 
 
 @dataclass(frozen=True)
@@ -432,6 +436,23 @@ def section_memory(report: Report, root: Path, sizes: Sizes, caches: CacheDirs) 
         report.add(fig)
 
 
+def section_engine(report: Report, root: Path, spark: Spark) -> None:
+    """bench_spark_engine.py's rows as figures: ``--engine spark`` on local[2], the local engine as reference."""
+    if not spark.enabled:
+        print("  skipped: the Spark engine needs Spark (not with --quick or --no-spark)", flush=True)
+        return
+    # One round whatever --runs says: at 2,000,000 entries a round is tens of minutes on 2 cores.
+    for r in bench_spark_engine.measure(root, bench_spark_engine.FULL, 1, bench_spark_engine.OPERATIONS, True,
+                                        spark.get):
+        load0 = load1()
+        local, two = r.seconds["local"], r.seconds["spark local[2]"]
+        note = (f"local[1] {r.seconds['spark local[1]']:.2f}s, second core {r.per_core or 0:.2f}x, "
+                f"{r.tasks.get('spark local[2]')} tasks")
+        fig = Figure("engine", f"{r.operation}, --engine spark local[2] ({r.table})", two, note=note,
+                     load_before=load0, load_after=load1())
+        report.add(speedup(fig, "local engine", local, None))
+
+
 # --------------------------------------------------------------------------- report
 
 
@@ -537,6 +558,8 @@ def main(argv: list[str] | None = None) -> int:
                     section_startup(report, root, sizes, caches)
                 elif name == "memory":
                     section_memory(report, root, sizes, caches)
+                elif name == "engine":
+                    section_engine(report, root / "appends", spark)
         finally:
             spark.stop()
             caches.remove()
