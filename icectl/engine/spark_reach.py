@@ -150,8 +150,8 @@ def manifest_frame(engine: SparkEngine, md: TableMetadata, io: FileIO, snapshots
     """The snapshots' manifest lists and manifests (v1-v3; a manifest row carries its list row)."""
     snaps = list(snapshots)
     heads = list(dict.fromkeys(s.manifest_list for s in snaps if s.manifest_list))
-    df = _map(engine.frame([(p, None, None, None, None, None) for p in heads], ROWS, per_task=ITEMS_PER_TASK), list_rows,
-              (md.format_version, io))
+    lists = engine.frame([(p, None, None, None, None, None) for p in heads], ROWS, per_task=ITEMS_PER_TASK)
+    df = _map(lists, list_rows, (md.format_version, io))
     # v1 snapshots may name their manifests inline: few, read on the driver as the local code does
     inline = [m for s in snaps if not s.manifest_list for m in manifests_of(md, s, io)]
     if inline:
