@@ -47,6 +47,7 @@ R = TypeVar("R")
 # Items per Spark task: a task's fixed cost (~10-50 ms: scheduling, a Python worker, unpickling the
 # shared state) must stay small against decoding its manifests (~1-5 ms each).
 ITEMS_PER_TASK = 64
+MIN_ITEMS_PER_TASK = 16
 # Items per job: bounds what the driver holds (two windows of results) on a big cluster.
 WINDOW_ITEMS = 8192
 # Environment passed on to executors this engine starts (Spark's documented spark.executorEnv.*).
@@ -154,7 +155,10 @@ class SparkEngine(Engine):
     def _items_frame(self, todo: list[Any], range_keys: list[Any] | None, offset: int) -> Any:
         from pyspark.sql.types import BinaryType, LongType, StringType, StructField, StructType
 
-        per_task = max(1, min(ITEMS_PER_TASK, -(-len(todo) // (self._parallelism() * 2))))
+        # Two tasks per core, each of MIN_ITEMS_PER_TASK to ITEMS_PER_TASK items: a small table
+        # takes one or two tasks (a task costs ~0.1 s on local[N]), a big one spreads.
+        spread = -(-len(todo) // (self._parallelism() * 2))
+        per_task = max(1, min(ITEMS_PER_TASK, max(spread, min(MIN_ITEMS_PER_TASK, ITEMS_PER_TASK))))
         slices = max(1, -(-len(todo) // per_task))
         schema = StructType([StructField("i", LongType(), False), StructField("key", StringType(), True),
                              StructField("item", BinaryType(), False)])

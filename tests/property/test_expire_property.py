@@ -68,7 +68,7 @@ MIN_KEEP_KEY = "history.expire.min-snapshots-to-keep"
 MAX_REF_AGE_KEY = "history.expire.max-ref-age-ms"
 # ~100 examples take about 75 s on 2 cores; CI runs 60 of them (derandomized, so the same 60
 # every run) to keep the whole suite under its 15 minutes; raise it for a deeper hunt.
-EXAMPLES = int(os.environ.get("ICECTL_EXPIRE_PROPERTY_EXAMPLES", "40" if os.environ.get("CI") else "100"))
+EXAMPLES = int(os.environ.get("ICECTL_EXPIRE_PROPERTY_EXAMPLES", "30" if os.environ.get("CI") else "100"))
 
 # --------------------------------------------------------------------------- strategies
 
