@@ -82,7 +82,8 @@ class SparkEngine(Engine):
                 return cls(running, executor_deletes=settings.executor_deletes)
         builder = SparkSession.builder
         master = settings.master or "local[*]"
-        if master.startswith("sc://"):
+        connect = master.startswith("sc://")
+        if connect:
             builder = builder.remote(master)
         else:
             os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -102,6 +103,12 @@ class SparkEngine(Engine):
             raise StorageError(f"could not start or reach Spark at {master}: {type(e).__name__}: "
                                f"{' '.join(str(e).split())[:300]}",
                                hint="check --spark-master, [engine] master and JAVA_HOME") from None
+        if not connect and "spark.sql.shuffle.partitions" not in dict(settings.conf):
+            # Spark's default of 200 shuffle partitions (kept as it is by persisted frames, which
+            # adaptive execution does not coalesce) made expiry's joins thousands of tiny tasks:
+            # two per core instead, in the session icectl started (a joined session keeps its own).
+            cores = max(1, int(spark.sparkContext.defaultParallelism))
+            spark.conf.set("spark.sql.shuffle.partitions", str(2 * cores))
         return cls(spark, master=master, executor_deletes=settings.executor_deletes)
 
     # ------------------------------------------------------------------ work
