@@ -22,7 +22,7 @@ import os
 import pickle
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -30,6 +30,7 @@ from typing import Any, TypeVar
 
 from icectl import progress
 from icectl.errors import IcectlError, UsageError
+from icectl.threads import streaming_pool
 
 S = TypeVar("S")
 T = TypeVar("T")
@@ -132,7 +133,7 @@ class LocalEngine(Engine):
         if not todo:
             return
         with (progress.task(description, len(todo)) as advance,
-              ThreadPoolExecutor(max_workers=max(1, min(self.workers, len(todo)))) as pool):
+              streaming_pool(min(self.workers, len(todo))) as pool):
             pending: deque[Future[R]] = deque()
             it = iter(todo)
             ahead = max(2, self.workers * 2)

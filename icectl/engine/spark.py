@@ -28,7 +28,6 @@ import pickle
 import sys
 import uuid
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -36,6 +35,7 @@ from icectl import progress
 from icectl.engine import Engine, EngineReport, EngineSettings, pack_error, unpack_error
 from icectl.engine.shipping import package_zip
 from icectl.errors import IcectlError, StorageError, UsageError
+from icectl.threads import streaming_pool
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -136,7 +136,7 @@ class SparkEngine(Engine):
                 self._set_group(description)  # the job group is per thread (PySpark's pinned threads)
                 return sorted(self._collect(self._items_frame(chunk, None, start), run), key=lambda r: r["i"])
 
-            with ThreadPoolExecutor(max_workers=1) as pool:
+            with streaming_pool(1) as pool:
                 pending = pool.submit(window, *windows[0])
                 for k in range(len(windows)):
                     rows = pending.result()

@@ -50,6 +50,7 @@ from icectl.table.delete_fence import delete_with_checksum, file_identity, ident
 from icectl.table.scan import iter_entries, manifests_of
 from icectl.table.scan_v4 import TreeFiles, leaf_rows, tree_files
 from icectl.table.write_guard import check_writable
+from icectl.threads import streaming_pool
 
 # Java's delete order (content files, manifests, manifest lists, statistics files), defined with
 # the result's JSON keys deleted_<category>_count.
@@ -390,7 +391,7 @@ def delete_files(io: FileIO, files: FileSet, workers: int) -> DeleteOutcome:
 
 
 def _delete_here(io: FileIO, items: list[tuple[str, tuple[str, str]]], workers: int) -> Iterator[bool | str]:
-    with progress.task("deleting files", len(items)) as advance, ThreadPoolExecutor(max(1, workers)) as pool:
+    with progress.task("deleting files", len(items)) as advance, streaming_pool(workers) as pool:
         for cat in CATEGORIES:  # a single pool.map over everything would interleave the categories
             for result in pool.map(lambda i: delete_one(io, i), [i for c, i in items if c == cat]):
                 advance(1)

@@ -94,6 +94,7 @@ def _parallel(scan: Callable[[tuple[str, str] | None], tuple[list[ListedFile], l
         finally:
             put(None)
 
+    # Never joined on exit (icectl.threads): an abandoned listing may be closed by the garbage collector.
     pool = ThreadPoolExecutor(max(1, min(workers, len(folders))), thread_name_prefix="icectl-list")
     try:
         for f in folders:
@@ -111,7 +112,7 @@ def _parallel(scan: Callable[[tuple[str, str] | None], tuple[list[ListedFile], l
                 yield from item
     finally:
         stop.set()
-        pool.shutdown(wait=True, cancel_futures=True)
+        pool.shutdown(wait=False, cancel_futures=True)
 
 
 def _local_entry(entry: os.DirEntry[str], path: str) -> ListedFile | None:

@@ -24,6 +24,7 @@ from icectl.spec.snapshots import Snapshot
 from icectl.storage import FileIO
 from icectl.table.manifest_read import ReadOptions, batch_options, manifest_arrow, manifest_entries, manifest_list
 from icectl.table.scan_v4 import TreeManifest, read_tree_entries, tree_manifests, v4_leaf_reader
+from icectl.threads import streaming_pool
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -122,7 +123,7 @@ def _read_ahead(metadata: TableMetadata, manifests: Iterable[ManifestFile],
     ptypes = {sid: metadata.partition_type(sid) for sid in {m.partition_spec_id for m in todo}}
     options = batch_options(todo, use_cache=use_cache)
     with (progress.task("reading manifests", len(todo)) as advance,
-          ThreadPoolExecutor(max_workers=max(1, min(workers, len(todo)))) as pool):
+          streaming_pool(min(workers, len(todo))) as pool):
         pending: deque[tuple[ManifestFile, Future[_T]]] = deque()
         ahead = max(2, workers * 2)  # bounded read-ahead: memory stays flat however big the table
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import pickle
 import random
+import threading
 import time
 import zipfile
 from pathlib import Path
@@ -142,3 +143,24 @@ def test_a_big_local_run_suggests_the_spark_engine() -> None:
     assert spark_suggestion(SPARK_SUGGESTED_MANIFESTS, "spark") is None
     line = spark_suggestion(SPARK_SUGGESTED_MANIFESTS, "local")
     assert line is not None and "--engine spark" in line and str(SPARK_SUGGESTED_MANIFESTS) in line
+
+
+def test_an_abandoned_stream_closes_without_waiting_for_its_threads() -> None:
+    """A stream the consumer leaves is closed without joining its threads (icectl.threads): the garbage
+    collector may close it while threading holds its shutdown lock, where a join deadlocks."""
+    release = threading.Event()
+
+    def blocked(_shared: None, item: int) -> int:
+        if item > 0:
+            release.wait(30)
+        return item
+
+    stream = LocalEngine(workers=2).map(blocked, list(range(5)), shared=None, description="t")
+    assert next(stream) == 0
+    closer = threading.Thread(target=stream.close)
+    closer.start()
+    closer.join(10)
+    try:
+        assert not closer.is_alive(), "closing the stream waited for reads nobody will take"
+    finally:
+        release.set()

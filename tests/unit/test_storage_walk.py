@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -95,4 +96,9 @@ def test_missing_folder_and_early_stop(tmp_path: Path) -> None:
     before = threading.active_count()
     it.close()  # the consumer stops: workers must end, not block on a full queue
     assert threading.active_count() <= before
+    # close() does not join them (icectl.threads: a join during garbage collection can deadlock);
+    # they see the stop and end on their own
+    deadline = time.monotonic() + 10
+    while any(t.name.startswith("icectl-list") for t in threading.enumerate()) and time.monotonic() < deadline:
+        time.sleep(0.01)
     assert not any(t.name.startswith("icectl-list") for t in threading.enumerate())
