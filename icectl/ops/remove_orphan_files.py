@@ -44,7 +44,6 @@ import posixpath
 import re
 import time
 from collections.abc import Callable, Iterator, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
@@ -61,6 +60,7 @@ from icectl.table import Table
 from icectl.table.commit import operations_for
 from icectl.table.delete_fence import Fence, delete_with_checksum, file_identity, identity_cache, table_fence
 from icectl.table.write_guard import check_metadata_sound, check_writable
+from icectl.threads import streaming_pool
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -488,7 +488,7 @@ def _outcomes(io: FileIO, paths: list[str], fence: Fence, workers: int) -> Itera
     if engine is not None and engine.executor_deletes:
         yield from run_deletes(engine, delete_orphan, paths, shared=(io, fence), description="deleting orphan files")
         return
-    with progress.task("deleting orphan files", len(paths)) as advance, ThreadPoolExecutor(workers) as pool:
+    with progress.task("deleting orphan files", len(paths)) as advance, streaming_pool(workers) as pool:
         for outcome in pool.map(lambda p: delete_orphan((io, fence), p), paths):
             advance(1)
             yield outcome
