@@ -37,9 +37,10 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 ENGINES = ("local", "spark")
-# Above this many manifests in one run, a terminal run of the default local engine suggests --engine spark:
-# where, by benchmarks/bench_spark_engine.py, a cluster of a few executors beats this machine (README).
-SPARK_SUGGESTED_MANIFESTS = 100_000
+# From this many manifests in one batch, a terminal run of the default local engine suggests --engine spark:
+# at 20,000 manifests (2M entries) Spark local[2] already beat the local engine on the same two cores for
+# inspect files and validate (benchmarks/bench_spark_engine.py, README), and a cluster has more cores.
+SPARK_SUGGESTED_MANIFESTS = 20_000
 LOCAL_WORKERS = min(16, 4 * (os.cpu_count() or 2))
 
 
