@@ -29,6 +29,7 @@ import sys
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from icectl import progress
@@ -76,10 +77,9 @@ class SparkEngine(Engine):
             from pyspark.sql import SparkSession
         except ImportError:
             raise UsageError("--engine spark needs PySpark", hint="pip install 'icectl[spark]'") from None
-        if settings.master is None and not settings.conf:
-            running = SparkSession.getActiveSession()
-            if running is not None:
-                return cls(running, executor_deletes=settings.executor_deletes)
+        running = SparkSession.getActiveSession()
+        if running is not None and settings.master is None and not settings.conf:
+            return cls(running, executor_deletes=settings.executor_deletes)
         builder = SparkSession.builder
         master = settings.master or "local[*]"
         connect = master.startswith("sc://")
@@ -103,7 +103,9 @@ class SparkEngine(Engine):
             raise StorageError(f"could not start or reach Spark at {master}: {type(e).__name__}: "
                                f"{' '.join(str(e).split())[:300]}",
                                hint="check --spark-master, [engine] master and JAVA_HOME") from None
-        if not connect and "spark.sql.shuffle.partitions" not in dict(settings.conf):
+        # getOrCreate hands back a session this process already had (whatever master was asked for):
+        # that one is the user's, and keeps its settings.
+        if running is None and not connect and "spark.sql.shuffle.partitions" not in dict(settings.conf):
             # Spark's default of 200 shuffle partitions (kept as it is by persisted frames, which
             # adaptive execution does not coalesce) made expiry's joins thousands of tiny tasks:
             # two per core instead, in the session icectl started (a joined session keeps its own).
@@ -252,7 +254,7 @@ logger.gateway.level = error
 def _quiet_log4j() -> str:
     """A log4j2 file that lets Spark print errors only: stderr is icectl's one line per problem."""
     path = os.path.join(os.path.dirname(package_zip()), "log4j2-icectl.properties")
-    if not os.path.isfile(path) or open(path).read() != _LOG4J2:
+    if not os.path.isfile(path) or Path(path).read_text() != _LOG4J2:
         tmp = f"{path}.{os.getpid()}.tmp"
         with open(tmp, "w") as fh:
             fh.write(_LOG4J2)

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from pyspark import cloudpickle
 
+from icectl.engine import EngineSettings
 from icectl.engine import spark as spark_engine_module
 from icectl.errors import CorruptInputError, StorageError
 
@@ -52,3 +53,17 @@ def test_an_icectl_error_on_an_executor_is_raised_as_itself(spark_engine: Any) -
 def test_any_other_executor_failure_is_one_storage_error(spark_engine: Any) -> None:
     with pytest.raises(StorageError, match=r"a Spark job failed: .*ValueError: a bug, not an icectl error"):
         list(spark_engine.map(executor_pid_and_square, list(range(1, 20)), shared=-7, description="squares"))
+
+
+def test_a_session_the_process_already_has_keeps_its_settings(spark_engine: Any) -> None:
+    """Asking for a master while a session runs gets that session (Spark's getOrCreate): it is the
+    user's, so icectl leaves its shuffle partitions alone (it sets them only in a session it starts)."""
+    spark = spark_engine.spark
+    before = spark.conf.get("spark.sql.shuffle.partitions")
+    spark.conf.set("spark.sql.shuffle.partitions", "7")
+    try:
+        engine = spark_engine_module.SparkEngine.start(EngineSettings(name="spark", master="local[1]"))
+        assert engine.spark is spark
+        assert spark.conf.get("spark.sql.shuffle.partitions") == "7"
+    finally:
+        spark.conf.set("spark.sql.shuffle.partitions", before)
