@@ -17,6 +17,10 @@ from icectl.storage.listing import ListedFile, walk_files
 from icectl.storage.local import LOCAL_FILES, native
 from icectl.storage.paths import S3_SCHEMES, basename, join, local_path, parent, scheme_of
 
+# Base classes (by name: importing botocore or aiohttp costs start-up) of the errors object storage
+# raises when it is unreachable or refuses: botocore's transport and service errors, aiohttp's.
+_STORAGE_ERROR_BASES = frozenset({"BotoCoreError", "ClientError", "NoCredentialsError", "ServerDisconnectedError"})
+
 
 @dataclass
 class S3Settings:
@@ -134,10 +138,11 @@ class FileIO:
         except OSError as e:
             raise StorageError(f"storage error {action} {path}: {e}", path=path) from e
         except Exception as e:  # botocore/aiohttp errors have no common base we can import cheaply
+            # By their bases, not a list of leaves: botocore's BotoCoreError covers every transport
+            # failure (a connection closed before an answer, timeouts, refused, credentials), its
+            # ClientError every error the service answered; aiohttp's ClientError its own.
             name = type(e).__name__
-            if name in {"NoCredentialsError", "ClientError", "EndpointConnectionError",
-                        "ConnectTimeoutError", "ReadTimeoutError", "ClientConnectorError",
-                        "PartialCredentialsError", "ServerDisconnectedError"}:
+            if _STORAGE_ERROR_BASES & {c.__name__ for c in type(e).__mro__}:
                 raise StorageError(f"storage unreachable {action} {path}: {name}: {e}",
                                    path=path) from e
             raise

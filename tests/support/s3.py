@@ -59,6 +59,33 @@ def closed_endpoint() -> str:
     return f"http://{HOST}:{port}"
 
 
+class CountingCloser:
+    """An ``http://127.0.0.1:<port>`` endpoint that accepts each connection and closes it at once,
+    counting them: a storage that is there but never answers. ``attempts`` tells how often a client
+    tried, which bounds its retries without timing it."""
+
+    def __init__(self) -> None:
+        import socketserver
+        import threading
+
+        counter = self
+        self.attempts = 0
+
+        class Handler(socketserver.BaseRequestHandler):
+            def handle(self) -> None:
+                counter.attempts += 1  # one handler at a time per connection; += under the GIL suffices here
+
+        self._server = socketserver.ThreadingTCPServer((HOST, 0), Handler)
+        self._server.daemon_threads = True
+        self.endpoint = f"http://{HOST}:{self._server.server_address[1]}"
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread.start()
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
 def _check_loopback(endpoint: str) -> None:
     host = urlparse(endpoint).hostname
     if host not in {HOST, "localhost"}:
