@@ -17,7 +17,8 @@ import pyarrow as pa
 from icectl.storage import FileIdentity
 from icectl.table.manifest_cache import ManifestCache
 
-root, seed, seconds, role, bound = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), sys.argv[4], int(sys.argv[5])
+root, seed, steps, role, bound = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], int(sys.argv[5])
+gate, parties = sys.argv[6], int(sys.argv[7])
 cache = ManifestCache(root, max_bytes=bound)
 rng = random.Random(seed)
 
@@ -30,8 +31,13 @@ def expected(i, v):
 
 
 stats = {"role": role, "gets": 0, "hits": 0, "puts": 0, "wrong": 0, "errors": [], "clears": 0, "vandal": 0}
-deadline = time.monotonic() + seconds
-while time.monotonic() < deadline:
+# Start together (every process is up and imported), then run a fixed number of steps: how much each
+# does never depends on how fast the machine is, only the interleaving does.
+open(os.path.join(gate, f"{role}-{seed}"), "w").close()
+waited = time.monotonic() + 120
+while len(os.listdir(gate)) < parties and time.monotonic() < waited:
+    time.sleep(0.01)
+for _ in range(steps):
     i, v = rng.randrange(30), rng.randrange(3)
     ident, loc = FileIdentity(1000 + i, f"etag-{v}"), f"s3://b/t/metadata/m{i}.avro"
     r = rng.random()
@@ -81,12 +87,16 @@ def test_processes_hammering_one_cache_folder_never_get_a_wrong_table(tmp_path: 
     repo = Path(__file__).resolve().parents[2]
     env = {**os.environ, "PYTHONPATH": str(repo)}
     roles = ["worker", "worker", "clearer", "vandal"]
-    procs = [subprocess.Popen([sys.executable, str(script), str(root), str(seed), "4", role, str(bound)],
+    gate = tmp_path / "gate"
+    gate.mkdir()
+    steps = 1500  # each process's own count: the assertions below hold whatever the machine's speed
+    procs = [subprocess.Popen([sys.executable, str(script), str(root), str(seed), str(steps), role, str(bound),
+                               str(gate), str(len(roles))],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
              for seed, role in enumerate(roles)]
     results = []
     for p in procs:
-        out, err = p.communicate(timeout=120)
+        out, err = p.communicate(timeout=600)
         assert p.returncode == 0, err
         results.append(json.loads(out))
     for r in results:
