@@ -36,3 +36,13 @@ def test_the_readme_has_command_lines() -> None:
 @pytest.mark.parametrize("line", LINES)
 def test_readme_line_parses(line: str) -> None:
     parses("", "", line)
+
+
+def test_ci_runs_the_readme_set_up_commands_verbatim() -> None:
+    """CI proves the README's two set-up commands (issue 26): each is a line of .ci/run, as written."""
+    section = README.read_text().split("## Set up on a fresh machine", 1)[1].split("\n## ", 1)[0]
+    commands = [block.strip() for block in re.findall(r"```sh\n(.*?)```", section, flags=re.S)]
+    assert len(commands) == 2 and commands[0].startswith("pip install .") and "pytest" in commands[1], commands
+    ci = [line.strip() for line in (README.parent / ".ci" / "run").read_text().splitlines()]
+    for command in commands:
+        assert command in ci, f".ci/run does not run the README's {command!r}"
