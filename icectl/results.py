@@ -243,7 +243,8 @@ class RowsResult:
 class TableFailure(CommandResult):
     """One table of an ``--all`` run that could not be processed (the run goes on)."""
 
-    view: str = field(metadata=NOT_JSON)  # the view of the run's command (expire_snapshots, compact)
+    # the view of the run's command (expire_snapshots, compact): per instance, unlike other results
+    view: str = field(metadata=NOT_JSON)  # type: ignore[misc]
     table: str
     error: str
 
