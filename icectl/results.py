@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Final, Protocol, runtime_checkable
+from typing import Any, ClassVar, Final, Literal, Protocol, runtime_checkable
 
 
 class _Unset:
@@ -31,7 +31,7 @@ class _Unset:
     def __repr__(self) -> str:
         return "UNSET"
 
-    def __bool__(self) -> bool:
+    def __bool__(self) -> Literal[False]:  # so `if field:` rules UNSET out for mypy too
         return False
 
 

@@ -251,6 +251,7 @@ def verify_group(md: TableMetadata, io: FileIO, group: GroupPlan, written: Seque
 def write_compaction(table: Table, plan: CompactPlan) -> list[WrittenManifest]:
     """Write the new manifests and check their content; returns them in manifest-list order."""
     md = plan.metadata
+    writer: BinWriter[GroupPlan, tuple[TableMetadata, FileIO, int], ManifestFile, WrittenManifest]
     writer = BinWriter(write_manifest_task, (md, table.io, plan.snapshot_id),
                        lambda g, b, mf: WrittenManifest(mf, g, len(b.entries)))
     return write_bins(table, plan, writer, lambda g, ws: verify_group(md, table.io, g, ws), "manifests")
