@@ -61,8 +61,8 @@ def table_overview(table: Table) -> TableOverview:
     snap = md.current_snapshot()
     summary = snap.summary if snap else {}
     totals: dict[str, str] = {k: summary[k] for k in ("total-records", "total-data-files", "total-delete-files",
-                                      "total-files-size", "total-position-deletes",
-                                      "total-equality-deletes") if k in summary}
+                                                      "total-files-size", "total-position-deletes",
+                                                      "total-equality-deletes") if k in summary}
     return TableOverview(
         title=f"Table {table.identifier}",
         table=table.identifier,
