@@ -214,8 +214,8 @@ def _first_row_id(md: TableMetadata, content: ManifestContent, entries: Sequence
     # first_row_id values"). Otherwise (pre-upgrade rows) a fresh range is assigned, as required.
     if md.format_version < MIN_ROW_LINEAGE_VERSION or content != ManifestContent.DATA:
         return None
-    ids = [e.data_file.first_row_id for e in entries]
-    return None if any(i is None for i in ids) else min(ids)  # type: ignore[type-var]
+    ids = [i for e in entries if (i := e.data_file.first_row_id) is not None]
+    return min(ids) if len(ids) == len(entries) else None
 
 
 def _entry_key(e: ManifestEntry) -> tuple[Any, ...]:
