@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -112,7 +113,11 @@ def load_config(path: str | Path | None = None) -> Config:
     p = Path(path) if path else config_path()
     raw: dict[str, Any] = {}
     if p is not None:
-        import tomllib  # only with a config file: most runs of a fresh install have none
+        # only with a config file: most runs of a fresh install have none
+        if sys.version_info >= (3, 11):
+            import tomllib
+        else:  # Python 3.10 has no tomllib: its backport (a dependency there)
+            import tomli as tomllib
 
         try:
             raw = tomllib.loads(p.read_text())

@@ -34,8 +34,12 @@ def task(description: str, total: int | None = None) -> Iterator[Callable[[int],
         yield _noop
         return
     handle = reporter.start(description, total)
+
+    def advance(n: int = 1) -> None:
+        reporter.advance(handle, n)
+
     try:
-        yield lambda n=1: reporter.advance(handle, n)
+        yield advance
     finally:
         reporter.finish(handle)
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Final, Protocol, runtime_checkable
+from typing import Any, ClassVar, Final, Literal, Protocol, runtime_checkable
 
 
 class _Unset:
@@ -31,7 +31,7 @@ class _Unset:
     def __repr__(self) -> str:
         return "UNSET"
 
-    def __bool__(self) -> bool:
+    def __bool__(self) -> Literal[False]:  # so `if field:` rules UNSET out for mypy too
         return False
 
 
@@ -243,7 +243,8 @@ class RowsResult:
 class TableFailure(CommandResult):
     """One table of an ``--all`` run that could not be processed (the run goes on)."""
 
-    view: str = field(metadata=NOT_JSON)  # the view of the run's command (expire_snapshots, compact)
+    # the view of the run's command (expire_snapshots, compact): per instance, unlike other results
+    view: str = field(metadata=NOT_JSON)  # type: ignore[misc]
     table: str
     error: str
 

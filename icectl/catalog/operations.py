@@ -81,7 +81,9 @@ class Current:
 
 
 class TableOperations(Protocol):
-    identifier: str
+    @property
+    def identifier(self) -> str: ...  # read-only: catalog tables derive it from namespace and name
+
     io: FileIO
 
     def refresh(self) -> Current:

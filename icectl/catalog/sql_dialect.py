@@ -56,7 +56,8 @@ class SqlConnection(Protocol):
 
 
 class SqlDatabase(Protocol):
-    where: str  # for messages and error paths; never holds a password
+    @property
+    def where(self) -> str: ...  # for messages and error paths; never holds a password
 
     def require(self, catalog: str) -> None: ...   # NotFoundError when the database does not exist
     def connect(self) -> Any: ...   # context manager yielding a SqlConnection

@@ -29,7 +29,7 @@ except ImportError:  # an older typer converts with click's own types: nothing t
 if RuntimeParam is not None:
 
     @dataclass(frozen=True)
-    class _NoNeedlessCoercion(RuntimeParam):  # type: ignore[misc,valid-type]
+    class _NoNeedlessCoercion(RuntimeParam):
         def _coerce_value(self, value: Any, param: Any, ctx: _click.Context) -> Any:
             # (None never gets here: RuntimeParam.coerce returns it before converting.)
             if isinstance(value, str) and self.parameter_info.parser is None:

@@ -43,6 +43,7 @@ def table_names(config: Config, prefix: str) -> list[str]:
     io = FileIO(s3=config.s3)
     head = prefix.split(".", 1)[0]
     out: list[str] = []
+    catalogs: list[tuple[str | None, str]]  # (catalog name, None: the default; how its names start)
     if "." in prefix and head in config.catalogs and head != config.default_catalog:
         catalogs = [(head, f"{head}.")]
     else:

@@ -25,7 +25,7 @@ from icectl.results import RowsResult
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from rich.console import Group
+    from rich.console import Group, JustifyMethod
 
 
 class OutputFormat(str, Enum):
@@ -117,7 +117,7 @@ def terminal_table(result: RowsResult, *, chosen: bool = False, width: int = 120
     for i in keep:
         info = infos[i]
         header = info.header or names[i]
-        justify = "right" if info.kind in _RIGHT else "left"
+        justify: JustifyMethod = "right" if info.kind in _RIGHT else "left"
         if info.kind in _ATOMIC or least[i] == natural[i]:
             table.add_column(_header(header, natural[i]), justify=justify, no_wrap=True, width=natural[i])
         else:

@@ -157,10 +157,10 @@ class _RichReporter:
         return self.progress.add_task(description, total=total)
 
     def advance(self, handle: object, n: int) -> None:
-        self.progress.advance(handle, n)  # type: ignore[arg-type]
+        self.progress.advance(handle, n)
 
     def finish(self, handle: object) -> None:
-        self.progress.remove_task(handle)  # type: ignore[arg-type]
+        self.progress.remove_task(handle)
         self.active -= 1
         if self.active == 0 and not self.quiet:
             self.progress.stop()

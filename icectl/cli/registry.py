@@ -187,7 +187,8 @@ class LazyGroup(TyperGroup):
         super().__init__(**attrs)
         skip_needless_coercion([self])  # the group's own options (before its commands are set)
         # typer passes the commands registered on the Typer itself: none, they are all in the index.
-        self.commands = LazyCommands(self.index, self.path)
+        # (a read-only Mapping: add_command below refuses, so nothing writes to it as click might)
+        self.commands = LazyCommands(self.index, self.path)  # type: ignore[assignment]
 
     def list_commands(self, ctx: _click.Context) -> list[str]:
         # TyperGroup's walks commands.items(), which would import every module.

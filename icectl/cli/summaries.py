@@ -14,7 +14,7 @@ from icectl.cli.human import relative_path
 from icectl.cli.render import rows_table
 from icectl.ops.admin_results import RemoveOrphanFilesResult
 from icectl.ops.results import EXPIRE_CATEGORIES, CompactResult, ExpireCutoff, ExpireResult, RefPolicy
-from icectl.results import UNSET, RowsResult, TableFailure
+from icectl.results import UNSET, RowsResult, TableFailure, Unset
 from icectl.spec.durations import human_duration
 from icectl.validate import rule_summaries
 
@@ -107,7 +107,7 @@ def _ref_words(p: RefPolicy) -> str:
         return (f"{p.type}, removed: snapshot {p.snapshot_id} is {age} old, max-ref-age "
                 f"{human_duration(p.max_ref_age_ms)} ({_source(p.max_ref_age_source)})")
     bits = [p.type]
-    if p.max_snapshot_age_ms is not UNSET:
+    if not isinstance(p.max_snapshot_age_ms, Unset):
         bits.append(f"max-snapshot-age {human_duration(max(int(p.max_snapshot_age_ms), 0))} "
                     f"({_source(str(p.max_snapshot_age_source))})")
     if p.min_snapshots_to_keep is not UNSET:

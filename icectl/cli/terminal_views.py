@@ -31,7 +31,7 @@ ONE_LINE: dict[str, str] = {
 
 def _load(spec: str) -> Callable[[Any], Any]:
     module, _, name = spec.partition(":")
-    return getattr(importlib.import_module(module), name)  # type: ignore[no-any-return]
+    return getattr(importlib.import_module(module), name)
 
 
 def report_renderer(view: str) -> Callable[[Any], Any] | None:

@@ -24,7 +24,7 @@ import zlib
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from datetime import date, datetime, time, timedelta, timezone
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, cast
 
 from icectl.errors import CorruptInputError, UnsupportedError
 from icectl.spec.schema import DecimalType, FixedType, IcebergType, ListType, MapType, PrimitiveType, StructType
@@ -173,7 +173,8 @@ def probe_avro_file(read_range: Callable[[int, int], bytes], size: int) -> dict[
         stream = check_magic(io.BytesIO(head))
         try:
             with avro_errors():
-                header = schemaless_reader(stream, _parsed_schemas()[0], None)
+                # the header's schema is a record: fastavro gives a dict
+                header = cast("dict[str, Any]", schemaless_reader(stream, _parsed_schemas()[0], None))
             break
         except CorruptInputError as e:
             if "truncated" not in e.message or len(head) >= size:
@@ -256,7 +257,7 @@ def avro_map(value: Any) -> dict[Any, Any] | None:
         return None
     if isinstance(value, dict):
         return value
-    return dict(map(tuple, map(dict.values, value)))  # type: ignore[arg-type]
+    return dict(map(tuple, map(dict.values, value)))
 
 
 

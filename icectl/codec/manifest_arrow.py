@@ -313,13 +313,13 @@ def _manifest_table(data: AvroSource, manifest: ManifestFile, partition_type: St
     arrays, names = [], []
     for name, (type_name, _) in {**_ENTRY_COLUMNS, **_FILE_COLUMNS}.items():
         arrow_type = _arrow_type(type_name)
-        values = cols.get(name)
+        column = cols.get(name)
         if name in converted:
             arrays.append(converted[name])
-        elif values is None:
+        elif column is None:
             arrays.append(pa.nulls(len(cols["status"]), arrow_type))
         else:
-            arrays.append(pa.array(values, type=arrow_type))
+            arrays.append(pa.array(column, type=arrow_type))
         names.append(name)
     meta = {DECODE_KEY: decode_key(manifest, partition_type, format_version)}
     return pa.Table.from_arrays(arrays, names=names, metadata=meta)
@@ -368,7 +368,7 @@ def entries_from_table(table: pa.Table, *, manifest: ManifestFile, partition_typ
             raise ValueError(f"unknown data_file fields: {', '.join(sorted(unknown))}")
     wanted = set(DATA_FILE_FIELD_IDS) if fields is None else set(fields) | ALWAYS_READ_DATA_FILE_FIELDS
     n = table.num_rows
-    col = {name: table.column(name).to_pylist() if name in wanted else [None] * n
+    col: dict[str, list[Any]] = {name: table.column(name).to_pylist() if name in wanted else [None] * n
            for name in _FILE_COLUMNS}
     if "partition" in wanted:
         codec = _PartitionCodec(partition_type)

@@ -20,6 +20,7 @@ from collections import deque
 from dataclasses import dataclass
 
 import fastavro
+from fastavro.types import Schema as AvroSchema
 
 from icectl.codec.avro import AVRO_MAGIC
 from icectl.codec.manifest_reader import ManifestList, raw_blocks, read_manifest_list, zigzag_bytes
@@ -44,7 +45,7 @@ class ListDecoder:
         self.format_version = format_version
         self.recent: deque[DecodedList] = deque(maxlen=keep)
         self.shared_rows = 0  # rows taken from an earlier list, for tests and diagnostics
-        self.parsed: dict[str, object] = {}  # writer schema JSON -> fastavro's parsed schema
+        self.parsed: dict[str, AvroSchema] = {}  # writer schema JSON -> fastavro's parsed schema
         self._prepared: dict[int, tuple[bytes, _Framing | None]] = {}  # id(data) -> (data, its framing)
 
     def prepare(self, data: bytes) -> None:

@@ -131,7 +131,8 @@ def read_manifest_list(stream: AvroSource, *, format_version: int,
         path_name = names["manifest_path"]
         manifests = []
         for rec in read_records(reader):
-            known = reuse.get(rec.get(path_name))
+            path = rec.get(path_name)
+            known = reuse.get(path) if path is not None else None  # none: build() says it is missing
             if known is None:
                 known = build(rec)
                 reuse[known.manifest_path] = known

@@ -94,8 +94,8 @@ def leaf_columns(schema: Schema, arrow_schema: pa.Schema, parquet_paths: list[st
             elif f is not None:  # else: a column the table no longer has
                 out[p] = ParquetColumn(p, f, fid in repeated)
         elif p in by_name:
-            f, repeated = by_name[p]
-            out[p] = ParquetColumn(p, f, repeated)
+            f, rep = by_name[p]
+            out[p] = ParquetColumn(p, f, rep)
     return out
 
 

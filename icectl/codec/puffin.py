@@ -93,14 +93,16 @@ def read_puffin_footer(source: bytes | bytearray | memoryview | RangeReader,
     ``source`` is the whole file, or ``read_range(offset, length) -> bytes`` together with
     ``file_size`` (then only the tail and the 4 leading bytes are read).
     """
+    read_range: RangeReader
     if isinstance(source, (bytes, bytearray, memoryview)):
         data = bytes(source)
         size = len(data)
         if file_size is not None and file_size != size:
             raise CorruptInputError(f"Puffin file is {size} bytes, expected {file_size}")
 
-        def read_range(offset: int, length: int) -> bytes:
+        def read_data(offset: int, length: int) -> bytes:
             return data[offset:offset + length]
+        read_range = read_data
     else:
         if file_size is None:
             raise ValueError("file_size is required with a read_range callable")

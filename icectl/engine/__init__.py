@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 import pickle
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from concurrent.futures import Future
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -104,7 +104,7 @@ class Engine:
     name = "local"
 
     def map(self, fn: Callable[[S, T], R], items: Sequence[T], *, shared: S, description: str,
-            range_keys: Sequence[Any] | None = None) -> Iterator[R]:
+            range_keys: Sequence[Any] | None = None) -> Generator[R, None, None]:
         raise NotImplementedError
 
     def report(self) -> EngineReport:
@@ -129,7 +129,7 @@ class LocalEngine(Engine):
     name: str = field(default="local", init=False)
 
     def map(self, fn: Callable[[S, T], R], items: Sequence[T], *, shared: S, description: str,
-            range_keys: Sequence[Any] | None = None) -> Iterator[R]:
+            range_keys: Sequence[Any] | None = None) -> Generator[R, None, None]:
         todo = list(items)
         if not todo:
             return

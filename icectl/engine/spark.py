@@ -27,7 +27,7 @@ import os
 import pickle
 import sys
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -116,7 +116,7 @@ class SparkEngine(Engine):
     # ------------------------------------------------------------------ work
 
     def map(self, fn: Callable[[S, T], R], items: Sequence[T], *, shared: S, description: str,
-            range_keys: Sequence[Any] | None = None) -> Iterator[R]:
+            range_keys: Sequence[Any] | None = None) -> Generator[R, None, None]:
         todo = list(items)
         if not todo:
             return

@@ -103,10 +103,10 @@ def keyed_rows(_state: None, row: dict[str, Any]) -> list[Row]:
     return [(row["path"], row["category"], file_identity(row["path"]), row["rank"], row["meta"], None)]
 
 
-def _stage(fn: Callable[[Any, dict[str, Any]], list[Row]], shared: bytes) -> Callable[[Iterator[Any]], Iterator[Any]]:
+def _stage(fn: Callable[[Any, dict[str, Any]], list[Row]], shared: bytes) -> Callable[[Iterable[Any]], Iterator[Any]]:
     """The ``mapInArrow`` function applying ``fn`` to every row; error rows pass through."""
 
-    def run(batches: Iterator[Any]) -> Iterator[Any]:
+    def run(batches: Iterable[Any]) -> Iterator[Any]:
         import pyarrow as pa
 
         os.environ.setdefault("ICECTL_DECODE_PROCESSES", "0")  # the executor's cores are Spark's
@@ -279,10 +279,10 @@ LISTED = "path string, mtime long, link boolean"
 Lookup = Callable[[Any, str], tuple[str, list[str]]]
 
 
-def _lookup_stage(fn: Lookup, shared: bytes) -> Callable[[Iterator[Any]], Iterator[Any]]:
+def _lookup_stage(fn: Lookup, shared: bytes) -> Callable[[Iterable[Any]], Iterator[Any]]:
     """The ``mapInArrow`` function adding ``fn``'s (exact, keys) to listed rows."""
 
-    def run(batches: Iterator[Any]) -> Iterator[Any]:
+    def run(batches: Iterable[Any]) -> Iterator[Any]:
         import pyarrow as pa
 
         state = pickle.loads(shared)

@@ -41,7 +41,7 @@ from icectl.ops.expire_retention import ExpirePolicy, Retention, apply_retention
 from icectl.ops.results import EXPIRE_CATEGORIES, ExpireResult
 from icectl.spec.manifest import DataFileContent, ManifestFile
 from icectl.spec.metadata import TableMetadata
-from icectl.spec.snapshots import Snapshot
+from icectl.spec.snapshots import PartitionStatisticsFile, Snapshot, StatisticsFile
 from icectl.spec.updates import TableChange
 from icectl.storage import FileIO, scheme_of
 from icectl.table import Table
@@ -129,13 +129,13 @@ def _manifest_paths(md: TableMetadata, s: Snapshot, io: FileIO, cache: ReadCache
         cache.scanned[s.manifest_list] = paths  # kept apart: the retained side never trusts it
         return paths
     try:
-        ms = read_manifest_list(data, format_version=md.format_version, reuse=cache.manifests)
+        listing = read_manifest_list(data, format_version=md.format_version, reuse=cache.manifests)
     except IcectlError as e:
         if s.manifest_list not in e.message:
             e.message = f"{e.message} in {s.manifest_list}"
         e.path = e.path or s.manifest_list
         raise
-    paths = [m.manifest_path for m in ms]
+    paths = [m.manifest_path for m in listing]
     cache.lists[s.manifest_list] = paths
     return paths
 
@@ -337,7 +337,8 @@ def _leftover_files(leftovers: Leftovers, io: FileIO, skip: set[str]) -> FileSet
                 continue
             alive = {s.snapshot_id for s in snaps}
             leftovers.on_disk.update(alive)
-            for st in (*md.statistics, *md.partition_statistics):
+            stats: tuple[StatisticsFile | PartitionStatisticsFile, ...] = (*md.statistics, *md.partition_statistics)
+            for st in stats:
                 if st.snapshot_id in alive:
                     got.add(st.statistics_path, "statistics_files")
             gone_keys = {file_identity(p) for p in missing}  # FileSet keys are file identities
@@ -376,6 +377,7 @@ def delete_files(io: FileIO, files: FileSet, workers: int) -> DeleteOutcome:
     # statistics). Local: the real path the fence judged (its key; never through a link).
     items = [(c, (p, keys[p] if scheme_of(p) == "file" else p)) for c in CATEGORIES for p in by_category[c]]
     engine = spark_engine()
+    results: Iterable[bool | str]
     if engine is not None and engine.executor_deletes:
         results = run_deletes(engine, delete_one, [i for _c, i in items], shared=io, description="deleting files")
     else:

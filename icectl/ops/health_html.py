@@ -11,7 +11,7 @@ symbols, never by colour alone.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Any
 
@@ -220,7 +220,7 @@ def table_section(doc: Mapping[str, Any], i: int) -> str:
     return f'<section class="table-report" id="{_anchor(i)}">{head}{body}</section>'
 
 
-def _summary(docs: list[Mapping[str, Any]]) -> str:
+def _summary(docs: Sequence[Mapping[str, Any]]) -> str:
     """The run's overview (several tables): each table's status, linked to its section."""
     rows = "".join(
         f'<tr class="{"ok" if is_healthy(d) else "crossed"}"><td><a href="#{_anchor(i)}">{e(d.get("table"))}</a></td>'
@@ -235,7 +235,7 @@ def health_html(docs: list[dict[str, Any]]) -> str:
     docs = [d for d in docs if isinstance(d, Mapping)]
     attention = sum(1 for d in docs if not is_healthy(d))
     names = ", ".join(str(d.get("table")) for d in docs[:3]) + (", …" if len(docs) > 3 else "")
-    checked = max((d.get("checked_at_ms") for d in docs if isinstance(d.get("checked_at_ms"), int)), default=None)
+    checked = max((d["checked_at_ms"] for d in docs if isinstance(d.get("checked_at_ms"), int)), default=None)
     lead = (f"{len(docs)} table{'' if len(docs) == 1 else 's'}, "
             f"{attention} need{'s' if attention == 1 else ''} attention" if docs else "No tables were checked.")
     if checked is not None:

@@ -254,7 +254,7 @@ def _slow_chunks(md: TableMetadata, mapper: PartitionMapper, m: ManifestFile, go
 
 
 def _file_of(row: dict[str, Any], decode: Callable[[list[bytes | None]], tuple[Any, ...]]) -> DataFile:
-    values = {k: row.get(k) for k in DataFile.__dataclass_fields__}
+    values: dict[str, Any] = {k: row.get(k) for k in DataFile.__dataclass_fields__}
     values["partition"] = decode(row["partition"])
     for k in ("split_offsets", "equality_ids"):
         values[k] = None if values[k] is None else tuple(values[k])

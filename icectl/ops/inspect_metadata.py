@@ -60,9 +60,9 @@ def table_overview(table: Table) -> TableOverview:
     md = table.metadata
     snap = md.current_snapshot()
     summary = snap.summary if snap else {}
-    totals = {k: summary[k] for k in ("total-records", "total-data-files", "total-delete-files",
-                                      "total-files-size", "total-position-deletes",
-                                      "total-equality-deletes") if k in summary}
+    totals: dict[str, str] = {k: summary[k] for k in ("total-records", "total-data-files", "total-delete-files",
+                                                      "total-files-size", "total-position-deletes",
+                                                      "total-equality-deletes") if k in summary}
     return TableOverview(
         title=f"Table {table.identifier}",
         table=table.identifier,

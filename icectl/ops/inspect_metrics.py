@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from icectl.spec.schema import NestedField
+from icectl.spec.schema import NestedField, PrimitiveType
 
 if TYPE_CHECKING:
     import numpy as np
@@ -226,7 +226,7 @@ def _bulk(field: NestedField, present: pa.Array) -> pa.Array | None:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    name = field.field_type.name if field.field_type.is_primitive else ""
+    name = field.field_type.name if isinstance(field.field_type, PrimitiveType) else ""
     if name in ("int", "long"):
         ints = _fixed(present, 4, "<i4") if name == "int" else (
             _fixed(present, 8, "<i8") if (v := _fixed(present, 4, "<i4")) is None else v)

@@ -249,7 +249,7 @@ def _hidden_filter(md: TableMetadata) -> Callable[[str], bool]:
 def _is_valid_sidecar(path: str, matcher: Matcher) -> bool:
     head, name = posixpath.split(path)
     m = _CRC.match(name)
-    return bool(m) and matcher.judge(f"{head}/{m.group(1)}")[0] == "valid"
+    return m is not None and matcher.judge(f"{head}/{m.group(1)}")[0] == "valid"
 
 
 # --------------------------------------------------------------------------- the operation

@@ -132,7 +132,7 @@ class ExpireResult(CommandResult):
             "leftover_snapshots": self.leftover_snapshots, "skipped_metadata": self.skipped_metadata,
         }
         deleted = {f"deleted_{c}_count": self.deleted.get(c, 0) for c in EXPIRE_CATEGORIES}
-        kept = ({} if self.kept_external_files is UNSET else
+        kept = ({} if isinstance(self.kept_external_files, Unset) else
                 {"kept_external_files_count": len(self.kept_external_files),
                  "kept_external_files": self.kept_external_files})
         policy = {k: plain(v) for k, v in (("cutoff", self.cutoff), ("ref_policies", self.ref_policies))
@@ -146,7 +146,7 @@ class ExpireResult(CommandResult):
                                   ("already_gone", self.already_gone), ("failures", self.failures))
                 if v is not UNSET}
         refused = {"deletes_refused": done.pop("deletes_refused")} if "deletes_refused" in done else {}
-        outcome = {k: done.pop(k) for k in ("already_gone", "failures") if k in done}
+        outcome: dict[str, Any] = {k: done.pop(k) for k in ("already_gone", "failures") if k in done}
         skipped = {} if self.cleanup_skipped is UNSET else {"cleanup_skipped": self.cleanup_skipped}
         return {**doc, **done, **kept, **refused, **outcome, **deleted, **skipped, **policy}
 

@@ -178,7 +178,11 @@ def _sorted(result: RowsResult, rows: Iterable[dict[str, Any]], keys: list[tuple
     for name, descending in reversed(keys):  # stable sorts, last key first
         present = [r for r in out if value_of(result, r, name) is not None]
         absent = [r for r in out if value_of(result, r, name) is None]
-        present.sort(key=lambda r, n=name: _sort_key(value_of(result, r, n)), reverse=descending)
+
+        def key(r: dict[str, Any], n: str = name) -> tuple[int, Any]:
+            return _sort_key(value_of(result, r, n))
+
+        present.sort(key=key, reverse=descending)
         out = present + absent  # nulls last either way
     return out
 

@@ -121,8 +121,8 @@ def set_properties(table: Table, updates: Mapping[str, str], *, dry_run: bool = 
     """Set ``updates`` (each key and value checked first: :func:`check_value`) in one commit."""
     if not updates:
         raise UsageError("give at least one KEY=VALUE")
-    for key, value in updates.items():
-        check_value(key, value)
+    for key, new in updates.items():
+        check_value(key, new)
     res = _change(table, dict(updates), (), dry_run=dry_run)
     home = table_fence(table).home  # the table's folder as the delete fence knows it
     for key in OWN_PATH_PROPERTIES:

@@ -18,7 +18,6 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections import Counter
-from collections.abc import Hashable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -113,7 +112,8 @@ class _ManifestReader:
                       m.existing_rows_count, m.deleted_rows_count)
             # The list's counts when it has them (layout page section 8); v1 lists may omit them.
             values = [c[i] if v is None else v for i, v in enumerate(listed)]
-            stats = ManifestStats(*values, min_sequence_number=m.min_sequence_number)
+            # mypy cannot count a list: values holds the six counts before min_sequence_number
+            stats = ManifestStats(*values, min_sequence_number=m.min_sequence_number)  # type: ignore[misc]
             self.cache[m.manifest_path] = (stats, aggregate_content_stats(content[m.manifest_path], self.types))
         return [self.cache[m.manifest_path] for m in manifests]
 
@@ -163,7 +163,10 @@ def plan_upgrade(table: Table, to: int) -> UpgradePlan:
     return UpgradePlan(md.format_version, to, base, roots)
 
 
-def _key(m: ManifestFile, e: ManifestEntry) -> Hashable:
+EntryKey = tuple[Any, ...]  # a live entry as _key gives it
+
+
+def _key(m: ManifestFile, e: ManifestEntry) -> EntryKey:
     """A live entry as a comparable key (layout page section 7); index 9 is first_row_id."""
     f = e.data_file
     return (f.file_path, int(f.content), e.snapshot_id, e.sequence_number, e.file_sequence_number,
@@ -172,11 +175,11 @@ def _key(m: ManifestFile, e: ManifestEntry) -> Hashable:
 
 
 def _live_keys_both(md: TableMetadata, upgraded: TableMetadata, io: FileIO, manifests: list[ManifestFile],
-                    tree: list[TreeManifest]) -> tuple[Counter[Hashable], Counter[Hashable]]:
+                    tree: list[TreeManifest]) -> tuple[Counter[EntryKey], Counter[EntryKey]]:
     """The head's live entries (v1-v3 reader) and the new root's (v4 reader), each manifest read
     from storage once for both."""
-    before: Counter[Hashable] = Counter()
-    after: Counter[Hashable] = Counter()
+    before: Counter[EntryKey] = Counter()
+    after: Counter[EntryKey] = Counter()
     for tm in tree:
         if tm.root_entries is not None:
             after.update(_key(tm, e) for e in tm.root_entries if e.is_live)
@@ -188,7 +191,7 @@ def _live_keys_both(md: TableMetadata, upgraded: TableMetadata, io: FileIO, mani
         if tm.root_entries is None:
             news.setdefault(tm.manifest_path, []).append(tm)
 
-    def read(path: str) -> tuple[list[Hashable], list[Hashable]]:
+    def read(path: str) -> tuple[list[EntryKey], list[EntryKey]]:
         data = io.read(path)
         try:
             b = [_key(m, e) for m in olds.get(path, [])
@@ -237,8 +240,8 @@ def check_same_content(md: TableMetadata, upgraded: TableMetadata, head: Snapsho
     return sum(before.values())
 
 
-def _without_row_id(key: Hashable) -> Hashable:
-    k = list(key)  # type: ignore[call-overload]
+def _without_row_id(key: EntryKey) -> EntryKey:
+    k = list(key)
     k[9] = None
     return tuple(k)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 from icectl.errors import CommitConflictError
 from icectl.spec.metadata import TableMetadata
@@ -91,7 +91,9 @@ class _AssertId:
     def check(self, base: TableMetadata | None) -> None:
         actual = getattr(base, self.attribute) if base is not None else None
         if actual != self.expected:
-            raise RequirementFailedError(self, f"{self.what} changed: expected id {self.expected} != {actual}")
+            # _AssertId is abstract: self is one of its subclasses, all in TableRequirement
+            raise RequirementFailedError(cast("TableRequirement", self),
+                                         f"{self.what} changed: expected id {self.expected} != {actual}")
 
     def to_json(self) -> dict[str, Any]:
         return {"type": self.type, dataclasses.fields(self)[0].name.replace("_", "-"): self.expected}

@@ -226,7 +226,7 @@ class SnapshotRef:
             raise CorruptInputError(f"{what} field 'type' must be 'branch' or 'tag', got {obj['type']!r}")
         return cls(
             snapshot_id=req_int(obj, "snapshot-id", what),
-            type=ref_type,  # type: ignore[arg-type]
+            type="branch" if ref_type == "branch" else "tag",  # checked above: one of the two
             min_snapshots_to_keep=opt_int(obj, "min-snapshots-to-keep", what),
             max_snapshot_age_ms=opt_int(obj, "max-snapshot-age-ms", what),
             max_ref_age_ms=opt_int(obj, "max-ref-age-ms", what),

@@ -7,7 +7,7 @@ JSON key order follows Java's ``SortOrderParser``: ``transform``, ``source-id``,
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from icectl.errors import CorruptInputError
 from icectl.spec.partitioning import read_source_ids, write_source_ids
@@ -20,16 +20,19 @@ UNSORTED_ORDER_ID = 0  # reserved by the spec for the unsorted order
 
 _FIELD_KEYS = {"transform", "source-id", "source-ids", "direction", "null-order"}
 _ORDER_KEYS = {"order-id", "fields"}
+_Word = TypeVar("_Word", bound=str)
 
 
-def _choice(obj: dict[str, Any], key: str, allowed: tuple[str, ...]) -> str:
+def _choice(obj: dict[str, Any], key: str, allowed: tuple[_Word, ...]) -> _Word:
     if key not in obj:
         raise CorruptInputError(f"sort field is missing required field {key!r}: {obj!r}")
     value = obj[key]
     # Java accepts any letter case here, and writes lower case back.
-    if not isinstance(value, str) or value.lower() not in allowed:
-        raise CorruptInputError(f"sort field {key!r} must be one of {', '.join(allowed)}; got {value!r}")
-    return value.lower()
+    if isinstance(value, str):
+        for word in allowed:
+            if value.lower() == word:
+                return word  # the allowed word itself: its Literal type
+    raise CorruptInputError(f"sort field {key!r} must be one of {', '.join(allowed)}; got {value!r}")
 
 
 @dataclass(frozen=True)
@@ -53,8 +56,8 @@ class SortField:
         return cls(
             source_ids=read_source_ids(obj, "sort field"),
             transform=parse_transform(obj["transform"]),
-            direction=_choice(obj, "direction", ("asc", "desc")),  # type: ignore[arg-type]
-            null_order=_choice(obj, "null-order", ("nulls-first", "nulls-last")),  # type: ignore[arg-type]
+            direction=_choice(obj, "direction", ("asc", "desc")),
+            null_order=_choice(obj, "null-order", ("nulls-first", "nulls-last")),
             extra=tuple((k, v) for k, v in obj.items() if k not in _FIELD_KEYS),
         )
 

@@ -167,7 +167,7 @@ def _local_tree(folder: str, base: str, accept: Callable[[str], bool]) -> Iterat
 
 
 def _object_info(info: dict[str, Any], path: str) -> ListedFile:
-    modified = info.get("LastModified") or info.get("mtime")
+    modified: Any = info.get("LastModified") or info.get("mtime")  # a datetime (S3), a number or None
     ms = int(modified.timestamp() * 1000) if hasattr(modified, "timestamp") else int(modified or 0)
     return ListedFile(path, ms, int(info.get("size") or info.get("Size") or 0))
 

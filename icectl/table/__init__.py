@@ -32,7 +32,7 @@ class Table:
         return self.address.metadata_location
 
     @property
-    def location(self) -> str:
+    def location(self) -> str | None:  # None: a v4 table whose catalog keeps its location
         return self.metadata.location
 
     @property

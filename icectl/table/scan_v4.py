@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from icectl.codec.manifest_reader import read_manifest_metadata
 from icectl.codec.root_manifest import manifest_dv_positions, read_v4_manifest, v4_format_version
@@ -121,7 +121,7 @@ def tree_manifests(metadata: TableMetadata, snapshot: Snapshot, io: FileIO,
     return out
 
 
-def _fields(m: ManifestFile) -> dict[str, object]:
+def _fields(m: ManifestFile) -> dict[str, Any]:
     return {name: getattr(m, name) for name in ManifestFile.__dataclass_fields__}
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import pyarrow.parquet as pq
 
@@ -11,7 +12,7 @@ from icectl import progress
 from icectl.errors import IcectlError, NotFoundError
 from icectl.table.scan import DEFAULT_WORKERS
 from icectl.validate.context import Context, LiveFile
-from icectl.validate.rules import Severity, rule
+from icectl.validate.rules import Rule, Severity, rule
 
 E, W = Severity.ERROR, Severity.WARNING
 
@@ -24,9 +25,9 @@ STATISTICS_EXIST = rule("files.statistics-exist", E,
                         "Table Statistics; Partition Statistics")
 
 
-def _check_one(ctx: Context, f: LiveFile) -> list[tuple[object, str, dict[str, object]]]:
+def _check_one(ctx: Context, f: LiveFile) -> list[tuple[Rule, str, dict[str, Any]]]:
     """(rule, message, values) problems of one file; run in worker threads, reported by the caller."""
-    out: list[tuple[object, str, dict[str, object]]] = []
+    out: list[tuple[Rule, str, dict[str, Any]]] = []
     try:
         size = ctx.io.size(f.path)
     except NotFoundError:
@@ -63,7 +64,7 @@ def check_files(ctx: Context, files: Iterable[LiveFile]) -> None:
             advance(1)
             manifest_path = f.entry.rsplit("#", 1)[0]
             for r, message, values in problems:
-                rep.report(r, manifest_path, message, entry=f.entry, **values)  # type: ignore[arg-type]
+                rep.report(r, manifest_path, message, entry=f.entry, **values)
 
 
 def check_statistics(ctx: Context) -> None:

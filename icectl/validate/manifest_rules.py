@@ -6,7 +6,7 @@ import dataclasses
 import decimal
 import struct
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from icectl.codec.manifest_reader import read_manifest, read_manifest_metadata
@@ -127,14 +127,14 @@ def as_written(m: ManifestFile) -> ManifestFile:
 
 
 def _check_manifest(ctx: Context, list_path: str | None, m: ManifestFile, ordinal: int, data: bytes,
-                    list_rules: ListRules | None, entries: list[ManifestEntry] | None) -> ManifestSummary:
+                    list_rules: ListRules | None, entries: Iterable[ManifestEntry] | None) -> ManifestSummary:
     md, rep = ctx.metadata, ctx.reporter
     path = m.manifest_path
     summary = ManifestSummary(m)
     try:
         kv = read_manifest_metadata(data)
-    except IcectlError as e:
-        raise e.in_file(path) from None
+    except IcectlError as err:
+        raise err.in_file(path) from None
     if "schema-id" not in kv:
         rep.report(SCHEMA_ID_KEY, path, "manifest metadata has no 'schema-id' key", key="schema-id")
     required = ["schema", "partition-spec", "partition-spec-id"]
@@ -170,8 +170,8 @@ def _check_manifest(ctx: Context, list_path: str | None, m: ManifestFile, ordina
                     summary.inherited_rows += df.record_count
                 else:
                     summary.explicit_row_ids.append((df.first_row_id, df.first_row_id + df.record_count))
-    except IcectlError as e:
-        raise e.in_file(path) from None
+    except IcectlError as err:
+        raise err.in_file(path) from None
     check_against_entries(ctx, list_path, m, ordinal, totals, ptype, kv.get("content"), list_rules)
     summary.totals = totals
     summary.explicit_row_ids = _merge_adjacent(summary.explicit_row_ids)
@@ -276,7 +276,7 @@ class EntryChecker:
             t = self._type(field_id)
             primitive = t is not None and t.is_primitive
             ordered = isinstance(t, PrimitiveType) and t.name in _ORDERED
-            decode = bound_decoder(t) if t is not None and primitive else from_bytes
+            decode = bound_decoder(t) if t is not None and primitive else bytes  # never called: not primitive
             info = self._columns[field_id] = ColumnInfo(t, primitive, ordered, decode)
         return info
 

@@ -251,7 +251,8 @@ def _check_v4_leaf(ctx: Context, root: str, ordinal: int, m: ManifestFile, kv: d
     md = ctx.metadata
     path = m.manifest_path
     summary = ManifestSummary(m)
-    level = kv.get("content") if kv.get("content") in (DATA, DELETES) else (
+    declared = kv.get("content", "")
+    level = declared if declared in (DATA, DELETES) else (
         DATA if m.content == ManifestContent.DATA else DELETES)
     if not _metadata_rules(ctx, kv, path, level, None) or kv.get("content") == ROOT:
         return summary

@@ -35,6 +35,7 @@ T = TypeVar("T")
 S = TypeVar("S")
 R = TypeVar("R")
 W = TypeVar("W")
+G = TypeVar("G", bound=GroupPlan)  # the group type of a format (v4's carries its leaves' DVs)
 
 # Entries per wave of bins sent to the executors: bounds the driver's pickled copy of the bins
 # (~1 KiB an entry with column stats) while keeping a wave's job large enough to spread.
@@ -52,16 +53,16 @@ class BinJob:
 
 
 @dataclass(frozen=True)
-class BinWriter(Generic[S, R, W]):
+class BinWriter(Generic[G, S, R, W]):
     """How a bin is written: ``task(shared, job)`` (module-level: it runs on executors) writes the
     file and returns what it wrote; ``wrap`` makes that the driver's record of it (with its group).
     Called as ``writer(group, bin, path)``, it writes on this machine (the local engine's path)."""
 
     task: Callable[[S, BinJob], R]
     shared: S
-    wrap: Callable[[GroupPlan, Bin, R], W]
+    wrap: Callable[[G, Bin, R], W]
 
-    def __call__(self, g: GroupPlan, b: Bin, path: str) -> W:
+    def __call__(self, g: G, b: Bin, path: str) -> W:
         return self.wrap(g, b, self.task(self.shared, job_of(g, b, path)))
 
 
@@ -93,7 +94,7 @@ def waves(jobs: Sequence[T], size: Callable[[T], int], limit: int | None = None)
         yield wave
 
 
-def write_on_engine(engine: Engine, writer: BinWriter[Any, Any, W], jobs: Sequence[tuple[GroupPlan, Bin, str]],
+def write_on_engine(engine: Engine, writer: BinWriter[G, Any, Any, W], jobs: Sequence[tuple[G, Bin, str]],
                     description: str) -> Iterator[W]:
     """Every bin written by the engine's tasks, wave after wave; the records in ``jobs`` order."""
     for wave in waves(jobs, lambda job: len(job[1].entries)):

@@ -214,8 +214,8 @@ def _first_row_id(md: TableMetadata, content: ManifestContent, entries: Sequence
     # first_row_id values"). Otherwise (pre-upgrade rows) a fresh range is assigned, as required.
     if md.format_version < MIN_ROW_LINEAGE_VERSION or content != ManifestContent.DATA:
         return None
-    ids = [e.data_file.first_row_id for e in entries]
-    return None if any(i is None for i in ids) else min(ids)  # type: ignore[type-var]
+    ids = [i for e in entries if (i := e.data_file.first_row_id) is not None]
+    return min(ids) if len(ids) == len(entries) else None
 
 
 def _entry_key(e: ManifestEntry) -> tuple[Any, ...]:
@@ -251,6 +251,7 @@ def verify_group(md: TableMetadata, io: FileIO, group: GroupPlan, written: Seque
 def write_compaction(table: Table, plan: CompactPlan) -> list[WrittenManifest]:
     """Write the new manifests and check their content; returns them in manifest-list order."""
     md = plan.metadata
+    writer: BinWriter[GroupPlan, tuple[TableMetadata, FileIO, int], ManifestFile, WrittenManifest]
     writer = BinWriter(write_manifest_task, (md, table.io, plan.snapshot_id),
                        lambda g, b, mf: WrittenManifest(mf, g, len(b.entries)))
     return write_bins(table, plan, writer, lambda g, ws: verify_group(md, table.io, g, ws), "manifests")

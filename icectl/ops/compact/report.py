@@ -54,6 +54,7 @@ def compact_result(run: Compaction[Any, Any]) -> CompactResult:
     res.metadata_location, res.commit_attempts = outcome.metadata_location, outcome.attempts
     res.reapplied_on = outcome.reapplied_on
     if isinstance(plan, V4CompactPlan):
+        assert outcome.snapshot.root_manifest is not None  # a v4 commit writes its root
         res.root_manifest = outcome.snapshot.root_manifest
     return res
 

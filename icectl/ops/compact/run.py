@@ -161,7 +161,7 @@ def write_bins(table: Table, plan: P, write_one: Callable[[G, Bin, str], W], ver
                     written.append(w)
                     advance(1)
         for g in plan.rewritten:
-            verify(g, [w for w in written if w.group is g])  # type: ignore[arg-type]
+            verify(g, [w for w in written if w.group is g])
     return written
 
 

@@ -272,8 +272,8 @@ def _read_checked_root(table: Table, md: TableMetadata, head: Snapshot, known: V
     Leaves and files of ``known`` (a root checked before) are not checked again."""
     try:
         root = read_root(md, head, table.io)
-    except NotFoundError as e:  # the table names it: a damaged table, not a wrong argument
-        raise CorruptInputError(f"the root manifest of snapshot {head.snapshot_id} is missing ({e.message})",
+    except NotFoundError as err:  # the table names it: a damaged table, not a wrong argument
+        raise CorruptInputError(f"the root manifest of snapshot {head.snapshot_id} is missing ({err.message})",
                                 path=head.root_manifest, hint="nothing was written") from None
     checked = {_entry_key(e) for e in known.entries if e.is_live} if known is not None else set()
     leaves = [manifest_file_of(e) for e in root.entries if e.is_live and e.is_manifest and _entry_key(e) not in checked]
@@ -426,7 +426,8 @@ def write_v4_compaction(table: Table, plan: V4CompactPlan) -> list[WrittenLeaf]:
     """Write the new leaves and check their content; returns them in root order."""
     md = plan.metadata
     shared = LeafWriteShared(md, table.io, plan.snapshot_id, md.unified_partition_type(), column_types(md))
-    writer = BinWriter(write_leaf_task, shared, lambda g, b, entry: WrittenLeaf(entry, g, len(b.entries)))
+    writer: BinWriter[V4GroupPlan, LeafWriteShared, ContentEntry, WrittenLeaf] = BinWriter(
+        write_leaf_task, shared, lambda g, b, entry: WrittenLeaf(entry, g, len(b.entries)))
     return write_bins(table, plan, writer, lambda g, ws: verify_v4_group(md, table.io, g, ws), "leaves")
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from icectl.catalog import looks_like_path, open_catalog, split_identifier
+from icectl.catalog import Catalog, looks_like_path, open_catalog, split_identifier
 from icectl.config import Config
 from icectl.errors import UsageError
 from icectl.ops.create.ddl import parse_partition_spec, parse_schema, parse_sort_order, schema_warnings
@@ -75,6 +75,8 @@ def create(address: str, source: SchemaSource, *, config: Config, io: FileIO, pa
     schema = source.load(io, version)
     spec = parse_partition_spec(partition_by, schema)
     order = parse_sort_order(sort_by, schema)
+    location: str | None
+    where: str | Catalog
     if looks_like_path(address):
         location = os.path.abspath(local_path(address)) if scheme_of(address) == "file" else address.rstrip("/")
         where, ident = location, None

@@ -52,14 +52,14 @@ def write_appended(io: FileIO, md: TableMetadata, folder: str, layout: SnapshotL
     to_leaf = appends_to_leaf(md, sum(map(len, files.values())))
     for spec_id, fs in specs:
         ptype = md.partition_type(spec_id)
-        entries = [content_entry_of(ManifestEntry(ManifestEntryStatus.ADDED, None, None, None, f), spec_id, ptype)
-                   for f in fs]
+        root_entries = [content_entry_of(ManifestEntry(ManifestEntryStatus.ADDED, None, None, None, f), spec_id, ptype)
+                        for f in fs]
         if not to_leaf:
-            layout.added.extend(entries)
+            layout.added.extend(root_entries)
             continue
         path = join(folder, f"{uuid.uuid4()}-m{len(layout.new_leaves)}.avro")
         written.append(path)
-        leaf = write_leaf(io, md, path, entries, ManifestContent.DATA, spec_id)
+        leaf = write_leaf(io, md, path, root_entries, ManifestContent.DATA, spec_id)
         assert leaf.manifest_stats is not None
         layout.new_leaves.append(NewLeaf(leaf, leaf.manifest_stats.added_rows_count))
 

@@ -223,13 +223,13 @@ class RootLayout(SnapshotLayout):
                 row_id, next_row_id = next_row_id, next_row_id + e.record_count
             out.append(dataclasses.replace(e, version_info=VersionInfo(ADDED, snapshot_id, seq, seq),
                                            first_row_id=row_id))
-        for leaf in self.new_leaves:
-            e = leaf.entry
+        for new_leaf in self.new_leaves:
+            e = new_leaf.entry
             ms = e.manifest_stats
             assert ms is not None
             row_id = None
             if e.content_type == ContentType.DATA_MANIFEST:
-                row_id, next_row_id = next_row_id, next_row_id + leaf.added_rows
+                row_id, next_row_id = next_row_id, next_row_id + new_leaf.added_rows
             min_seq = seq if ms.min_sequence_number < 0 else ms.min_sequence_number
             out.append(dataclasses.replace(e, version_info=VersionInfo(ADDED, snapshot_id, seq, seq),
                                            first_row_id=row_id,

@@ -113,3 +113,14 @@ def test_columns_match_by_field_id_then_by_name(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match=r"no column of .* matches the table schema") as e:
         _footer(tmp_path / "c.parquet", pa.table({"other": [1]}), schema)
     assert e.value.exit_code == ExitCode.USAGE
+
+
+def test_a_column_matched_by_name_before_one_with_a_field_id(tmp_path: Path) -> None:
+    # Found by mypy: the name match once rebound the set of repeated field ids to a bool, so the
+    # next column with a field id failed with a TypeError (exit 1) instead of getting its metrics.
+    schema = Schema((NestedField(1, "id", LONG), NestedField(2, "name", STRING)))
+    mixed = pa.table({"name": ["q"], "renamed": [7]},
+                     schema=pa.schema([pa.field("name", pa.string()), _field("renamed", pa.int64(), 1)]))
+    df = _footer(tmp_path / "mixed.parquet", mixed, schema)
+    assert df.value_counts == {1: 1, 2: 1}
+    assert df.lower_bounds == {1: struct.pack("<q", 7), 2: b"q"}
