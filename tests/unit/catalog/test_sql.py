@@ -60,7 +60,7 @@ def test_sql_catalog_v0_schema_is_kept(tmp_path: Path) -> None:
 
 
 def test_pyiceberg_reads_and_commits_to_our_catalog(tmp_path: Path) -> None:
-    pyiceberg_sql = pytest.importorskip("pyiceberg.catalog.sql")
+    import pyiceberg.catalog.sql as pyiceberg_sql  # the test extra has it (pyiceberg[sql-sqlite]): no skip
     config = load_config(write_sql_config(tmp_path))
     create_table("db.t", None, new_md(tmp_path / "sqlwh" / "db" / "t"), config=config)
     commit(load_table("db.t", config=config), lambda b: property_change({"from": "icectl"}))
