@@ -421,7 +421,9 @@ def _report_kept(res: ExpireResult, kept: FileSet, table: Table) -> str:
     res.kept_external_files = paths
     if not paths:
         return ""
-    return (f"; kept {len(paths)} file(s) outside the table location {table_fence(table).describe()} "
+    fence = table_fence(table)
+    res.warnings += [w for w in fence.ignored if w not in res.warnings]  # write.data.path=/ and the like
+    return (f"; kept {len(paths)} file(s) outside the table location {fence.describe()} "
             "(--allow-external-deletes deletes them)")
 
 

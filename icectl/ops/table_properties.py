@@ -37,7 +37,7 @@ from icectl.spec.properties import (
 from icectl.spec.updates import TableChange, property_updates
 from icectl.table import Table
 from icectl.table.commit import commit
-from icectl.table.delete_fence import file_identity, table_fence
+from icectl.table.delete_fence import file_identity, table_fence, table_property_problem
 
 
 def check_value(key: str, value: str) -> None:
@@ -123,6 +123,11 @@ def set_properties(table: Table, updates: Mapping[str, str], *, dry_run: bool = 
         raise UsageError("give at least one KEY=VALUE")
     for key, value in updates.items():
         check_value(key, value)
+        why = table_property_problem(table, value) if key in OWN_PATH_PROPERTIES else None
+        if why is not None:
+            raise UsageError(f"{key}={value!r} {why}: the delete fence would reach files that are not "
+                             f"{table.identifier}'s", hint="give a folder of this table's own (its location, a "
+                                                           "folder inside it, or one that holds no other table)")
     res = _change(table, dict(updates), (), dry_run=dry_run)
     home = table_fence(table).home  # the table's folder as the delete fence knows it
     for key in OWN_PATH_PROPERTIES:

@@ -22,9 +22,10 @@ from support.forge import property_change
 
 from icectl.errors import ExitCode
 from icectl.spec.snapshots import SnapshotRef
+from icectl.storage import FileIO
 from icectl.table import load_table
 from icectl.table.commit import commit
-from icectl.table.delete_fence import file_identity, identity_cache, table_fence
+from icectl.table.delete_fence import file_identity, identity_cache, path_property_problem, table_fence
 from unit.ops.test_expire import Tbl, run, with_props, with_ref
 
 
@@ -264,3 +265,30 @@ def test_identity_cache_sees_links_as_realpath_does(tmp_path: Path) -> None:
     with identity_cache():
         assert [file_identity(p) for p in paths] == expected
         assert [file_identity(p) for p in paths] == expected  # asked again: from the cache
+
+
+def test_path_property_problem_names_roots_parents_and_folders_holding_tables(tmp_path: Path) -> None:
+    """Issue 27 item 3: what properties set / create refuse and the fence ignores (no listing of
+    object storage is needed for a bucket or a parent)."""
+    home = tmp_path / "wh" / "db" / "t"
+    (home / "metadata").mkdir(parents=True)
+    (home / "metadata" / "v1.metadata.json").write_text("{}")
+    io = FileIO()
+
+    def problem(value: str) -> str | None:
+        return path_property_problem(io, value, homes=[str(home)], own_metadata=[str(home / "metadata")])
+
+    assert problem("/") == "is a file system root" and problem("file:/") == "is a file system root"
+    for bucket in ("s3://bucket", "s3://bucket/", "s3a://bucket/"):
+        assert path_property_problem(io, bucket, homes=["s3://bucket/wh/t"]) == "is a whole bucket"
+    assert "parent of the table location" in (path_property_problem(io, "s3://bucket/wh", homes=["s3://bucket/wh/t"])
+                                              or "")
+    assert "parent of the table location" in (problem(str(tmp_path / "wh")) or "")
+    assert problem(str(home)) is None and problem(str(home / "data2")) is None  # its own folder
+    assert problem(str(tmp_path / "store")) is None  # a folder of its own elsewhere (missing yet)
+    other = tmp_path / "shared" / "x" / "metadata"
+    other.mkdir(parents=True)
+    (other / "00001-abc.metadata.json").write_text("{}")
+    assert "holds another table's metadata" in (problem(str(tmp_path / "shared")) or "")
+    # The table's own metadata folder elsewhere (write.metadata.path) is not another table.
+    assert path_property_problem(io, str(tmp_path / "shared"), homes=[str(home)], own_metadata=[str(other)]) is None

@@ -1,0 +1,122 @@
+"""Issue 27 items 3 and 4 on clones of Spark-written fixtures: a ``write.data.path`` (or kin) that
+would widen the delete fence beyond the table, and relative paths in v1-v3 manifests.
+
+Item 3: ``properties set`` and ``create`` refuse a file system root, a parent of the table's
+location and a folder holding another table (exit 2); the same values written into the metadata
+by another tool are ignored by the fence, so ``drop --purge``, ``expire-snapshots`` and
+``remove-orphan-files`` keep a file outside the table that add-files registered, and say why.
+Spark judges the rows where the table survives.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from support.fixtures import FixtureTable
+from support.spark import latest_metadata_path
+
+from icectl.errors import ExitCode
+from interop.test_delete_fence_vs_spark import digest, icectl, live_files
+
+
+def _set_by_hand(t: FixtureTable, **props: str) -> None:
+    """Properties written into the current metadata file as another tool could (no icectl check)."""
+    current = latest_metadata_path(t.location)
+    doc = json.loads(current.read_text())
+    doc["properties"] = {**doc.get("properties", {}), **props}
+    current.write_text(json.dumps(doc))
+    (current.parent / f".{current.name}.crc").unlink(missing_ok=True)  # Hadoop would reject the stale checksum
+
+
+def _outside_file(spark: Any, t: FixtureTable, folder: Path) -> Path:
+    """A copy of one of the table's data files in ``folder``, registered by add-files."""
+    folder.mkdir(parents=True, exist_ok=True)
+    ext = folder / "ext.parquet"
+    shutil.copy(sorted(live_files(spark, t))[0], ext)
+    code, _, err = icectl("add-files", str(t.location), str(ext))
+    assert code == 0, err
+    return ext
+
+
+def _other_table(folder: Path) -> Path:
+    """A folder holding another table's metadata (enough for icectl to see a table there)."""
+    meta = folder / "other" / "metadata"
+    meta.mkdir(parents=True)
+    (meta / "v1.metadata.json").write_text("{}")
+    return folder
+
+
+def _widening(kind: str, t: FixtureTable, outside: Path) -> str:
+    if kind == "root":
+        return "/"
+    if kind == "parent":  # the common parent of the table and the outside folder
+        return os.path.commonpath([str(t.location), str(outside)])
+    return str(_other_table(outside))
+
+
+@pytest.mark.parametrize("kind", ["root", "parent", "other-table"])
+def test_properties_set_refuses_a_fence_widening_folder(kind: str, spark: Any,
+                                                        spark_clone: Callable[..., FixtureTable],
+                                                        tmp_path: Path) -> None:
+    t = spark_clone("v1_unpart")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    value = _widening(kind, t, outside)
+    before = sorted(os.listdir(t.location / "metadata"))
+    for key in ("write.data.path", "write.metadata.path", "write.object-storage.path", "write.folder-storage.path"):
+        code, out, err = icectl("properties", "set", str(t.location), f"{key}={value}")
+        assert code == ExitCode.USAGE, (key, out, err)
+        assert len(err.strip().splitlines()) == 1 and "delete fence" in err, err
+    assert sorted(os.listdir(t.location / "metadata")) == before  # nothing written
+    # A folder of its own elsewhere (Java's LocationProviders write there) is still accepted.
+    code, out, err = icectl("properties", "set", str(t.location), f"write.data.path={tmp_path / 'own'}")
+    assert code == 0, err
+    # create refuses the same values.
+    code, out, err = icectl("create", str(tmp_path / "new"), "--schema", "id bigint",
+                            "--property", f"write.data.path={value}")
+    assert code == ExitCode.USAGE, (out, err)
+    assert "delete fence" in err and not (tmp_path / "new").exists()
+
+
+@pytest.mark.parametrize("kind", ["root", "parent", "other-table"])
+def test_a_widening_folder_in_metadata_never_lets_a_purge_delete_outside(kind: str, spark: Any,
+                                                                          spark_clone: Callable[..., FixtureTable],
+                                                                          tmp_path: Path) -> None:
+    t = spark_clone("v1_unpart")
+    outside = tmp_path / "outside"
+    ext = _outside_file(spark, t, outside)
+    value = _widening(kind, t, outside)
+    _set_by_hand(t, **{"write.data.path": value})
+    for args in (("remove-orphan-files", str(t.location), "--older-than", "0s", "--allow-recent", "--json"),
+                 ("drop", str(t.location), "--purge", "--json")):
+        code, out, err = icectl(*args)
+        assert code == 0, (args, out, err)
+        assert ext.exists(), args
+    res = json.loads(out)
+    assert res["dropped"] is True and str(ext) in res["kept_external_files"]
+    assert "write.data.path" in err and "ignored by the delete fence" in err
+    assert not (t.location / "metadata").exists()  # the table itself went
+
+
+@pytest.mark.parametrize("kind", ["root", "other-table"])
+def test_a_widening_folder_in_metadata_never_lets_expire_delete_outside(kind: str, spark: Any,
+                                                                         spark_clone: Callable[..., FixtureTable],
+                                                                         tmp_path: Path) -> None:
+    t = spark_clone("v1_unpart")
+    outside = tmp_path / "outside"
+    ext = _outside_file(spark, t, outside)
+    spark.sql(f"DELETE FROM {t.name} WHERE id < 35")  # removes the outside copy from the current snapshot
+    _set_by_hand(t, **{"write.data.path": _widening(kind, t, outside)})
+    rows = digest(spark, t)
+    code, out, err = icectl("expire-snapshots", str(t.location), "--older-than", "0s", "--retain-last", "1", "--json")
+    assert code == 0, (out, err)
+    res = json.loads(out)
+    assert res["expired_snapshot_count"] >= 3 and res["kept_external_files"] == [str(ext)]
+    assert ext.exists() and "ignored by the delete fence" in err
+    assert digest(spark, t) == rows
