@@ -30,10 +30,21 @@ from urllib.parse import urlparse
 
 from icectl.catalog import is_metadata_file
 from icectl.catalog.hadoop import is_version_file, version_of
-from icectl.errors import IcectlError, NotFoundError
+from icectl.errors import CorruptInputError, IcectlError, NotFoundError
 from icectl.spec.metadata import TableMetadata
 from icectl.spec.properties import OWN_PATH_PROPERTIES, WRITE_METADATA_PATH
-from icectl.storage import FileIO, basename, checksum_sidecar, file_key, join, local_path, parent, scheme_of
+from icectl.spec.snapshots import Snapshot
+from icectl.storage import (
+    FileIO,
+    basename,
+    checksum_sidecar,
+    file_key,
+    is_relative_path,
+    join,
+    local_path,
+    parent,
+    scheme_of,
+)
 from icectl.table import Table
 
 # Inside identity_cache(): path -> identity and folder -> real folder, for one operation only.
@@ -83,6 +94,30 @@ def _identity(path: str, folders: dict[str, str] | None) -> str:
         real_folder = folders[folder] = os.path.realpath(folder)
     candidate = os.path.join(real_folder, name)
     return os.path.realpath(candidate) if os.path.islink(candidate) else candidate
+
+
+def check_absolute(path: str, format_version: int, what: str, named_by: str, file: str | None = None) -> None:
+    """Refuse (exit 4) a relative ``path`` in v1-v3 metadata: ``named_by`` (the manifest list,
+    manifest or snapshot that names it; ``file`` its path) names ``what`` (a manifest, a data
+    file...) by it. Such a path is invalid before v4 and would name a different file for every
+    working directory, so the commands that delete by reachability (expire-snapshots,
+    remove-orphan-files, drop --purge, on either engine) stop here instead of resolving it; icectl
+    validate reports it as a finding. v4 resolves relative paths against the table location."""
+    if format_version < 4 and is_relative_path(path):
+        raise CorruptInputError(
+            f"{named_by} names {what} by the relative path {path!r}: paths are absolute before format v4, "
+            "and icectl does not resolve one against the working directory", path=file,
+            hint="nothing was deleted; icectl validate lists every relative path (rewrite them as absolute paths)")
+
+
+def check_snapshot_lists(format_version: int, snapshots: Iterable[Snapshot]) -> None:
+    """:func:`check_absolute` on the snapshots' manifest lists and a v1 snapshot's own ``manifests``:
+    the first check of every reachability walk, before any of them is read."""
+    for s in snapshots:
+        if s.manifest_list:
+            check_absolute(s.manifest_list, format_version, "its manifest list", f"snapshot {s.snapshot_id}")
+        for m in s.manifests or ():
+            check_absolute(m, format_version, "a manifest", f"snapshot {s.snapshot_id}")
 
 
 def _under(identity: str, root: str) -> bool:

@@ -18,11 +18,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.corrupt import current_list, current_manifests, edit_manifest, edit_manifest_list
 from support.fixtures import FixtureTable
 from support.spark import latest_metadata_path
 
 from icectl.errors import ExitCode
-from interop.test_delete_fence_vs_spark import digest, icectl, live_files
+from icectl.spec.manifest import ManifestContent
+from interop.test_delete_fence_vs_spark import digest, icectl, listing, live_files
 
 
 def _set_by_hand(t: FixtureTable, **props: str) -> None:
@@ -120,3 +122,79 @@ def test_a_widening_folder_in_metadata_never_lets_expire_delete_outside(kind: st
     assert res["expired_snapshot_count"] >= 3 and res["kept_external_files"] == [str(ext)]
     assert ext.exists() and "ignored by the delete fence" in err
     assert digest(spark, t) == rows
+
+
+# --------------------------------------------------------------------------- item 4: relative paths
+
+
+def _relative(path: str, t: FixtureTable) -> str:
+    """``file:/.../t/data/x.parquet`` -> ``data/x.parquet`` (invalid before v4)."""
+    for spelling in (f"file:{t.location}", str(t.location)):
+        if path.startswith(spelling + "/"):
+            return path[len(spelling) + 1:]
+    raise AssertionError(f"{path} is not under {t.location}")
+
+
+def _relativize(kind: str, t: FixtureTable) -> tuple[str, str]:
+    """Rewrite a copy of a Spark manifest (or list) so it names its files (manifests) by relative
+    paths; returns (the file that names them, one relative path)."""
+    if kind == "data-file":
+        m = next(m for m in current_manifests(t.location) if m.content == ManifestContent.DATA)
+        names: list[str] = []
+
+        def rel_files(_schema: dict[str, Any], _meta: dict[str, bytes], records: list[dict[str, Any]]) -> None:
+            for r in records:
+                r["data_file"]["file_path"] = _relative(r["data_file"]["file_path"], t)
+                names.append(r["data_file"]["file_path"])
+        edit_manifest(t.location, m.manifest_path, rel_files)
+        return m.manifest_path, names[0]
+    listed: list[str] = []
+
+    def rel_manifests(records: list[dict[str, Any]]) -> None:
+        for r in records:
+            r["manifest_path"] = _relative(r["manifest_path"], t)
+            listed.append(r["manifest_path"])
+    return edit_manifest_list(current_list(t.location), rel_manifests), listed[0]
+
+
+COMMANDS = {
+    "remove-orphan-files": ("remove-orphan-files", "{T}", "--older-than", "0s", "--allow-recent"),
+    "expire-snapshots": ("expire-snapshots", "{T}", "--older-than", "0s", "--retain-last", "1"),
+    "drop --purge": ("drop", "{T}", "--purge"),
+}
+
+
+@pytest.mark.parametrize("kind", ["data-file", "manifest"])
+@pytest.mark.parametrize("command", list(COMMANDS))
+def test_a_relative_path_before_v4_is_refused_not_resolved_against_the_working_directory(
+        command: str, kind: str, spark: Any, spark_clone: Callable[..., FixtureTable], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 27 item 4: run from another folder, orphans took the live files for orphans and deleted
+    them. Now every command that deletes by reachability stops with exit 4 naming the file and the
+    path; the table is unchanged and Spark (which resolves nothing either) is not asked to read it."""
+    t = spark_clone("v2_part")
+    live = sorted(live_files(spark, t))
+    rows = digest(spark, t)
+    named_by, rel = _relativize(kind, t)
+    before = listing(t.location)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    code, out, err = icectl(*(a.format(T=t.location) for a in COMMANDS[command]))
+    assert code == ExitCode.CORRUPT, (out, err)
+    assert len(err.strip().splitlines()) == 1 and named_by in err and repr(rel) in err, err
+    assert listing(t.location) == before and all(Path(p).exists() for p in live)
+    assert os.listdir(elsewhere) == []
+    monkeypatch.chdir(tmp_path)
+    if kind == "data-file":  # the manifest list still reads: Spark judges the rows are all there
+        _relativize_back(t, named_by)
+        assert digest(spark, t) == rows
+
+
+def _relativize_back(t: FixtureTable, manifest: str) -> None:
+    def absolute(_schema: dict[str, Any], _meta: dict[str, bytes], records: list[dict[str, Any]]) -> None:
+        for r in records:
+            r["data_file"]["file_path"] = f"file:{t.location}/{r['data_file']['file_path']}"
+    edit_manifest(t.location, manifest, absolute)
+    for crc in (t.location / "metadata").glob(".*.avro.crc"):  # Hadoop would reject the stale checksums
+        crc.unlink()
