@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -22,8 +23,12 @@ from support.corrupt import current_list, current_manifests, edit_manifest, edit
 from support.fixtures import FixtureTable
 from support.spark import latest_metadata_path
 
-from icectl.errors import ExitCode
+from icectl.engine import LocalEngine, using
+from icectl.errors import CorruptInputError, ExitCode
+from icectl.ops.expire import ExpirePolicy, expire_snapshots
+from icectl.ops.remove_orphan_files import remove_orphan_files
 from icectl.spec.manifest import ManifestContent
+from icectl.table import load_table
 from interop.test_delete_fence_vs_spark import digest, icectl, listing, live_files
 
 
@@ -198,3 +203,33 @@ def _relativize_back(t: FixtureTable, manifest: str) -> None:
     edit_manifest(t.location, manifest, absolute)
     for crc in (t.location / "metadata").glob(".*.avro.crc"):  # Hadoop would reject the stale checksums
         crc.unlink()
+
+
+@pytest.mark.parametrize("kind", ["data-file", "manifest"])
+def test_both_engines_refuse_a_relative_path_alike(kind: str, spark_engine: Any,
+                                                   spark_clone: Callable[..., FixtureTable], tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """The check sits where reachable files are gathered: the Spark engine's executors (manifest lists
+    and manifests decoded there) refuse with the local engine's error, word for word."""
+    t = spark_clone("v2_part")
+    _relativize(kind, t)
+    before = listing(t.location)
+    monkeypatch.chdir(tmp_path)
+    now = int(time.time() * 1000)
+    errors: dict[str, list[str]] = {}
+    for name, engine in (("local", LocalEngine()), ("spark", spark_engine)):
+        mark = engine.mark()
+        with using(engine):
+            got = []
+            for run in (lambda: expire_snapshots(load_table(str(t.location)),
+                                                 ExpirePolicy(older_than_ms=now, retain_last=1), now_ms=now),
+                        lambda: remove_orphan_files(load_table(str(t.location)), older_than_ms=now, now_ms=now,
+                                                    allow_recent=True)):
+                with pytest.raises(CorruptInputError) as e:
+                    run()
+                got.append(e.value.one_line())
+            errors[name] = got
+        assert name == "local" or (engine.report_since(mark).spark_jobs or 0) > 0  # no fallback to local
+    assert errors["spark"] == errors["local"]
+    assert all("relative path" in e for e in errors["local"])
+    assert listing(t.location) == before
