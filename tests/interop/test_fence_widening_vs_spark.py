@@ -111,7 +111,7 @@ def test_a_widening_folder_in_metadata_never_lets_a_purge_delete_outside(kind: s
     assert not (t.location / "metadata").exists()  # the table itself went
 
 
-@pytest.mark.parametrize("kind", ["root", "other-table"])
+@pytest.mark.parametrize("kind", ["root", "parent", "other-table"])
 def test_a_widening_folder_in_metadata_never_lets_expire_delete_outside(kind: str, spark: Any,
                                                                          spark_clone: Callable[..., FixtureTable],
                                                                          tmp_path: Path) -> None:
