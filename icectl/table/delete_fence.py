@@ -272,6 +272,18 @@ def table_property_problem(table: Table, value: str) -> str | None:
                                  own_metadata=own_metadata_folders(table, table.metadata, home))
 
 
+def entry_inside(value: str, table: Table, entries: Iterable[tuple[str, str]]) -> str | None:
+    """Of ``entries`` (name, table location: other catalog entries), the first whose location is
+    ``value`` or lies under it, other than ``table``'s own; None when there is none."""
+    ident = file_identity(value).rstrip("/") or "/"
+    own = set(_homes(table, table.metadata, _home(table, table.metadata)))
+    for name, location in entries:
+        loc = file_identity(location).rstrip("/")
+        if loc not in own and (loc == ident or _under(loc, ident)):
+            return f"{name} ({location})"
+    return None
+
+
 def _home(table: Table, md: TableMetadata) -> str | None:
     folder = table_folder(table)
     candidates = [file_identity(p) for p in (folder, md.location) if p]

@@ -22,7 +22,9 @@ import pytest
 from support.corrupt import current_list, current_manifests, edit_manifest, edit_manifest_list
 from support.fixtures import FixtureTable
 from support.spark import latest_metadata_path
+from typer.testing import CliRunner
 
+from icectl.cli.app import app
 from icectl.engine import LocalEngine, using
 from icectl.errors import CorruptInputError, ExitCode
 from icectl.ops.expire import ExpirePolicy, expire_snapshots
@@ -233,3 +235,31 @@ def test_both_engines_refuse_a_relative_path_alike(kind: str, spark_engine: Any,
     assert errors["spark"] == errors["local"]
     assert all("relative path" in e for e in errors["local"])
     assert listing(t.location) == before
+
+
+def test_properties_set_refuses_a_folder_holding_another_catalog_entry(
+        spark: Any, spark_clone: Callable[..., FixtureTable], tmp_path: Path) -> None:
+    """A SQLite catalog entry whose location lies in the folder but whose metadata file does not (the
+    folder search cannot see it): the configured catalogs are asked, and the set is refused."""
+    t = spark_clone("v1_unpart")
+    other = spark_clone("v2_part")
+    outside = tmp_path / "outside"
+    (outside / "sq_table").mkdir(parents=True)
+    doc = json.loads(latest_metadata_path(other.location).read_text())
+    doc["location"] = str(outside / "sq_table")
+    elsewhere = tmp_path / "meta" / "00001-x.metadata.json"
+    elsewhere.parent.mkdir()
+    elsewhere.write_text(json.dumps(doc))
+    config = tmp_path / "icectl.toml"
+    config.write_text(f'default-catalog = "s"\n[catalog.s]\ntype = "sql"\nuri = "{tmp_path / "cat.db"}"\n'
+                      f'warehouse = "{tmp_path / "wh"}"\n')
+    env = {"ICECTL_CONFIG": str(config)}
+    r = CliRunner().invoke(app, ["register", "s.db.moved", str(elsewhere)], env=env)
+    assert r.exit_code == 0, r.stderr
+    before = sorted(os.listdir(t.location / "metadata"))
+    r = CliRunner().invoke(app, ["properties", "set", str(t.location), f"write.data.path={outside}"], env=env)
+    assert r.exit_code == ExitCode.USAGE, (r.stdout, r.stderr)
+    assert "catalog entry s.db.moved" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    assert sorted(os.listdir(t.location / "metadata")) == before
+    r = CliRunner().invoke(app, ["properties", "set", str(t.location), f"write.data.path={tmp_path / 'own'}"], env=env)
+    assert r.exit_code == 0, r.stderr
