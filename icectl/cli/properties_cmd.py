@@ -8,7 +8,13 @@ import typer
 
 from icectl.cli.framework import command, load_config_and_io
 from icectl.cli.options import DryRunOpt, JsonOpt, TableArg
-from icectl.ops.table_properties import list_properties, parse_assignments, set_properties, unset_properties
+from icectl.ops.table_properties import (
+    catalog_entries,
+    list_properties,
+    parse_assignments,
+    set_properties,
+    unset_properties,
+)
 from icectl.results import Result, RowsResult
 from icectl.table import load_table
 
@@ -52,7 +58,8 @@ def properties_set(
     """
     config, io = load_config_and_io()
     updates = parse_assignments(assignments)
-    return set_properties(load_table(table, config, io), updates, dry_run=dry_run)
+    return set_properties(load_table(table, config, io), updates, dry_run=dry_run,
+                          entries=lambda: catalog_entries(config, io))
 
 
 @command(properties_app, "unset")

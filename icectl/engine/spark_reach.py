@@ -36,7 +36,7 @@ from icectl.spec.manifest import DataFileContent
 from icectl.spec.metadata import TableMetadata
 from icectl.spec.snapshots import Snapshot
 from icectl.storage import FileIO
-from icectl.table.delete_fence import file_identity, identity_cache
+from icectl.table.delete_fence import check_absolute, check_snapshot_lists, file_identity, identity_cache
 from icectl.table.scan import iter_entries, manifests_of
 
 if TYPE_CHECKING:
@@ -81,6 +81,8 @@ def list_rows(state: tuple[int, FileIO], row: dict[str, Any]) -> list[Row]:
         manifests = read_manifest_list(io.read(path), format_version=version)
     except IcectlError as e:
         raise e.in_file(path) from None
+    for m in manifests:  # as the local walk (icectl.ops.expire.reachable_files): v1-v3 paths are absolute
+        check_absolute(m.manifest_path, version, "a manifest", f"manifest list {path}", path)
     out: list[Row] = [(path, "manifest_lists", file_identity(path), 0, None, None)]
     out += [(m.manifest_path, "manifest_files", file_identity(m.manifest_path), 1, pickle.dumps(m), None)
             for m in manifests]
@@ -94,6 +96,8 @@ def content_rows(state: tuple[TableMetadata, FileIO], row: dict[str, Any]) -> li
     out: list[Row] = []
     for _m, e in iter_entries(md, io, [manifest], fields={"content", "file_path", "file_format"}, live_only=True):
         path = e.data_file.file_path
+        check_absolute(path, md.format_version, "a live file", f"manifest {manifest.manifest_path}",
+                       manifest.manifest_path)
         out.append((path, _content_category(e.data_file.content), file_identity(path), 2, None, None))
     return out
 
@@ -149,6 +153,7 @@ def driver_frame(engine: SparkEngine, rows: Iterable[tuple[str, str]]) -> DataFr
 def manifest_frame(engine: SparkEngine, md: TableMetadata, io: FileIO, snapshots: Iterable[Snapshot]) -> DataFrame:
     """The snapshots' manifest lists and manifests (v1-v3; a manifest row carries its list row)."""
     snaps = list(snapshots)
+    check_snapshot_lists(md.format_version, snaps)  # never read a relative one (v1-v3), as locally
     heads = list(dict.fromkeys(s.manifest_list for s in snaps if s.manifest_list))
     lists = engine.frame([(p, None, None, None, None, None) for p in heads], ROWS, per_task=ITEMS_PER_TASK)
     df = _map(lists, list_rows, (md.format_version, io))

@@ -46,7 +46,14 @@ from icectl.spec.updates import TableChange
 from icectl.storage import FileIO, scheme_of
 from icectl.table import Table
 from icectl.table.commit import commit, operations_for
-from icectl.table.delete_fence import delete_with_checksum, file_identity, identity_cache, table_fence
+from icectl.table.delete_fence import (
+    check_absolute,
+    check_snapshot_lists,
+    delete_with_checksum,
+    file_identity,
+    identity_cache,
+    table_fence,
+)
 from icectl.table.scan import iter_entries, manifests_of
 from icectl.table.scan_v4 import TreeFiles, leaf_rows, tree_files
 from icectl.table.write_guard import check_writable
@@ -182,11 +189,15 @@ def reachable_files(md: TableMetadata, snapshot_ids: Iterable[int], io: FileIO,
     def paths_of(s: Snapshot) -> list[str]:
         return _manifest_paths(md, s, io, cache, shortcut=shortcut)
 
+    version = md.format_version
+    check_snapshot_lists(version, snaps)  # v1-v3: no relative path is ever resolved (nor read)
     manifests: dict[str, None] = {}
     with progress.task("reading manifest lists", len(snaps)) as advance, ThreadPoolExecutor(16) as pool:
         for s, paths in zip(snaps, pool.map(paths_of, snaps), strict=True):
             if s.manifest_list:
                 out.add(s.manifest_list, "manifest_lists")
+            for p in paths:
+                check_absolute(p, version, "a manifest", *_named_by(s))
             manifests.update(dict.fromkeys(paths))
             advance(1)
     leaves = _tree_reach(md, roots, io, cache, out) if roots else {}
@@ -202,6 +213,7 @@ def reachable_files(md: TableMetadata, snapshot_ids: Iterable[int], io: FileIO,
     for m in to_read:
         cache.contents[m.manifest_path] = []
     for m, e in iter_entries(md, io, to_read, fields={"content", "file_path", "file_format"}, live_only=True):
+        check_absolute(e.data_file.file_path, version, "a live file", f"manifest {m.manifest_path}", m.manifest_path)
         cache.contents[m.manifest_path].append((e.data_file.file_path, _content_category(e.data_file.content)))
     for p in wanted:
         for path, category in cache.contents[p]:
@@ -222,6 +234,13 @@ def reachable_files(md: TableMetadata, snapshot_ids: Iterable[int], io: FileIO,
         whole.update(manifests)
         whole.update(p for p, (_m, dv) in leaves.items() if not dv)
     return out, set(manifests) | set(leaves)
+
+
+def _named_by(s: Snapshot) -> tuple[str, str | None]:
+    """Who names a snapshot's manifests, for :func:`check_absolute`: its list, or the snapshot (v1 inline)."""
+    if s.manifest_list:
+        return f"manifest list {s.manifest_list}", s.manifest_list
+    return f"snapshot {s.snapshot_id}", None
 
 
 def _tree_reach(md: TableMetadata, roots: list[Snapshot], io: FileIO, cache: ReadCache,
@@ -264,7 +283,10 @@ def _leaf_contents(md: TableMetadata, io: FileIO, cache: ReadCache, out: FileSet
 
 
 def statistics_files(md: TableMetadata) -> set[str]:
-    return {s.statistics_path for s in md.statistics} | {s.statistics_path for s in md.partition_statistics}
+    out = {s.statistics_path for s in md.statistics} | {s.statistics_path for s in md.partition_statistics}
+    for p in out:
+        check_absolute(p, md.format_version, "a statistics file", "the table metadata")
+    return out
 
 
 def files_to_delete(before: TableMetadata, expired: list[int], after: TableMetadata, io: FileIO,
@@ -423,7 +445,9 @@ def _report_kept(res: ExpireResult, kept: FileSet, table: Table) -> str:
     res.kept_external_files = paths
     if not paths:
         return ""
-    return (f"; kept {len(paths)} file(s) outside the table location {table_fence(table).describe()} "
+    fence = table_fence(table)
+    res.warnings += [w for w in fence.ignored if w not in res.warnings]  # write.data.path=/ and the like
+    return (f"; kept {len(paths)} file(s) outside the table location {fence.describe()} "
             "(--allow-external-deletes deletes them)")
 
 

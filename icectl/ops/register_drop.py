@@ -183,6 +183,7 @@ class _Plan:
         self.metadata: dict[str, str] = {}  # identity -> path as written
         self.kept: dict[str, str] = {}
         self.home: str | None = None  # the fence's home: emptied folders are removed up to it
+        self.ignored: list[str] = []  # own-path properties the fence ignores (write.data.path=/, ...)
 
     def by_category(self) -> dict[str, list[str]]:
         out = self.content.by_category()
@@ -203,6 +204,8 @@ class _Plan:
             is_metadata = in_folder and (is_metadata_file(name) or name == VERSION_HINT)
             if not fence.contains(path) or not is_metadata:
                 self.kept[key] = self.metadata.pop(key)
+        if self.kept:
+            self.ignored = fence.ignored
 
 
 def metadata_files(current: Current, io: FileIO) -> list[str]:
@@ -365,6 +368,7 @@ def _dry_run(res: DropResult, table: Table, ops: TableOperations, current: Curre
     res.would_delete = plan.by_category()
     res.deleted = {c: len(v) for c, v in res.would_delete.items()}
     res.kept_external_files = sorted(plan.kept.values())
+    res.warnings += plan.ignored
     res.title = f"Would drop {table.identifier} and delete {sum(res.deleted.values())} files" + _kept_note(plan)
     return res
 
@@ -382,6 +386,7 @@ def _purge(res: DropResult, identifier: str, plan: _Plan, entry: list[str], io: 
     res.already_gone = outcome.already_gone + meta_gone
     res.failures = outcome.failures + meta_failures
     res.kept_external_files = sorted(plan.kept.values())
+    res.warnings += plan.ignored
     res.removed_directories = _remove_empty_folders([*plan.content.files, *plan.metadata, *done], plan.home)
     res.title = f"Dropped {identifier} and deleted {sum(res.deleted.values())} files" + _kept_note(plan)
     res.exit_code = ExitCode.STORAGE if res.failures else ExitCode.OK

@@ -58,7 +58,14 @@ from icectl.spec.properties import GC_ENABLED
 from icectl.storage import FileIO, ListedFile, join, local_path, scheme_of
 from icectl.table import Table
 from icectl.table.commit import operations_for
-from icectl.table.delete_fence import Fence, delete_with_checksum, file_identity, identity_cache, table_fence
+from icectl.table.delete_fence import (
+    Fence,
+    check_absolute,
+    delete_with_checksum,
+    file_identity,
+    identity_cache,
+    table_fence,
+)
 from icectl.table.write_guard import check_metadata_sound, check_writable
 from icectl.threads import streaming_pool
 
@@ -108,7 +115,9 @@ def extra_valid_files(table: Table, md: TableMetadata, location: str) -> list[tu
     """The valid files no snapshot reaches: statistics files, the metadata files, the version hint."""
     out = [(p, "statistics_files") for p in sorted(statistics_files(md))]
     out.append((location, "metadata_files"))
-    out += [(entry.metadata_file, "metadata_files") for entry in md.metadata_log]
+    for entry in md.metadata_log:  # a relative one would be valid only against the working directory
+        check_absolute(entry.metadata_file, md.format_version, "a metadata file", "the metadata log")
+        out.append((entry.metadata_file, "metadata_files"))
     out.append((join(md.location or table.address.table_dir or "", "metadata", VERSION_HINT), "metadata_files"))
     return out
 

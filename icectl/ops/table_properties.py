@@ -15,10 +15,12 @@ and reported (``not_set``, a warning on stderr). Setting a key to the value it h
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
-from icectl.errors import CorruptInputError, UsageError
+from icectl.catalog import open_catalog, walk_tables
+from icectl.config import Config
+from icectl.errors import CorruptInputError, IcectlError, UsageError
 from icectl.ops.admin_results import PropertiesChangeResult, PropertyChange
 from icectl.ops.health_format import fmt_bytes
 from icectl.ops.results import NEXT_METADATA
@@ -35,9 +37,10 @@ from icectl.spec.properties import (
     default_text,
 )
 from icectl.spec.updates import TableChange, property_updates
+from icectl.storage import FileIO
 from icectl.table import Table
 from icectl.table.commit import commit
-from icectl.table.delete_fence import file_identity, table_fence
+from icectl.table.delete_fence import entry_inside, file_identity, table_fence, table_property_problem
 
 
 def check_value(key: str, value: str) -> None:
@@ -117,23 +120,58 @@ def _change(table: Table, updates: Mapping[str, str], removals: tuple[str, ...],
     return res
 
 
-def set_properties(table: Table, updates: Mapping[str, str], *, dry_run: bool = False) -> PropertiesChangeResult:
-    """Set ``updates`` (each key and value checked first: :func:`check_value`) in one commit."""
+def catalog_entries(config: Config, io: FileIO) -> Iterator[tuple[str, str]]:
+    """(name, table location) of every entry of the configured catalogs, read lazily; a catalog or
+    entry that cannot be read is passed over (the folder search of :func:`table_property_problem`
+    still sees a table whose metadata lies in its location)."""
+    for name in config.catalogs:
+        try:
+            catalog = open_catalog(config, io, name)
+            idents = walk_tables(catalog)
+        except (IcectlError, OSError):
+            continue
+        for ident in idents:
+            try:
+                location = catalog.table_operations(ident[:-1], ident[-1]).refresh().metadata.location
+            except (IcectlError, OSError):
+                continue
+            if location:
+                yield f"{name}.{'.'.join(ident)}", location
+
+
+def set_properties(table: Table, updates: Mapping[str, str], *, dry_run: bool = False,
+                   entries: Callable[[], Iterable[tuple[str, str]]] | None = None) -> PropertiesChangeResult:
+    """Set ``updates`` (each key and value checked first: :func:`check_value`) in one commit.
+    ``entries``: the other catalog entries (name, location), asked only for a table folder
+    (``write.data.path``, ...) outside the table: one holding another entry's location is refused."""
     if not updates:
         raise UsageError("give at least one KEY=VALUE")
-    for key, new in updates.items():
-        check_value(key, new)
+    for key, value in updates.items():
+        check_value(key, value)
+        why = table_property_problem(table, value) if key in OWN_PATH_PROPERTIES else None
+        if why is None and key in OWN_PATH_PROPERTIES and entries is not None and _outside(table, value):
+            found = entry_inside(value, table, entries())
+            why = f"holds the location of catalog entry {found}" if found else None
+        if why is not None:
+            raise UsageError(f"{key}={value!r} {why}: the delete fence would reach files that are not "
+                             f"{table.identifier}'s", hint="give a folder of this table's own (its location, a "
+                                                           "folder inside it, or one that holds no other table)")
     res = _change(table, dict(updates), (), dry_run=dry_run)
     home = table_fence(table).home  # the table's folder as the delete fence knows it
     for key in OWN_PATH_PROPERTIES:
-        value = updates.get(key)
-        if value is None or key not in res.changes or not home:
+        folder = updates.get(key)
+        if folder is None or key not in res.changes or not home:
             continue
-        if not (file_identity(value).rstrip("/") + "/").startswith(home.rstrip("/") + "/"):
-            res.warnings.append(f"{key}={value} is outside the table location {table.location}: icectl counts "
+        if not (file_identity(folder).rstrip("/") + "/").startswith(home.rstrip("/") + "/"):
+            res.warnings.append(f"{key}={folder} is outside the table location {table.location}: icectl counts "
                                 "the files the table references under it as its own when deleting (expire-snapshots, "
                                 "drop --purge); remove-orphan-files never cleans it")
     return res
+
+
+def _outside(table: Table, value: str) -> bool:
+    home = table_fence(table).home
+    return not home or not (file_identity(value).rstrip("/") + "/").startswith(home.rstrip("/") + "/")
 
 
 def unset_properties(table: Table, keys: Iterable[str], *, dry_run: bool = False) -> PropertiesChangeResult:
@@ -181,5 +219,5 @@ def _reads_as(row: dict[str, Any]) -> str:
     return fmt_bytes(int(value)) if key.endswith("-bytes") else ""
 
 
-__all__ = ["check_value", "list_properties", "parse_assignments", "property_rows", "set_properties",
+__all__ = ["catalog_entries", "check_value", "list_properties", "parse_assignments", "property_rows", "set_properties",
            "unset_properties"]

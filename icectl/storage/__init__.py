@@ -16,6 +16,7 @@ from icectl.storage.paths import (
     basename,
     checksum_sidecar,
     file_key,
+    is_relative_path,
     is_within,
     join,
     local_path,
@@ -25,6 +26,6 @@ from icectl.storage.paths import (
 
 __all__ = [
     "S3_SCHEMES", "FileIO", "FileIdentity", "ListedFile", "S3Settings", "basename", "checksum_sidecar",
-    "delete_quietly", "file_key", "fsync_path", "is_within", "join", "local_path", "parent", "scheme_of",
-    "walk_files",
+    "delete_quietly", "file_key", "fsync_path", "is_relative_path", "is_within", "join", "local_path", "parent",
+    "scheme_of", "walk_files",
 ]

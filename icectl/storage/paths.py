@@ -15,6 +15,15 @@ def scheme_of(path: str) -> str:
     return p.scheme.lower() if len(p.scheme) > 1 else "file"
 
 
+def is_relative_path(path: str) -> bool:
+    """A path with no URI scheme and no leading ``/`` (``data/x.parquet``, ``./x``, ``file:x``): it
+    names a file only against some base. Before format v4 every path in metadata is absolute (the
+    spec's "Full URI for the file"); v4 resolves such a path against the table location."""
+    if len(urlparse(path).scheme) > 1:
+        return path.lower().startswith("file:") and not local_path(path).startswith("/")
+    return not path.startswith("/")
+
+
 def local_path(path: str) -> str:
     """``file:/x``, ``file:///x`` and ``/x`` all name the same local file."""
     if path.startswith("file:"):

@@ -294,6 +294,8 @@ def _fetch_lists(ctx: Context, pool: ThreadPoolExecutor,
         snap = next(it, None)
         if snap is not None:
             path = snap.root_manifest if _is_v4(snap) else snap.manifest_list
+            if path and not _is_v4(snap) and manifest_list_rules.is_relative(ctx, path):
+                path = None  # never resolved against the working directory: read_list reports it
             pending.append((snap, pool.submit(fetch, path, not _is_v4(snap)) if path else None))
 
     for _ in range(_AHEAD):

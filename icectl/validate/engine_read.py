@@ -165,6 +165,8 @@ def start(ctx: Context, snapshots: list[Snapshot]) -> Remote | None:
     for snap in snapshots:
         if snap.root_manifest is not None or not snap.manifest_list:
             continue  # v4 roots and v1 embedded lists: the walk reads them
+        if manifest_list_rules.is_relative(ctx, snap.manifest_list):
+            continue  # never resolved against the working directory: the walk reports it
         try:
             manifests = manifest_list(ctx.io, snap.manifest_list, format_version=md.format_version,
                                       use_cache=not ctx.deep)

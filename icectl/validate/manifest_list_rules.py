@@ -11,6 +11,7 @@ from icectl.spec.manifest import ManifestContent, ManifestEntryStatus, ManifestF
 from icectl.spec.schema import IcebergType, StructType
 from icectl.spec.snapshots import Snapshot
 from icectl.spec.values import from_bytes
+from icectl.storage import is_relative_path
 from icectl.table.scan import manifests_of
 from icectl.validate.context import Context
 from icectl.validate.rules import Rule, Severity, rule
@@ -39,6 +40,10 @@ CONTENT = rule("manifest-list.content", E, "content equals the manifest's own 'c
 PARTITION_SUMMARIES = rule("manifest-list.partition-summaries", E,
                            "partition field summaries cover every entry's partition values (nulls, NaNs, bounds)",
                            "Manifest Lists")
+ABSOLUTE_PATHS = rule("manifest-list.absolute-paths", E,
+                      "before v4, a snapshot names its manifest list and the list its manifests by absolute "
+                      "paths (a relative one would resolve against each reader's working directory)",
+                      "Snapshots; Manifest Lists")
 FIRST_ROW_ID = rule("manifest-list.first-row-ids", E,
                     "v3: data manifests have a first_row_id and their row-id ranges do not overlap",
                     "First Row ID Assignment")
@@ -86,7 +91,15 @@ def read_list(ctx: Context, snap: Snapshot, data: bytes | NotFoundError | None =
     """A snapshot's manifests; None (and a finding) when its manifest list is missing.
 
     ``data`` is the manifest list's bytes when the caller fetched them ahead (or the error it met).
+    A relative path (before v4) is a finding, and the list is not read through it.
     """
+    relative = [p for p in (snap.manifest_list, *(snap.manifests or ())) if p and is_relative(ctx, p)]
+    for p in relative:
+        what = "manifest list" if p == snap.manifest_list else "manifest"
+        ctx.reporter.report(ABSOLUTE_PATHS, ctx.metadata_location, f"snapshot {snap.snapshot_id} names its {what} "
+                            f"by the relative path {p!r}", entry=f"snapshot {snap.snapshot_id}", path=p)
+    if relative:
+        return None
     try:
         if isinstance(data, NotFoundError):
             raise data
@@ -109,6 +122,11 @@ def read_list(ctx: Context, snap: Snapshot, data: bytes | NotFoundError | None =
         return None
 
 
+def is_relative(ctx: Context, path: str) -> bool:
+    """A relative path where the format wants an absolute one (before v4; v4 resolves it against the location)."""
+    return ctx.metadata.format_version < 4 and is_relative_path(path)
+
+
 def report_unreadable(ctx: Context, r: Rule, path: str | None, e: IcectlError, *, entry: str | None, what: str,
                       **values: Any) -> None:
     """A file that does not decode, as a finding naming it (validation goes on with the rest)."""
@@ -120,6 +138,10 @@ def check_manifest_file(ctx: Context, list_path: str | None, m: ManifestFile, or
     """Existence, length and spec of one listed manifest; False when its entries cannot be read."""
     rep = ctx.reporter
     entry = f"{list_path}#{ordinal}"
+    if is_relative(ctx, m.manifest_path):
+        rep.report(ABSOLUTE_PATHS, list_path, f"manifest {m.manifest_path!r} is named by a relative path",
+                   entry=entry, manifest_path=m.manifest_path)
+        return False
     try:
         size = ctx.io.size(m.manifest_path)
     except (NotFoundError, FileNotFoundError):

@@ -23,6 +23,7 @@ from icectl.spec.partitioning import PartitionSpec
 from icectl.spec.schema import IcebergType, PrimitiveType, Schema, StructType
 from icectl.spec.transforms import BucketTransform, IdentityTransform
 from icectl.spec.values import from_bytes
+from icectl.storage import is_relative_path
 from icectl.validate import delete_rules
 from icectl.validate.context import Context, LiveFile, ManifestSummary
 from icectl.validate.manifest_list_rules import (
@@ -70,6 +71,10 @@ BOUNDS_ORDER = rule("manifest.bounds-order", E, "every column's lower bound is <
 IDENTITY_BOUNDS = rule("manifest.identity-partition-bounds", E,
                        "an identity partition value equals its column's bounds when they are exact (lower == upper)",
                        "Partition Transforms")
+ABSOLUTE_PATHS = rule("manifest.absolute-paths", E,
+                      "before v4, every entry names its data or delete file by an absolute path, the full URI "
+                      "the spec asks for (a relative one would resolve against each reader's working directory)",
+                      "Manifests")
 BUCKET_BOUNDS = rule("manifest.bucket-partition-bounds", E,
                      "a bucket partition value equals the bucket (Murmur3) of its column's exact bound",
                      "Bucket Transform Details; Appendix B")
@@ -290,6 +295,9 @@ class EntryChecker:
         if e.is_live and e.sequence_number is not None and (
                 totals.min_live_sequence_number is None or e.sequence_number < totals.min_live_sequence_number):
             totals.min_live_sequence_number = e.sequence_number
+        if self.version < 4 and is_relative_path(df.file_path):
+            rep.report(ABSOLUTE_PATHS, path, f"{df.file_path!r} is a relative path", entry=where,
+                       file_path=df.file_path)
         is_data = df.content == DataFileContent.DATA
         if is_data != (m.content == ManifestContent.DATA):
             rep.report(CONTENT, path, f"{m.content.name.lower()} manifest holds a {df.content.name} file "

@@ -16,10 +16,11 @@ from icectl.ops.create.ddl import parse_partition_spec, parse_schema, parse_sort
 from icectl.ops.create.metadata import new_table_metadata
 from icectl.ops.create.schema_file import schema_from_json_file, schema_from_parquet
 from icectl.ops.results import CreateResult
-from icectl.spec.properties import FORMAT_VERSION_PROPERTY
+from icectl.spec.properties import FORMAT_VERSION_PROPERTY, OWN_PATH_PROPERTIES, check_property_value
 from icectl.spec.schema import Schema
-from icectl.storage import FileIO, local_path, scheme_of
+from icectl.storage import FileIO, join, local_path, scheme_of
 from icectl.table.commit import create_table
+from icectl.table.delete_fence import path_property_problem
 
 DEFAULT_FORMAT_VERSION = 2  # as Iceberg Java and Spark
 
@@ -66,6 +67,22 @@ def _declared_version(props: dict[str, str]) -> int:
                          hint="use --format-version 1, 2 or 3") from None
 
 
+def _check_own_folders(props: dict[str, str], location: str | None, io: FileIO) -> None:
+    """``write.data.path`` and kin: absolute, and no folder that would widen the delete fence beyond
+    the new table (:func:`icectl.table.delete_fence.path_property_problem`): refused, exit 2."""
+    for key in OWN_PATH_PROPERTIES:
+        value = props.get(key)
+        if value is None:
+            continue
+        check_property_value(key, value)
+        why = path_property_problem(io, value, homes=[location] if location else [],
+                                    own_metadata=[join(location, "metadata")] if location else [])
+        if why is not None:
+            raise UsageError(f"{key}={value!r} {why}: the delete fence would reach files that are not the "
+                             "new table's", hint="give a folder of the table's own (its location, a folder "
+                                                 "inside it, or one that holds no other table)")
+
+
 def create(address: str, source: SchemaSource, *, config: Config, io: FileIO, partition_by: str = "",
            sort_by: str = "", properties: dict[str, str] | None = None, format_version: int | None = None,
            dry_run: bool = False) -> CreateResult:
@@ -87,6 +104,7 @@ def create(address: str, source: SchemaSource, *, config: Config, io: FileIO, pa
         if location is not None and scheme_of(location) == "file":
             location = os.path.abspath(local_path(location))
         where, ident = catalog, ".".join((*namespace, name))
+    _check_own_folders(props, location, io)
     metadata = new_table_metadata(schema=schema, location=location, partition_spec=spec, sort_order=order,
                                   properties=props, format_version=version)
     schema_now = metadata.schema()

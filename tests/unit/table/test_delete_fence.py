@@ -20,11 +20,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support.forge import property_change
 
-from icectl.errors import ExitCode
+from icectl.errors import CorruptInputError, ExitCode
 from icectl.spec.snapshots import SnapshotRef
+from icectl.storage import FileIO
 from icectl.table import load_table
 from icectl.table.commit import commit
-from icectl.table.delete_fence import file_identity, identity_cache, table_fence
+from icectl.table.delete_fence import check_absolute, file_identity, identity_cache, path_property_problem, table_fence
 from unit.ops.test_expire import Tbl, run, with_props, with_ref
 
 
@@ -264,3 +265,83 @@ def test_identity_cache_sees_links_as_realpath_does(tmp_path: Path) -> None:
     with identity_cache():
         assert [file_identity(p) for p in paths] == expected
         assert [file_identity(p) for p in paths] == expected  # asked again: from the cache
+
+
+def test_path_property_problem_names_roots_parents_and_folders_holding_tables(tmp_path: Path) -> None:
+    """Issue 27 item 3: what properties set / create refuse and the fence ignores (no listing of
+    object storage is needed for a bucket or a parent)."""
+    home = tmp_path / "wh" / "db" / "t"
+    (home / "metadata").mkdir(parents=True)
+    (home / "metadata" / "v1.metadata.json").write_text("{}")
+    io = FileIO()
+
+    def problem(value: str) -> str | None:
+        return path_property_problem(io, value, homes=[str(home)], own_metadata=[str(home / "metadata")])
+
+    assert problem("/") == "is a file system root" and problem("file:/") == "is a file system root"
+    for bucket in ("s3://bucket", "s3://bucket/", "s3a://bucket/"):
+        assert path_property_problem(io, bucket, homes=["s3://bucket/wh/t"]) == "is a whole bucket"
+    assert "parent of the table location" in (path_property_problem(io, "s3://bucket/wh", homes=["s3://bucket/wh/t"])
+                                              or "")
+    assert "parent of the table location" in (problem(str(tmp_path / "wh")) or "")
+    assert problem(str(home)) is None and problem(str(home / "data2")) is None  # its own folder
+    assert problem(str(tmp_path / "store")) is None  # a folder of its own elsewhere (missing yet)
+    other = tmp_path / "shared" / "x" / "metadata"
+    other.mkdir(parents=True)
+    (other / "00001-abc.metadata.json").write_text("{}")
+    assert "holds another table's metadata" in (problem(str(tmp_path / "shared")) or "")
+    # The table's own metadata folder elsewhere (write.metadata.path) is not another table.
+    assert path_property_problem(io, str(tmp_path / "shared"), homes=[str(home)], own_metadata=[str(other)]) is None
+
+
+DATA_PATHS = ("root", "parent", "other-table", "own-elsewhere", "inside")
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(where=st.sampled_from(DATA_PATHS), command=st.sampled_from(("expire", "purge", "orphans")))
+def test_property_a_data_path_in_metadata_never_widens_a_delete(where: str, command: str) -> None:
+    """Issue 27 item 3: write.data.path written into the metadata by another tool. A root, a parent
+    of the table or a folder holding another table never lets expire, drop --purge or
+    remove-orphan-files delete an outside file (one only an expiring branch names); a folder of the
+    table's own elsewhere still does, as Java writes there; the other table's files always stay."""
+    with tempfile.TemporaryDirectory() as tmp:
+        wh, outside = Path(tmp) / "wh", Path(tmp) / "outside"
+        t = Tbl(wh)
+        t.add()
+        t.add()
+        ext = _parquet(outside / "ext" / "y.parquet", 700)
+        b = _add(t, ext, branch="x")
+        t.change(with_ref("x", SnapshotRef(b, "branch", max_ref_age_ms=1)))
+        other = _parquet(outside / "other" / "data" / "o.parquet", 800)
+        (outside / "other" / "metadata").mkdir()
+        (outside / "other" / "metadata" / "v1.metadata.json").write_text("{}")
+        value = {"root": "/", "parent": tmp, "other-table": str(outside), "own-elsewhere": str(outside / "ext"),
+                 "inside": str(t.dir / "data")}[where]
+        current = Path(load_table(str(t.dir)).metadata_location)
+        doc = json.loads(current.read_text())
+        doc["properties"] = {**doc.get("properties", {}), "write.data.path": value}
+        current.write_text(json.dumps(doc))
+        time.sleep(0.01)
+        args = {"expire": ("expire-snapshots", "db.t", "--older-than", "0s", "--retain-last", "1"),
+                "purge": ("drop", "db.t", "--purge"),
+                "orphans": ("remove-orphan-files", "db.t", "--older-than", "0s", "--allow-recent")}[command]
+        code, out, err = run(wh, *args)
+        assert code == 0, (out, err)
+        assert other.exists() and (outside / "other" / "metadata" / "v1.metadata.json").exists()
+        legit = where == "own-elsewhere" and command != "orphans"
+        assert ext.exists() is not legit, (where, command, out, err)
+        assert legit or where == "inside" or command == "orphans" or "ignored by the delete fence" in err
+
+
+def test_check_absolute_refuses_relative_paths_before_v4_only() -> None:
+    """Issue 27 item 4: v1-v3 paths are absolute (the spec's full URI); v4 resolves relative ones
+    against the table location, so icectl's v4 behaviour is left as it is."""
+    for path in ("data/x.parquet", "./x.parquet", "file:data/x.parquet"):
+        for version in (1, 2, 3):
+            with pytest.raises(CorruptInputError) as e:
+                check_absolute(path, version, "a live file", "manifest /t/metadata/m.avro", "/t/metadata/m.avro")
+            line = e.value.one_line()
+            assert repr(path) in line and "/t/metadata/m.avro" in line and e.value.exit_code == ExitCode.CORRUPT
+        check_absolute(path, 4, "a live file", "manifest m")
+    for path in ("/t/data/x.parquet", "file:/t/x", "file:///t/x", "s3://b/t/x", "s3a://b/t/x", "gs://b/x"):
+        check_absolute(path, 2, "a live file", "manifest m")

@@ -15,6 +15,7 @@ from support.corrupt import (
     current_list,
     current_manifests,
     edit_manifest_list,
+    edit_metadata,
     set_manifest_key,
     table_metadata,
 )
@@ -79,6 +80,11 @@ CASES: list[Case] = [
     Case("manifest-list.partition-summaries", "v2_part", list_record(_spanning_summary, _shrink_summary)),
     Case("manifest-list.first-row-ids", "v3_dv", _overlap_row_ids),
     Case("manifest-list.readable", "v2_part", _list_magic),
+    # metadata/x-m0.avro instead of file:/.../metadata/x-m0.avro: invalid before v4 (issue 27 item 4)
+    Case("manifest-list.absolute-paths", "v2_part",
+         list_record(any_record, lambda r: r.__setitem__("manifest_path", "metadata/" + r["manifest_path"]
+                                                         .rsplit("/", 1)[1])),
+         implied=frozenset({"deletes.position-delete-target-live"})),
 ]
 
 
@@ -98,3 +104,26 @@ def test_unreadable_manifest_list_is_a_finding_and_other_snapshots_are_checked(s
     errors = [(f.rule, f.file) for f in result.findings if f.severity == Severity.ERROR]
     assert errors == [("manifest-list.readable", parent.manifest_list)]
     assert result.snapshots == len(md.snapshots) and result.exit_code == 7
+
+
+def test_a_relative_manifest_list_path_is_a_finding_and_is_not_read(spark_tables: Any, tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before v4 a snapshot's manifest-list is an absolute path; a relative one is reported at the
+    metadata file and never resolved against the working directory (which here holds a decoy)."""
+    table = copy_table(spark_tables["v2_part"].location, tmp_path / "t")
+    listed = current_list(table)
+    relative = "metadata/" + listed.rsplit("/", 1)[1]
+
+    def edit(doc: dict[str, Any]) -> None:
+        snap = next(s for s in doc["snapshots"] if s["snapshot-id"] == doc["current-snapshot-id"])
+        snap["manifest-list"] = relative
+    metadata_file = str(edit_metadata(table, edit))
+    decoy = tmp_path / "cwd"
+    (decoy / "metadata").mkdir(parents=True)
+    (decoy / relative).write_bytes(b"not a list")
+    monkeypatch.chdir(decoy)
+    result = run(table)
+    hits = [f for f in result.findings if f.rule == "manifest-list.absolute-paths"]
+    assert [(f.file, f.values["path"]) for f in hits] == [(metadata_file, relative)]
+    assert not [f for f in result.findings if f.rule == "manifest-list.readable"]  # the decoy was not read
+    assert result.exit_code == 7

@@ -133,6 +133,9 @@ CASES: list[Case] = [
     Case("manifest.identity-partition-bounds", "v3_dv", _identity_mismatch,
          implied=frozenset({"manifest-list.partition-summaries"})),
     Case("manifest.bucket-partition-bounds", "v2_part", _bound_of(1, _wrong_bucket, spec_ids=(0, 1))),
+    # data/x.parquet instead of file:/.../data/x.parquet: invalid before v4 (issue 27 item 4)
+    Case("manifest.absolute-paths", "v2_part",
+         entry(data_entry, set_file("file_path", lambda p: "data/" + p.split("/data/", 1)[1]))),
 ]
 # Rules whose finding every Spark-written table already has: checked on the pristine copy instead.
 PRESENT_IN_FIXTURES = {"manifest.schema-id-key": "v2_part"}
