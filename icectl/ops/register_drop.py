@@ -135,9 +135,10 @@ def register_table(catalog: Catalog, identifier: str | Sequence[str], metadata_f
                          total_data_files_count=_int(summary.get("total-data-files")))
     others, _unchecked = metadata_neighbours(md, location, catalog.io)
     if others:
-        res.warning = (f"{location} is already the metadata of {others[0]} (the same table-uuid or file): the "
-                       "two entries share every file; expire-snapshots, remove-orphan-files and drop --purge of "
-                       "either keep the files the other reaches")
+        more = f" and {len(others) - 5} more" if len(others) > 5 else ""
+        res.warning = (f"{location} is already the metadata of {', '.join(others[:5])}{more} (the same table-uuid "
+                       "or file): these entries share files; expire-snapshots, remove-orphan-files and drop --purge "
+                       "of one keep the files the others reach")
         res.warnings.append(res.warning)
     if dry_run:
         if isinstance(ops, FileSystemOperations):
@@ -317,8 +318,8 @@ def _refuse_shared(table: Table, current: Current, plan: _Plan, allow: tuple[str
             + "; nothing was dropped",
             path=example, hint=f"drop without --purge to keep every file, or add --allow-shared {names[0]} to "
                                "delete them anyway (that table then breaks)")
-    allowed = sorted({n.name for n in neighbours.tables if n.aliases & set(allow)
-                      and n.name in set(neighbours.shared(paths).values())}) if allow else []
+    idents = {file_identity(p) for p in paths} if allow else set()
+    allowed = sorted({n.name for n in neighbours.tables if n.aliases & set(allow) and not idents.isdisjoint(n.reach())})
     unknown = [a for a in allow if not any(a in n.aliases for n in neighbours.tables)]
     warning = (f"--allow-shared {', '.join(unknown)}: no such table shares files with {table.identifier}"
                if unknown else "")
