@@ -44,6 +44,7 @@ from icectl.config import Config, active_config
 from icectl.errors import CorruptInputError, IcectlError, NotFoundError, RefusedError
 from icectl.spec.manifest import ManifestFile
 from icectl.spec.metadata import TableMetadata
+from icectl.spec.properties import OWN_PATH_PROPERTIES
 from icectl.spec.snapshots import Snapshot
 from icectl.storage import FileIO, basename, join, parent, scheme_of
 from icectl.table import Table, read_table_metadata
@@ -106,6 +107,8 @@ def reach_of(md: TableMetadata, metadata_location: str, io: FileIO, notes: list[
     def add(path: str | None) -> None:
         if path:
             out.add(file_identity(path))
+            if md.location and not path.startswith("/") and "://" not in path and ":" not in path.split("/")[0]:
+                out.add(file_identity(join(md.location, path)))  # a relative path: either reading of it
 
     def guarded(what: str, fn: Callable[[], None]) -> None:
         try:
@@ -291,6 +294,8 @@ def find_neighbours(table: Table, metadata: TableMetadata | None = None, metadat
     me = _self_key(table)
     config = config or active_config()
 
+    our_roots = {x for x in (home, location, *_own_paths(md)) if x}
+
     def judge(n_md: TableMetadata, n_location: str) -> str | None:
         if md.table_uuid and n_md.table_uuid == md.table_uuid:
             return "the same table-uuid"
@@ -298,10 +303,13 @@ def find_neighbours(table: Table, metadata: TableMetadata | None = None, metadat
             return "the same metadata file"
         if n_md.location:
             theirs = file_identity(n_md.location)
-            for ours in {x for x in (home, location) if x}:
+            for ours in our_roots:
                 how = _overlap(theirs, ours)
                 if how:
                     return how
+        for theirs in _own_paths(n_md):  # write.data.path and the like: where it writes its own files
+            if any(_overlap(theirs, ours) for ours in our_roots):
+                return "a write path overlapping this table's folders"
         return None
 
     if catalogs:
@@ -328,6 +336,12 @@ def find_neighbours(table: Table, metadata: TableMetadata | None = None, metadat
             if why:
                 out.add_folder_table(folder, found, why, nested=_under(file_identity(folder), home or "\0"))
     return out
+
+
+def _own_paths(md: TableMetadata) -> list[str]:
+    """Identities of the folders ``write.data.path`` and the like name (absolute ones only)."""
+    return [file_identity(v).rstrip("/") for k in OWN_PATH_PROPERTIES
+            if (v := md.properties.get(k)) and (v.startswith("/") or "://" in v or v.startswith("file:"))]
 
 
 def _folders_up(location: str) -> Iterator[str]:

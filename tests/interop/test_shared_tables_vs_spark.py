@@ -54,7 +54,8 @@ def versions(spark: Any, t: FixtureTable) -> dict[str, tuple[int, str]]:
     md = json.loads(latest_metadata_path(t.location).read_text())
     out = {"current": table_rows_digest(spark, t.name)}
     for s in md.get("snapshots", []):
-        out[str(s["snapshot-id"])] = table_rows_digest(spark, f"SELECT * FROM {t.name} VERSION AS OF {s['snapshot-id']}")
+        sid = s["snapshot-id"]
+        out[str(sid)] = table_rows_digest(spark, f"SELECT * FROM {t.name} VERSION AS OF {sid}")
     for ref in md.get("refs", {}):
         out[ref] = table_rows_digest(spark, f"SELECT * FROM {t.name} VERSION AS OF '{ref}'")
     return out
