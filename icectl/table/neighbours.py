@@ -37,7 +37,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 from icectl.catalog import Catalog, open_catalog, walk_tables
-from icectl.catalog.hadoop import FileSystemOperations, current_version
+from icectl.catalog.hadoop import FileSystemOperations, current_version, is_version_file
 from icectl.catalog.hadoop_layout import VERSION_HINT
 from icectl.catalog.operations import MetastoreOperations
 from icectl.config import Config, active_config
@@ -319,8 +319,10 @@ def find_neighbours(table: Table, metadata: TableMetadata | None = None, metadat
     # File-system tables around the location: at it (a folder table this entry was registered from),
     # and in each folder above it (containing tables).
     for folder in _folders_up(location or ""):
+        # At the location itself only a file-system table (vN.metadata.json) is another table: the
+        # NNNNN-<uuid>.metadata.json files there are this catalog table's own.
         found = _table_dir_at(table.io, folder)
-        if found is not None:
+        if found is not None and (folder != location or is_version_file(basename(found))):
             out.add_folder_table(folder, found, "a table folder at or above this table's location")
     if own and catalogs and not _in_configured_warehouse(config, own):
         for folder in _warehouse_tables(table.io, parent(parent(table_folder(table) or "")), own):
@@ -352,7 +354,7 @@ def _folders_up(location: str) -> Iterator[str]:
         seen.add(current)
         yield current
         nxt = parent(current).rstrip("/")
-        if nxt == current or nxt.endswith(":/") or nxt.endswith("://") or not nxt:
+        if nxt == current or nxt.endswith((":", ":/", "://")) or not nxt:
             return
         current = nxt
 

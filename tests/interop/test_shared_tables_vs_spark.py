@@ -189,3 +189,35 @@ def test_drop_purge_keeps_a_nested_tables_file_the_table_names(
     assert str(nested) in err
     assert not [p for p in reached if not os.path.exists(p)]
     assert sorted(spark.read.format("iceberg").load(str(nested)).collect()) == before
+
+
+def test_the_spark_engine_keeps_shared_files_too(spark: Any, spark_clone: Callable[..., FixtureTable],
+                                                 spark_tables: Any, spark_engine: Any, spark_warehouse: str,
+                                                 tmp_path: Path) -> None:
+    """--engine spark: reachability and the set differences run on Spark, the neighbours' files are
+    taken out on the driver before anything is deleted (expire through a twin, orphans around a
+    nested table)."""
+    import icectl.engine
+    from icectl.config import load_config, set_active_config
+    from icectl.ops.expire import ExpirePolicy, expire_snapshots
+    from icectl.ops.remove_orphan_files import remove_orphan_files
+    from icectl.table import load_table
+
+    config = config_file(tmp_path, spark_warehouse)
+    a = spark_clone("v2_part")
+    icectl(config, "register", "sq.db.ev", str(latest_metadata_path(a.location)), "--json")
+    t, nested = _nested(spark_clone, spark_tables, "v2_part")
+    reached, nested_reached, before = table_reach(a.location), table_reach(nested), versions(spark, a)
+    cfg = load_config(str(config))
+    set_active_config(cfg)
+    try:
+        with icectl.engine.using(spark_engine):
+            res = expire_snapshots(load_table("sq.db.ev", cfg),
+                                   ExpirePolicy(older_than_ms=int(time.time() * 1000) + 1000, retain_last=1))
+            orphans = remove_orphan_files(load_table(short(t), cfg))
+    finally:
+        set_active_config(None)
+    assert res.expired_snapshots and res.kept_shared_files and sum(res.deleted.values()) == 0
+    assert not [p for p in reached | nested_reached if not os.path.exists(p)]
+    assert orphans.skipped_table_folders == [str(nested)] and orphans.orphan_file_count == 0
+    assert versions(spark, a) == before

@@ -120,3 +120,10 @@ def test_an_unreadable_table_around_the_location_refuses(tmp_path: Path) -> None
     code, _out, err = run(config, "expire-snapshots", str(t / "nested"), "--older-than", str(int(time.time() * 1000)),
                           "--retain-last", "1")
     assert code == 6 and len(err.strip().splitlines()) == 1 and files_under(t) == before
+
+
+def test_the_folders_above_a_location_stop_at_the_root_or_bucket() -> None:
+    from icectl.table.neighbours import _folders_up
+
+    assert list(_folders_up("s3://bucket/ns/t")) == ["s3://bucket/ns/t", "s3://bucket/ns", "s3://bucket"]
+    assert list(_folders_up("/a/b/")) == ["/a/b", "/a"]
