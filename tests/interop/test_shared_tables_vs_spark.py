@@ -197,7 +197,7 @@ def test_the_spark_engine_keeps_shared_files_too(spark: Any, spark_clone: Callab
     """--engine spark: reachability and the set differences run on Spark, the neighbours' files are
     taken out on the driver before anything is deleted (expire through a twin, orphans around a
     nested table)."""
-    import icectl.engine
+    import icectl.engine as engines
     from icectl.config import load_config, set_active_config
     from icectl.ops.expire import ExpirePolicy, expire_snapshots
     from icectl.ops.remove_orphan_files import remove_orphan_files
@@ -211,7 +211,7 @@ def test_the_spark_engine_keeps_shared_files_too(spark: Any, spark_clone: Callab
     cfg = load_config(str(config))
     set_active_config(cfg)
     try:
-        with icectl.engine.using(spark_engine):
+        with engines.using(spark_engine):
             res = expire_snapshots(load_table("sq.db.ev", cfg),
                                    ExpirePolicy(older_than_ms=int(time.time() * 1000) + 1000, retain_last=1))
             orphans = remove_orphan_files(load_table(short(t), cfg))
