@@ -137,7 +137,7 @@ class ExpireResult(CommandResult):
         kept = ({} if self.kept_external_files is UNSET else
                 {"kept_external_files_count": len(self.kept_external_files),
                  "kept_external_files": self.kept_external_files})
-        if self.kept_shared_files is not UNSET:
+        if isinstance(self.kept_shared_files, list):
             kept.update({"kept_shared_files_count": len(self.kept_shared_files),
                          "kept_shared_files": self.kept_shared_files, "shared_with": self.shared_with})
         policy = {k: plain(v) for k, v in (("cutoff", self.cutoff), ("ref_policies", self.ref_policies))
