@@ -104,6 +104,7 @@ _icectl() {
         "create|--property") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "create|--format-version") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "drop|--max-concurrent-deletes") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "drop|--allow-shared") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "expire-snapshots|--catalog"|"expire-snapshots|-c") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "expire-snapshots|--older-than") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "expire-snapshots|--retain-last") COMPREPLY=($(compgen -f -- "$cur")); return ;;
@@ -338,7 +339,7 @@ _icectl() {
             fi ;;
         "drop")
             if [[ "$cur" == -* ]]; then
-                COMPREPLY=($(compgen -W "--purge --max-concurrent-deletes --dry-run --json --help -h" -- "$cur"))
+                COMPREPLY=($(compgen -W "--purge --max-concurrent-deletes --allow-shared --dry-run --json --help -h" -- "$cur"))
             else
                 _icectl_dynamic
             fi ;;

@@ -244,6 +244,7 @@ complete -c icectl -n "test (__icectl_path) = 'create'" -l help -s h -d 'Show th
 complete -c icectl -n "test (__icectl_path) = 'create'" -F
 complete -c icectl -n "test (__icectl_path) = 'drop'" -l purge -d 'Also delete every file the table reaches (data, deletes, manifests, metadata), after the catalog entry is gone; refused when gc.enabled=false.'
 complete -c icectl -n "test (__icectl_path) = 'drop'" -l max-concurrent-deletes -r -F -d 'Files deleted in parallel. Default: 8.'
+complete -c icectl -n "test (__icectl_path) = 'drop'" -l allow-shared -r -F -d 'With --purge: delete the files this other table (catalog.namespace.table or its folder) also reaches, which breaks it; repeatable. Without it a purge sharing files is refused.'
 complete -c icectl -n "test (__icectl_path) = 'drop'" -l dry-run -d 'Print exactly what would be written and deleted; change nothing.'
 complete -c icectl -n "test (__icectl_path) = 'drop'" -l json -d 'Print one JSON document on stdout instead of a table.'
 complete -c icectl -n "test (__icectl_path) = 'drop'" -l help -s h -d 'Show the help and exit.'

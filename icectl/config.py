@@ -129,6 +129,21 @@ def load_config(path: str | Path | None = None) -> Config:
     return parse_config(raw, source=str(p) if p else None)
 
 
+_ACTIVE: list[Config] = []  # the config of this command run (set_active_config), newest last
+
+
+def set_active_config(config: Config | None) -> None:
+    """Make ``config`` the one :func:`active_config` returns: the command line sets the config of
+    its run (``--config FILE``), so code far from it (the neighbouring-table search of deleting
+    commands) sees the same catalogs."""
+    _ACTIVE[:] = [config] if config is not None else []
+
+
+def active_config() -> Config:
+    """The config of this run (:func:`set_active_config`), else the one :func:`load_config` finds."""
+    return _ACTIVE[-1] if _ACTIVE else load_config()
+
+
 def _flat_properties(body: dict[str, Any]) -> dict[str, Any]:
     """Every key but type/warehouse/uri, with sub-tables flattened: ``header = {X-Tenant = "a"}``
     is ``header.X-Tenant = "a"``, PyIceberg's spelling (TOML reads a bare dotted key as a sub-table)."""

@@ -65,7 +65,12 @@ class HadoopCatalog:
                                     catalog_name=self.name)
 
     def is_table(self, directory: str) -> bool:
-        names = self.io.list_names(metadata_dir(directory))
+        try:
+            names = self.io.list_names(metadata_dir(directory))
+        except IcectlError:
+            if self.io.exists(directory) and not self.io.is_dir(directory):
+                return False  # a file in a namespace folder (what a purged table leaves) is no table
+            raise
         return any(is_version_file(n) for n in names)
 
     def create_namespace(self, namespace: tuple[str, ...], properties: dict[str, str] | None = None, *,

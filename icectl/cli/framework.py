@@ -16,7 +16,7 @@ from icectl import progress
 from icectl.cli import engine_options, view_options
 from icectl.cli.render import print_error, render, stderr_console
 from icectl.cli.state import state
-from icectl.config import Config, load_config
+from icectl.config import Config, load_config, set_active_config
 from icectl.errors import ExitCode, IcectlError
 from icectl.results import MultiResult, RowsResult
 from icectl.storage import FileIO
@@ -45,6 +45,7 @@ def command(group: typer.Typer, name: str, *, view: bool | str = False, engine: 
         def wrapper(*args: Any, **kw: Any) -> None:
             as_json = bool(kw.get("json_output")) if as_json_param else False
             given = {k: kw.pop(k) for k in added if k in kw}
+            set_active_config(None)  # until the command loads its config: never the previous run's
             try:
                 options = view_options.from_params(given, as_json) if view else None
                 run_engine = (engines.open_engine(engine_options.settings_from(
@@ -91,6 +92,8 @@ def command(group: typer.Typer, name: str, *, view: bool | str = False, engine: 
                 print_error(f"icectl: internal error: {type(e).__name__}: {' '.join(str(e).split())}"
                             + ("" if state.debug else "; rerun with --debug for the traceback"))
                 raise typer.Exit(ExitCode.INTERNAL) from None
+            finally:
+                set_active_config(None)
 
         if added:
             view_options.add_params(wrapper, fn, added)
@@ -172,6 +175,7 @@ def _terminal_reporter() -> _RichReporter | None:
 
 def load_config_and_io() -> tuple[Config, FileIO]:
     config = load_config(state.config_path)
+    set_active_config(config)  # the neighbouring-table search of deleting commands reads the same catalogs
     manifest_cache.configure_cache(config.cache)  # the [cache] of --config FILE, not of the default file
     return config, FileIO(s3=config.s3)
 

@@ -53,6 +53,10 @@ def register(app: typer.Typer) -> None:
                             "after the catalog entry is gone; refused when gc.enabled=false.")] = False,
         max_concurrent_deletes: Annotated[int, typer.Option(
             "--max-concurrent-deletes", help="Files deleted in parallel.")] = 8,
+        allow_shared: Annotated[list[str] | None, typer.Option(
+            "--allow-shared", metavar="TABLE",
+            help="With --purge: delete the files this other table (catalog.namespace.table or its folder) "
+                 "also reaches, which breaks it; repeatable. Without it a purge sharing files is refused.")] = None,
         dry_run: DryRunOpt = False,
         json_output: JsonOpt = False,
     ) -> DropResult:
@@ -64,7 +68,9 @@ def register(app: typer.Typer) -> None:
         files it reaches elsewhere are kept and listed. A file-system table (Hadoop warehouse or
         table directory) has no entry apart from its files: it needs --purge. A SQL or Glue
         table whose metadata file is damaged or missing can be dropped without --purge (the entry
-        only; a warning says so).
+        only; a warning says so). A purge is refused (exit 6) when another table (a catalog entry
+        with the same table-uuid or metadata, or whose location is inside or around this one's)
+        reaches a file it would delete, naming that table; --allow-shared TABLE deletes them anyway.
         """
         config, io = load_config_and_io()
         try:
@@ -77,4 +83,5 @@ def register(app: typer.Typer) -> None:
             catalog_name, namespace, name = split_identifier(table.strip(), config)
             return drop_unreadable_entry(open_catalog(config, io, catalog_name), (*namespace, name), e,
                                          dry_run=dry_run)
-        return drop_table(loaded, purge=purge, dry_run=dry_run, max_concurrent_deletes=max_concurrent_deletes)
+        return drop_table(loaded, purge=purge, dry_run=dry_run, max_concurrent_deletes=max_concurrent_deletes,
+                          allow_shared=allow_shared or ())

@@ -186,6 +186,8 @@ class RemoveOrphanFilesResult(CommandResult):
     kept_prefix_mismatch: list[str] = field(default_factory=list)  # mode ignore: named with another scheme
     kept_links: list[str] = field(default_factory=list)  # symbolic links: never deleted
     kept_external_files: list[str] = field(default_factory=list)  # outside the delete fence
+    skipped_table_folders: list[str] = field(default_factory=list)  # hold another table: not listed
+    kept_shared_files: list[str] = field(default_factory=list)  # another table reaches them
     would_write: list[str] | Unset = UNSET  # dry run
     would_delete: list[str] | Unset = UNSET  # dry run
     deleted_count: int | Unset = UNSET  # real run
@@ -223,6 +225,7 @@ class RegisterResult(CommandResult):
     total_data_files_count: int | None
     would_write: list[str] | Unset = UNSET  # dry run
     metadata_location: str | Unset = UNSET  # registered: what the catalog points at now
+    warning: str | Unset = UNSET  # the metadata is already another catalog entry's (they share every file)
 
 
 @dataclass(kw_only=True)
@@ -242,6 +245,7 @@ class DropResult(CommandResult):
     already_gone: int | Unset = UNSET  # done, --purge
     failures: list[str] | Unset = UNSET  # done, --purge: files that could not be deleted
     removed_directories: list[str] | Unset = UNSET  # done, --purge: emptied folders of the table removed
+    shared_with: list[str] | Unset = UNSET  # --purge --allow-shared: the named tables whose files went too
     deleted: dict[str, int] = field(default_factory=dict)  # count per category (dry run: would delete)
 
 

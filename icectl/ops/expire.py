@@ -54,6 +54,7 @@ from icectl.table.delete_fence import (
     identity_cache,
     table_fence,
 )
+from icectl.table.neighbours import Neighbours, find_neighbours
 from icectl.table.scan import iter_entries, manifests_of
 from icectl.table.scan_v4 import TreeFiles, leaf_rows, tree_files
 from icectl.table.write_guard import check_writable
@@ -439,6 +440,23 @@ def _check_deletes(table: Table, files: FileSet, *, allow_external: bool, max_de
     return kept
 
 
+def _keep_shared(files: FileSet, neighbours: Neighbours | None) -> dict[str, str]:
+    """Take the files another table reaches (:mod:`icectl.table.neighbours`) OUT of ``files``, to be
+    kept and reported: path -> the table that reaches it."""
+    shared = neighbours.shared([p for p, _c in files.files.values()]) if neighbours and files.files else {}
+    for key in [k for k, (p, _c) in files.files.items() if p in shared]:
+        files.files.pop(key)
+    return shared
+
+
+def _report_shared(res: ExpireResult, shared: dict[str, str]) -> str:
+    """Record the files kept for other tables; the words the summary line gets for them."""
+    names = sorted(set(shared.values()))
+    if shared:
+        res.kept_shared_files, res.shared_with = sorted(shared), names
+    return f"; kept {len(shared)} file(s) other tables reach ({', '.join(names)})" if shared else ""
+
+
 def _report_kept(res: ExpireResult, kept: FileSet, table: Table) -> str:
     """Record the files the fence kept; the words the summary line gets for them ("" for none)."""
     paths = sorted(kept.paths)
@@ -500,6 +518,10 @@ def _expire_snapshots(table: Table, policy: ExpirePolicy, *, dry_run: bool, max_
     found = leftover_snapshots(table.io, base, table.metadata_location)
     planned = (files_to_delete(base, plan.expired, planned_md, table.io, cache, found)
                if plan.expired or found.snapshots else FileSet())
+    # The tables sharing files with this one are found before anything is committed: a catalog that
+    # cannot be listed refuses here, with the table unchanged.
+    neighbours = find_neighbours(table) if planned.files else None
+    shared = _keep_shared(planned, neighbours)
     kept = _check_deletes(table, planned, allow_external=allow_external_deletes, max_deletes=max_deletes)
     res = ExpireResult(table=table.identifier, dry_run=dry_run, expired_snapshots=plan.expired,
                        removed_refs=plan.removed_refs, retained_snapshot_count=len(plan.retained),
@@ -509,7 +531,7 @@ def _expire_snapshots(table: Table, policy: ExpirePolicy, *, dry_run: bool, max_
         res.would_write = ["the next table metadata version (snapshots, refs and logs updated)"] if may_change else []
         res.would_delete = planned.by_category()
         res.deleted = {c: len(v) for c, v in planned.by_category().items()}
-        kept_note = _report_kept(res, kept, table)
+        kept_note = _report_kept(res, kept, table) + _report_shared(res, shared)
         res.title = (f"Would expire {len(plan.expired)} snapshots of {table.identifier}"
                      f"{kept_note}" + _leftover_note(found, planned, "would finish"))
         return res
@@ -548,8 +570,11 @@ def _expire_snapshots(table: Table, policy: ExpirePolicy, *, dry_run: bool, max_
         return _skipped(res, "Expired snapshots; no file deleted (cleanup could not read the table)",
                         e.one_line(), e.exit_code)
     try:
+        if doomed.files and neighbours is None:
+            neighbours = find_neighbours(table)
+        shared_note = _report_shared(res, _keep_shared(doomed, neighbours))
         kept_note = _report_kept(res, _check_deletes(table, doomed, allow_external=allow_external_deletes,
-                                                     max_deletes=max_deletes), table)
+                                                     max_deletes=max_deletes), table) + shared_note
     except RefusedError as e:
         # The commit is done; only the deletions are refused. Say so and keep the table intact.
         res.deletes_refused = e.one_line()

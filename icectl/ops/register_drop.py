@@ -62,6 +62,7 @@ from icectl.storage import FileIO, basename, join, local_path, parent, scheme_of
 from icectl.table import Table, read_table_metadata
 from icectl.table.commit import operations_for
 from icectl.table.delete_fence import Fence, delete_with_checksum, file_identity, identity_cache, table_fence
+from icectl.table.neighbours import find_neighbours, metadata_neighbours
 from icectl.table.scan import manifests_of
 from icectl.table.write_guard import check_metadata_sound
 
@@ -132,6 +133,13 @@ def register_table(catalog: Catalog, identifier: str | Sequence[str], metadata_f
                          table_uuid=md.table_uuid, current_snapshot_id=snap.snapshot_id if snap else None,
                          total_records_count=_int(summary.get("total-records")),
                          total_data_files_count=_int(summary.get("total-data-files")))
+    others, _unchecked = metadata_neighbours(md, location, catalog.io)
+    if others:
+        more = f" and {len(others) - 5} more" if len(others) > 5 else ""
+        res.warning = (f"{location} is already the metadata of {', '.join(others[:5])}{more} (the same table-uuid "
+                       "or file): these entries share files; expire-snapshots, remove-orphan-files and drop --purge "
+                       "of one keep the files the others reach")
+        res.warnings.append(res.warning)
     if dry_run:
         if isinstance(ops, FileSystemOperations):
             v1 = f"v1{metadata_extension(metadata_codec(md.properties))}"
@@ -281,16 +289,50 @@ def _refuse_newer_metadata(table: Table, current: Current, plan: _Plan, io: File
                 path=path, hint="drop without --purge, or purge the table that owns the newer version")
 
 
-def drop_table(table: Table, *, purge: bool = False, dry_run: bool = False,
-               max_concurrent_deletes: int = 8) -> DropResult:
-    """Drop ``table`` from its catalog; with ``purge``, then delete every file it reaches."""
+def drop_table(table: Table, *, purge: bool = False, dry_run: bool = False, max_concurrent_deletes: int = 8,
+               allow_shared: Sequence[str] = ()) -> DropResult:
+    """Drop ``table`` from its catalog; with ``purge``, then delete every file it reaches. A purge
+    is refused when another table (:mod:`icectl.table.neighbours`) reaches a file it would delete,
+    unless ``allow_shared`` names that table: its files are then deleted too."""
     if max_concurrent_deletes < 1:
         raise UsageError("--max-concurrent-deletes must be 1 or more")
+    if allow_shared and not purge:
+        raise UsageError("--allow-shared is for --purge: a drop without it deletes no file")
     with identity_cache():
-        return _drop(table, purge=purge, dry_run=dry_run, workers=max_concurrent_deletes)
+        return _drop(table, purge=purge, dry_run=dry_run, workers=max_concurrent_deletes,
+                     allow_shared=tuple(allow_shared))
 
 
-def _drop(table: Table, *, purge: bool, dry_run: bool, workers: int) -> DropResult:
+def _refuse_shared(table: Table, current: Current, plan: _Plan, allow: tuple[str, ...]) -> tuple[list[str], str]:
+    """Refuse the purge when another table reaches a file it would delete (unless ``allow`` names
+    every such table). Returns the allowed tables that do share files, and a warning about them."""
+    paths = [p for p, _c in plan.content.files.values()] + list(plan.metadata.values())
+    neighbours = find_neighbours(table, current.metadata, current.location)
+    blocked = neighbours.shared(paths, allow=allow)
+    if blocked:
+        names = sorted(set(blocked.values()))
+        why = next(n.why for n in neighbours.tables if n.name == names[0])
+        example = next(p for p, n in sorted(blocked.items()) if n == names[0])
+        count = sum(1 for n in blocked.values() if n == names[0])
+        raise RefusedError(
+            f"cannot purge {table.identifier}: {names[0]} ({why}) reaches {count} of the files it would delete "
+            f"(e.g. {example})"
+            + (f", and {len(names) - 1} other table(s) too ({', '.join(names[1:4])})" if len(names) > 1 else "")
+            + "; nothing was dropped",
+            path=example, hint=f"drop without --purge to keep every file, or add --allow-shared {names[0]} to "
+                               "delete them anyway (that table then breaks)")
+    idents = {file_identity(p) for p in paths} if allow else set()
+    allowed = sorted({n.name for n in neighbours.tables if n.aliases & set(allow) and not idents.isdisjoint(n.reach())})
+    unknown = [a for a in allow if not any(a in n.aliases for n in neighbours.tables)]
+    warning = (f"--allow-shared {', '.join(unknown)}: no such table shares files with {table.identifier}"
+               if unknown else "")
+    if allowed:
+        warning = "; ".join(w for w in (warning, f"deleting files that {', '.join(allowed)} still reach"
+                                                 " (--allow-shared): that table breaks") if w)
+    return allowed, warning
+
+
+def _drop(table: Table, *, purge: bool, dry_run: bool, workers: int, allow_shared: tuple[str, ...]) -> DropResult:
     ops = operations_for(table)
     file_system = isinstance(ops, FileSystemOperations)
     if file_system and not purge:
@@ -313,6 +355,11 @@ def _drop(table: Table, *, purge: bool, dry_run: bool, workers: int) -> DropResu
                                         "uses its files")
             check_metadata_sound(md, current.location)
             plan = plan_purge(table, current, io)
+            allowed, warning = _refuse_shared(table, current, plan, allow_shared)
+            if allowed:
+                res.shared_with = allowed
+            if warning:
+                res.warnings.append(warning)
         if dry_run:
             return _dry_run(res, table, ops, current, plan)
         try:

@@ -66,6 +66,7 @@ from icectl.table.delete_fence import (
     identity_cache,
     table_fence,
 )
+from icectl.table.neighbours import find_neighbours
 from icectl.table.write_guard import check_metadata_sound, check_writable
 from icectl.threads import streaming_pool
 
@@ -272,13 +273,43 @@ class _Found:
     mismatched: list[str] = field(default_factory=list)
     conflicts: set[tuple[str, str]] = field(default_factory=set)
     links: list[str] = field(default_factory=list)
+    other_tables: dict[str, str] = field(default_factory=dict)  # folder holding another table -> why
+
+
+def _is_metadata_json(path: str) -> bool:
+    head, name = posixpath.split(path)
+    return posixpath.basename(head) == "metadata" and name.endswith((".metadata.json", ".metadata.json.gz"))
+
+
+def _other_tables(listed: list[ListedFile], home: str, entries: Mapping[str, str]) -> dict[str, str]:
+    """The folders among ``listed`` that hold a table other than the one at ``home``: their own
+    ``metadata/*.metadata.json``, or another catalog entry's location (``entries``: identity -> name)."""
+    out: dict[str, str] = {}
+    for f in listed:
+        if _is_metadata_json(f.path):
+            folder = posixpath.dirname(posixpath.dirname(f.path))
+            if file_identity(folder).rstrip("/") != home.rstrip("/"):
+                out.setdefault(folder, "holds a table (metadata/*.metadata.json)")
+    for ident, name in entries.items():
+        out.setdefault(ident, f"the location of {name}")
+    # Only the outermost of nested ones.
+    return {d: why for d, why in out.items()
+            if not any(d != o and d.startswith(o.rstrip("/") + "/") for o in out)}
+
+
+def _inside_any(path: str, folders: list[str]) -> bool:
+    if not folders:
+        return False
+    ident = file_identity(path)
+    return any(path.startswith(d.rstrip("/") + "/") or ident.startswith(d.rstrip("/") + "/") for d in folders)
 
 
 def _scan(io: FileIO, location: str, md: TableMetadata, matcher: Matcher, older_than_ms: int,
-          *, spark_valid: DataFrame | None = None) -> _Found:
-    """List ``location`` and judge each file. With ``spark_valid`` (the Spark engine's valid files)
-    the listing (on the driver: the shared walk) is joined with them on Spark first, and only the
-    files that are not plainly valid are judged here, by the same matcher and rules."""
+          *, home: str, entries: Mapping[str, str], spark_valid: DataFrame | None = None) -> _Found:
+    """List ``location`` and judge each file. Folders holding another table (:func:`_other_tables`)
+    are set apart first: none of their files is judged. With ``spark_valid`` (the Spark engine's
+    valid files) the listing (on the driver: the shared walk) is joined with them on Spark first,
+    and only the files that are not plainly valid are judged here, by the same matcher and rules."""
     found = _Found()
     accept = _hidden_filter(md)
     listed: list[ListedFile] = []
@@ -286,13 +317,18 @@ def _scan(io: FileIO, location: str, md: TableMetadata, matcher: Matcher, older_
         for f in io.walk_files(location, accept):
             found.listed += 1
             advance(1)
-            if spark_valid is None:
-                _judge(f, matcher, older_than_ms, found)
-            elif f.mtime_ms >= older_than_ms:
-                found.too_young += 1
-            else:
-                listed.append(f)
-    if spark_valid is not None and listed:
+            listed.append(f)
+    found.other_tables = _other_tables(listed, home, entries)
+    skip = list(found.other_tables)
+    listed = [f for f in listed if not _inside_any(f.path, skip)]
+    if spark_valid is None:
+        for f in listed:
+            _judge(f, matcher, older_than_ms, found)
+        return found
+    young = [f for f in listed if f.mtime_ms >= older_than_ms]
+    found.too_young += len(young)
+    listed = [f for f in listed if f.mtime_ms < older_than_ms]
+    if listed:
         for f in _spark_candidates(spark_valid, matcher, listed):
             _judge(f, matcher, older_than_ms, found)
     return found
@@ -402,6 +438,8 @@ def _remove_orphan_files(table: Table, *, older_than_ms: int | None, location: s
     if not _inside(fence, where):
         raise RefusedError(f"--location {where} is outside the table location {fence.describe()}: "
                            "icectl deletes only the table's own files", hint="give a folder inside the table")
+    # The tables that may share files with this one (a catalog that cannot be listed refuses here).
+    neighbours = find_neighbours(table)
     matcher = Matcher({**EQUAL_SCHEMES_DEFAULT, **(equal_schemes or {})}, dict(equal_authorities or {}))
     cache = ReadCache()
     frames: list[DataFrame] = []  # the Spark engine's valid files, cached until the judging is done
@@ -409,7 +447,8 @@ def _remove_orphan_files(table: Table, *, older_than_ms: int | None, location: s
         valid_count, frame, valid = _valid(table, md, table.metadata_location, cache, frames)
         if valid is not None:
             matcher.index(valid)
-        found = _scan(table.io, where, md, matcher, cutoff, spark_valid=frame)
+        found = _scan(table.io, where, md, matcher, cutoff, home=home, entries=neighbours.nested_folders(),
+                      spark_valid=frame)
         # Another writer may have committed while we listed: what it reaches is valid too.
         fresh = operations_for(table).refresh()
         if fresh.location != table.metadata_location:
@@ -442,6 +481,12 @@ def _remove_orphan_files(table: Table, *, older_than_ms: int | None, location: s
     outside = [p for p in orphans if not fence.contains(p)]
     if outside:
         orphans = [p for p in orphans if fence.contains(p)]
+    shared = neighbours.shared(orphans)  # another table reaches them: never orphans
+    orphans = [p for p in orphans if p not in shared]
+    res.skipped_table_folders = sorted(found.other_tables)
+    res.kept_shared_files = sorted(shared)
+    notes = (f"; skipped {len(found.other_tables)} folder(s) holding other tables" if found.other_tables else "") + \
+        (f"; kept {len(shared)} file(s) other tables reach" if shared else "")
     res.kept_prefix_mismatch = sorted(found.mismatched) if mode == "ignore" else []
     res.kept_links = sorted(found.links)
     res.kept_external_files = sorted(outside)
@@ -452,11 +497,11 @@ def _remove_orphan_files(table: Table, *, older_than_ms: int | None, location: s
     res.orphan_file_locations = orphans
     if dry_run:
         res.would_write, res.would_delete = [], orphans
-        res.title = f"Would delete {len(orphans)} orphan file(s) of {table.identifier} under {where}"
+        res.title = f"Would delete {len(orphans)} orphan file(s) of {table.identifier} under {where}{notes}"
         return res
     deleted, gone, failures = _delete(table.io, orphans, fence, workers)
     res.deleted_count, res.already_gone, res.failures = deleted, gone, failures
-    res.title = f"Deleted {deleted} orphan file(s) of {table.identifier} under {where}"
+    res.title = f"Deleted {deleted} orphan file(s) of {table.identifier} under {where}{notes}"
     if failures:
         res.exit_code = StorageError.exit_code
     return res

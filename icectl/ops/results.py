@@ -116,6 +116,8 @@ class ExpireResult(CommandResult):
     metadata_location: str | Unset = UNSET  # committed
     commit_attempts: int | Unset = UNSET  # committed
     kept_external_files: list[str] | Unset = UNSET  # outside the table location: not deleted
+    kept_shared_files: list[str] | Unset = UNSET  # reached by another table (shared_with): not deleted
+    shared_with: list[str] | Unset = UNSET  # the tables that reach kept_shared_files
     deletes_refused: str | Unset = UNSET  # committed, but the deletions were refused
     already_gone: int | Unset = UNSET  # deletions done
     failures: list[Any] | Unset = UNSET  # deletions done
@@ -135,6 +137,9 @@ class ExpireResult(CommandResult):
         kept = ({} if isinstance(self.kept_external_files, Unset) else
                 {"kept_external_files_count": len(self.kept_external_files),
                  "kept_external_files": self.kept_external_files})
+        if isinstance(self.kept_shared_files, list):
+            kept.update({"kept_shared_files_count": len(self.kept_shared_files),
+                         "kept_shared_files": self.kept_shared_files, "shared_with": self.shared_with})
         policy = {k: plain(v) for k, v in (("cutoff", self.cutoff), ("ref_policies", self.ref_policies))
                   if v is not UNSET}
         if self.dry_run:  # the plan, then the counts it would delete, then what the fence keeps

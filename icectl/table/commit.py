@@ -41,7 +41,8 @@ from icectl.spec.requirements import AssertTableUUID, RequirementFailedError
 from icectl.spec.updates import TableChange
 from icectl.storage import FileIO, basename, checksum_sidecar, delete_quietly, local_path, parent, scheme_of
 from icectl.table import Table
-from icectl.table.delete_fence import metadata_files_to_delete
+from icectl.table.delete_fence import file_identity, metadata_files_to_delete
+from icectl.table.neighbours import find_neighbours
 from icectl.table.write_guard import check_metadata_sound
 
 _MAX_LONG = (1 << 63) - 1
@@ -84,7 +85,14 @@ def delete_removed_metadata_files(io: FileIO, base: TableMetadata, new: TableMet
         return []
     candidates = removed_metadata_files(base, new, base_location=base_location, new_location=new_location)
     deleted = []
-    for path in metadata_files_to_delete(table, candidates, new, (base, new), (base_location, new_location)):
+    doomed = metadata_files_to_delete(table, candidates, new, (base, new), (base_location, new_location))
+    if doomed:
+        try:  # another table's metadata (a twin registered at an older version of this one) stays
+            spared = set().union(*(n.metadata_files() for n in find_neighbours(table, new, new_location).tables))
+        except Exception:  # the commit is done: any failure here only means no cleanup
+            return []  # cannot tell which tables share them: delete nothing (Java ignores cleanup failures too)
+        doomed = [p for p in doomed if file_identity(p) not in spared]
+    for path in doomed:
         try:
             if io.delete(path):
                 deleted.append(path)

@@ -73,8 +73,12 @@ def test_register_drop_register_purge_through_a_sqlite_catalog(tmp_path: Path) -
     t.change(lambda md: md.replace(properties={**md.properties, "gc.enabled": "true"}))
     icectl(config, "drop", "sales.orders", "--json")
     newest = str(sorted((t.dir / "metadata").glob("v*.metadata.json"))[-1])
-    icectl(config, "register", "sales.orders", newest, "--json")  # the newest version: it owns them all
-    purged = icectl(config, "drop", "sales.orders", "--purge", "--json")
+    got = icectl(config, "register", "sales.orders", newest, "--json")  # the newest version: it owns them all
+    assert str(t.dir) in got["warning"]  # ... with the folder table, which reads the same files
+    # The folder table still reads every file: refused (one line naming it), unless --allow-shared names it.
+    err = icectl(config, "drop", "sales.orders", "--purge", expect=6).stderr
+    assert str(t.dir) in err and "--allow-shared" in err and rows(db) == [("sales", "orders", newest)]
+    purged = icectl(config, "drop", "sales.orders", "--purge", "--allow-shared", str(t.dir), "--json")
     assert purged["dropped"] is True and rows(db) == [] and not t.dir.exists()
     assert purged["deleted"]["data_files"] == 2 and purged["deleted"]["metadata_files"] == 6  # v1-v5, hint
 

@@ -20,6 +20,7 @@ import dataclasses
 import io
 import time
 import uuid
+from collections.abc import Iterable
 from pathlib import Path
 
 import fastavro
@@ -61,15 +62,21 @@ def _split_one_row_list(data: bytes) -> tuple[bytes, bytes, bytes]:
     return data[:header_end], data[start:start + size], sync
 
 
-def build_appends(table_dir: Path, n: int, *, step_ms: int = 0, properties: dict[str, str] | None = None) -> None:
-    """Create a v2 table at ``table_dir`` and commit ``n`` one-file appends to it (one commit)."""
+def build_appends(table_dir: Path, n: int, *, step_ms: int = 0, properties: dict[str, str] | None = None,
+                  data_dir: Path | None = None, relative: Iterable[int] = ()) -> None:
+    """Create a v2 table at ``table_dir`` and commit ``n`` one-file appends to it (one commit).
+
+    ``data_dir``: where the data files go (default ``<table_dir>/data``); ``relative``: the appends
+    whose manifest names its file by a path relative to the table (``data/<name>``, invalid before
+    v4: hostile input for the tests)."""
+    relative = set(relative)
     config, fio = parse_config({}), FileIO()
     create(str(table_dir), SchemaSource(ddl=SCHEMA_DDL), config=config, io=fio, properties=properties)
     table = load_table(str(table_dir), config, fio)
     md = table.metadata
     schema, spec = md.schema(), md.spec()
     ptype = spec.partition_type(schema, md.schemas)
-    data_dir, metadata_dir = table_dir / "data", table_dir / "metadata"
+    data_dir, metadata_dir = data_dir or table_dir / "data", table_dir / "metadata"
     data_dir.mkdir(parents=True, exist_ok=True)
     first = data_dir / f"{0:05d}-{uuid.uuid4()}.parquet"
     pq.write_table(pa.table({"id": pa.array([0], pa.int64()), "payload": ["row"]}), first)
@@ -83,7 +90,8 @@ def build_appends(table_dir: Path, n: int, *, step_ms: int = 0, properties: dict
         path = first if i == 0 else data_dir / f"{i:05d}-{uuid.uuid4()}.parquet"
         if i:
             path.write_bytes(parquet)  # the same one-row file under another name: a new data file
-        data_file = dataclasses.replace(template, file_path=str(path))
+        named = f"data/{path.name}" if i in relative else str(path)
+        data_file = dataclasses.replace(template, file_path=named)
         snapshot_id = 10_000_000 + i  # fixed and increasing: easy to read in failures
         seq = md.last_sequence_number + 1
         commit_id = uuid.uuid4()
