@@ -57,7 +57,9 @@ def parse_point_in_time_ms(text: str, now_ms: int, option: str) -> int:
     ms = duration_ms(t)
     if ms is not None:
         return now_ms - ms
-    if re.fullmatch(r"\d{11,}", t):
+    if re.fullmatch(r"-?\d+", t):  # epoch milliseconds, however few digits (0 is 1970-01-01)
+        if not -MAX_LONG - 1 <= int(t) <= MAX_LONG:
+            raise UsageError(f"{option} {text!r} is beyond the signed 64-bit range of epoch milliseconds")
         return int(t)
     try:
         dt = datetime.datetime.fromisoformat(t.replace("Z", "+00:00"))
