@@ -9,14 +9,19 @@ from __future__ import annotations
 import json
 import struct
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from unit.catalog.test_catalog_contract import KINDS as CATALOG_KINDS
+from unit.catalog.test_catalog_contract import created_table, hadoop_catalog_config, sqlite_catalog_config  # noqa: F401
 
 from cli.test_errors import assert_one_line_error, run_cli
 from icectl.codec.puffin import MAGIC, read_puffin_footer
+from icectl.config import parse_config
 from icectl.errors import CorruptInputError, ExitCode
+from icectl.storage import FileIO
 
 
 def test_hdfs_path_is_one_line_exit_8() -> None:
@@ -126,3 +131,40 @@ def test_puffin_footer_nested_too_deeply_is_corrupt_input() -> None:
     data = MAGIC + MAGIC + payload + struct.pack("<iI", len(payload), 0) + MAGIC
     with pytest.raises(CorruptInputError, match="not UTF-8 JSON"):
         read_puffin_footer(data)
+
+
+def _toml(raw: dict[str, Any]) -> str:
+    """A catalog config (string values, tables of them) as TOML."""
+    lines = ['default-catalog = "c"']
+    for section, body in raw.items():
+        tables = body.items() if section == "catalog" else [(None, body)]
+        for name, values in tables:
+            lines.append(f"[{section}.{name}]" if name else f"[{section}]")
+            lines += [f"{json.dumps(k)} = {json.dumps(str(v))}" for k, v in values.items()]
+    return "\n".join(lines) + "\n"
+
+
+@pytest.fixture(params=sorted(CATALOG_KINDS))
+def catalog_config_file(request: pytest.FixtureRequest, tmp_path: Path) -> Path:
+    """A config file whose default catalog ``c`` is one of every catalog kind, holding a namespace
+    with a table, so the catalog itself is there and only the namespace asked for is missing."""
+    raw = request.getfixturevalue(CATALOG_KINDS[request.param])
+    config = parse_config({**raw, "default-catalog": "c"})
+    created_table(config, FileIO(s3=config.s3))
+    path = tmp_path / "icectl.toml"
+    path.write_text(_toml(raw))
+    return path
+
+
+@pytest.mark.parametrize("args", [
+    ["list", "nosuchns"], ["list", "nosuchns", "--all"], ["list", "nosuchns", "--json"],
+    ["expire-snapshots", "--all", "nosuchns"], ["expire-snapshots", "--all", "nosuchns", "--dry-run", "--json"],
+    ["compact", "--all", "nosuchns", "--json"], ["remove-orphan-files", "--all", "nosuchns", "--dry-run"],
+    ["health", "--all", "nosuchns"],
+], ids=" ".join)
+def test_a_missing_namespace_is_exit_3_in_every_catalog_kind(catalog_config_file: Path, args: list[str]) -> None:
+    """Cron that looks green (issue 27): with a SQL catalog, `expire-snapshots --all nosuchns` printed
+    '0 table(s), 0 with problems' and exited 0, `compact --all nosuch --json` printed nothing, exit 0."""
+    p = run_cli("--config", str(catalog_config_file), *args)
+    assert_one_line_error(p, ExitCode.NOT_FOUND, "nosuchns")
+    assert "not found" in p.stderr or "does not exist" in p.stderr

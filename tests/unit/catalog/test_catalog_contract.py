@@ -17,7 +17,8 @@ from typing import Any
 
 import pytest
 
-from icectl.catalog import open_catalog
+from icectl.catalog import open_catalog, walk_tables
+from icectl.catalog.glue import GlueCatalog
 from icectl.catalog.operations import CommitFailedError, LocalCommits
 from icectl.config import Config, parse_config
 from icectl.errors import ExitCode, NotFoundError, RefusedError
@@ -166,6 +167,24 @@ def test_a_missing_table_is_not_found_and_a_taken_name_is_refused(config: Config
         create_table(catalog, f"{ns}.t", metadata(catalog.default_table_location((ns,), "t")),
                      config=config, io=io)
     assert load_table(ident, config, io).metadata_location == before  # the existing table is untouched
+
+
+def test_a_missing_namespace_is_not_found(config: Config) -> None:
+    """Java's listTables and listNamespaces throw NoSuchNamespaceException: an empty answer would
+    make `icectl expire-snapshots --all typo` a green run over nothing (issue 27)."""
+    io = io_for(config)
+    ident = created_table(config, io)  # the catalog holds a namespace and a table: the answer is not "no tables"
+    catalog = open_catalog(config, io, "c")
+    missing = fresh_namespace()
+    for call in (lambda: catalog.list_tables(missing), lambda: walk_tables(catalog, missing)):
+        with pytest.raises(NotFoundError) as e:
+            call()
+        assert e.value.exit_code == ExitCode.NOT_FOUND and missing[0] in e.value.one_line()
+    if not isinstance(catalog, GlueCatalog):  # Glue databases do not nest: nothing to list below one
+        with pytest.raises(NotFoundError):
+            catalog.list_namespaces(missing)
+    ns = tuple(ident.split(".")[1:2])
+    assert walk_tables(catalog, ns) == [(*ns, "t")]
 
 
 def test_a_change_that_changes_nothing_writes_no_version(config: Config) -> None:
