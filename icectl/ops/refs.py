@@ -51,6 +51,7 @@ from icectl.table.layout import SnapshotLayout
 from icectl.table.layout.manifest_list import ManifestListLayout
 from icectl.table.layout.root import RootLayout
 from icectl.table.snapshot_writer import SnapshotChange, write_snapshot
+from icectl.table.write_guard import check_writable
 
 _MAX_INT = 2**31 - 1  # Java's Integer.MAX_VALUE
 
@@ -208,6 +209,7 @@ def create_ref(table: Table, name: str, kind: RefKind, *, snapshot_id: int | Non
         raise UsageError("--if-not-exists cannot go with replace: a replace changes an existing ref")
     retention = retention or RefRetention()
     retention.check(kind)
+    check_writable(table)  # commit() refuses a copied table too; this makes a dry run say so
     if (kind == "branch" and create and snapshot_id is None and ref is None
             and table.metadata.current_snapshot() is None and name not in table.metadata.refs):
         return _create_branch_on_empty_table(table, name, retention, dry_run=dry_run)
@@ -305,6 +307,7 @@ def drop_ref(table: Table, name: str, kind: RefKind, *, if_exists: bool = False,
     if name == MAIN_BRANCH and kind == "branch":  # a tag drop of main is refused below: main is a branch
         raise RefusedError(f"cannot drop main: it is the table's current state (table {table.identifier})",
                            hint="move it with 'icectl branch replace TABLE main --snapshot ID' instead")
+    check_writable(table)
     existing = table.metadata.refs.get(name)
     if existing is None:
         if if_exists:

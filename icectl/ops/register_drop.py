@@ -63,7 +63,7 @@ from icectl.table import Table, read_table_metadata
 from icectl.table.commit import operations_for
 from icectl.table.delete_fence import Fence, delete_with_checksum, file_identity, identity_cache, table_fence
 from icectl.table.scan import manifests_of
-from icectl.table.write_guard import check_metadata_sound
+from icectl.table.write_guard import check_metadata_home, check_metadata_sound, check_table_home
 
 DROP_ATTEMPTS = 3  # a commit between planning and dropping: plan again on the new metadata
 MAX_LOG_DEPTH = 1000  # older metadata logs followed (Spark's recursive metadataFileLocations)
@@ -125,6 +125,7 @@ def register_table(catalog: Catalog, identifier: str | Sequence[str], metadata_f
                          hint="give the table's current metadata file, e.g. .../metadata/v3.metadata.json")
     ops = catalog.table_operations(namespace, name)
     md = read_sound_metadata(catalog.io, location)
+    check_metadata_home(location, md)
     _check_register_target(catalog, ops, namespace, full, md)
     snap = md.current_snapshot()
     summary = snap.summary if snap is not None else {}
@@ -288,6 +289,7 @@ def drop_table(table: Table, *, purge: bool = False, dry_run: bool = False,
 
 
 def _drop(table: Table, *, purge: bool, dry_run: bool, workers: int) -> DropResult:
+    check_table_home(table)  # a copy's folder: dropping or purging it would act on the metadata of another table
     ops = operations_for(table)
     file_system = isinstance(ops, FileSystemOperations)
     if file_system and not purge:

@@ -38,6 +38,7 @@ from icectl.spec.updates import TableChange, property_updates
 from icectl.table import Table
 from icectl.table.commit import commit
 from icectl.table.delete_fence import file_identity, table_fence
+from icectl.table.write_guard import check_writable
 
 
 def check_value(key: str, value: str) -> None:
@@ -102,6 +103,7 @@ def _text(value: str | None) -> str:
 def _change(table: Table, updates: Mapping[str, str], removals: tuple[str, ...], *,
             dry_run: bool) -> PropertiesChangeResult:
     set_updates, remove = property_updates(updates, removals)  # refuses a key both set and removed
+    check_writable(table)  # commit() refuses a copied table too; this makes a dry run say so
     res = _result(table, table.metadata, updates, removals, dry_run=dry_run)
     if dry_run:
         res.would_write = [NEXT_METADATA] if res.changes else []
