@@ -47,6 +47,7 @@ from icectl.storage import FileIO, scheme_of
 from icectl.table import Table
 from icectl.table.commit import commit, operations_for
 from icectl.table.delete_fence import delete_with_checksum, file_identity, identity_cache, table_fence
+from icectl.table.delete_tally import deleting
 from icectl.table.scan import iter_entries, manifests_of
 from icectl.table.scan_v4 import TreeFiles, leaf_rows, tree_files
 from icectl.table.write_guard import check_writable
@@ -537,7 +538,10 @@ def _expire_snapshots(table: Table, policy: ExpirePolicy, *, dry_run: bool, max_
                         e.one_line(), e.exit_code)
     if lost:
         return _skipped(res, "Expiry undone by another writer; no file deleted", lost, ExitCode.CONFLICT)
-    outcome = delete_files(table.io, doomed, max_concurrent_deletes)
+    with deleting(len(doomed.files), "files of the expired snapshots",
+                  "the table is readable (its metadata names none of them since the commit); run the same "
+                  "command again to delete the rest"):
+        outcome = delete_files(table.io, doomed, max_concurrent_deletes)
     res.already_gone, res.failures, res.deleted = outcome.already_gone, outcome.failures, dict(outcome.deleted)
     res.title = (f"Expired {len(retention.expired)} snapshots of {table.identifier}{kept_note}"
                  + _leftover_note(found, doomed))

@@ -62,6 +62,7 @@ from icectl.storage import FileIO, basename, join, local_path, parent, scheme_of
 from icectl.table import Table, read_table_metadata
 from icectl.table.commit import operations_for
 from icectl.table.delete_fence import Fence, delete_with_checksum, file_identity, identity_cache, table_fence
+from icectl.table.delete_tally import deleting
 from icectl.table.scan import manifests_of
 from icectl.table.write_guard import check_metadata_home, check_metadata_sound, check_table_home
 
@@ -376,9 +377,14 @@ def _purge(res: DropResult, identifier: str, plan: _Plan, entry: list[str], io: 
     done = {file_identity(p) for p in entry}
     for key in done:
         plan.metadata.pop(key, None)
-    outcome = delete_files(io, plan.content, workers)
+    planned = len(entry) + len(plan.content.files) + len(plan.metadata)
+    with deleting(planned, f"files of {identifier}",
+                  f"{identifier} is dropped already, so drop cannot find the rest again: they stay under "
+                  f"{plan.home or 'the table location'}, named by no table any more") as tally:
+        tally.add(len(entry))  # the catalog entry's own files (a file-system table's versions), gone first
+        outcome = delete_files(io, plan.content, workers)
+        meta_deleted, meta_gone, meta_failures = _delete_metadata(io, plan.metadata, workers)
     deleted = dict(outcome.deleted)
-    meta_deleted, meta_gone, meta_failures = _delete_metadata(io, plan.metadata, workers)
     deleted["metadata_files"] = len(entry) + meta_deleted
     res.deleted = {c: deleted.get(c, 0) for c in DROP_CATEGORIES}
     res.already_gone = outcome.already_gone + meta_gone

@@ -59,6 +59,7 @@ from icectl.storage import FileIO, ListedFile, join, local_path, scheme_of
 from icectl.table import Table
 from icectl.table.commit import operations_for
 from icectl.table.delete_fence import Fence, delete_with_checksum, file_identity, identity_cache, table_fence
+from icectl.table.delete_tally import deleting
 from icectl.table.write_guard import check_metadata_sound, check_writable
 from icectl.threads import streaming_pool
 
@@ -445,7 +446,8 @@ def _remove_orphan_files(table: Table, *, older_than_ms: int | None, location: s
         res.would_write, res.would_delete = [], orphans
         res.title = f"Would delete {len(orphans)} orphan file(s) of {table.identifier} under {where}"
         return res
-    deleted, gone, failures = _delete(table.io, orphans, fence, workers)
+    with deleting(len(orphans), "orphan files", "run the same command again to delete the rest"):
+        deleted, gone, failures = _delete(table.io, orphans, fence, workers)
     res.deleted_count, res.already_gone, res.failures = deleted, gone, failures
     res.title = f"Deleted {deleted} orphan file(s) of {table.identifier} under {where}"
     if failures:

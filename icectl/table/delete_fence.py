@@ -28,6 +28,7 @@ from icectl.spec.metadata import TableMetadata
 from icectl.spec.properties import OWN_PATH_PROPERTIES, WRITE_METADATA_PATH
 from icectl.storage import FileIO, basename, checksum_sidecar, file_key, local_path, parent, scheme_of
 from icectl.table import Table
+from icectl.table.delete_tally import count_deleted
 
 # Inside identity_cache(): path -> identity and folder -> real folder, for one operation only.
 _CACHE: contextvars.ContextVar[tuple[dict[str, str], dict[str, str]] | None] = contextvars.ContextVar(
@@ -171,6 +172,8 @@ def delete_with_checksum(io: FileIO, path: str) -> bool:
     a sidecar that cannot be deleted is ignored: a stray checksum is litter, not a table file.
     Callers pass a path the fence has judged (on a local disk its real path)."""
     deleted = io.delete(path)
+    if deleted:
+        count_deleted()  # what an interrupted run reports (icectl.table.delete_tally)
     sidecar = checksum_sidecar(path)
     if sidecar is not None:
         try:
