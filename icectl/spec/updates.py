@@ -237,9 +237,11 @@ class _Builder:
                 raise RefusedError(f"cannot add snapshot {sid}: first-row-id {snapshot.first_row_id} is behind "
                                    f"the table's next-row-id {md.next_row_id}")
             next_row_id += snapshot.added_rows  # also for branches other than main (spec "Row Lineage")
-        if snapshot.sequence_number > INT64_MAX or next_row_id > INT64_MAX:  # Java reads both as longs
+        last_row = (snapshot.first_row_id or 0) + (snapshot.added_rows or 0)  # one past its last row id
+        if snapshot.sequence_number > INT64_MAX or max(next_row_id, last_row) > INT64_MAX:  # Java longs
             raise CorruptInputError(f"cannot add snapshot {sid}: its sequence number {snapshot.sequence_number} or "
-                                    f"the next-row-id {next_row_id} after it is beyond the signed 64-bit range")
+                                    f"the next-row-id {max(next_row_id, last_row)} after it is beyond the signed "
+                                    "64-bit range")
         self.last_updated = snapshot.timestamp_ms
         self.added.add(sid)
         self.md = md.replace(snapshots=(*md.snapshots, snapshot), last_sequence_number=snapshot.sequence_number,

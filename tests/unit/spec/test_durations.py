@@ -41,6 +41,19 @@ def test_points_in_time() -> None:
         parse_point_in_time_ms("yesterday", now, "--to-timestamp")
 
 
+@pytest.mark.parametrize(("text", "ms"), [("0", 0), ("1000", 1000), ("20240501", 20_240_501), ("-5", -5),
+                                          (str(MAX_LONG), MAX_LONG), (str(-MAX_LONG - 1), -MAX_LONG - 1)])
+def test_epoch_milliseconds_of_any_length(text: str, ms: int) -> None:
+    # 0 is 1970-01-01: a rollback to it finds nothing older (not found, exit 3), not a usage error
+    assert parse_point_in_time_ms(text, 1_700_000_000_000, "--to-timestamp") == ms
+
+
+@pytest.mark.parametrize("text", [str(MAX_LONG + 1), str(-MAX_LONG - 2), str(2**64)])
+def test_epoch_milliseconds_beyond_a_long_are_usage_errors(text: str) -> None:
+    with pytest.raises(UsageError, match="beyond the signed 64-bit range"):
+        parse_point_in_time_ms(text, 1_700_000_000_000, "--older-than")
+
+
 @pytest.mark.parametrize(("ms", "text"), [
     (None, "-"), (0, "0ms"), (999, "999ms"), (90_000, "1m 30s"), (5 * DAY, "5d"), (10 * DAY, "10d"),
     (14 * DAY, "2w"), (DAY + 12 * 3_600_000, "1d 12h"), (MAX_LONG, "forever"), (DAY + 1, "1d"),
