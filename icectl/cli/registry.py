@@ -23,6 +23,7 @@ import typer.main
 from typer import _click
 from typer._click.utils import make_default_short_help
 from typer.core import TyperGroup
+from typer.exceptions import Abort
 
 from icectl.cli.coercion import skip_needless_coercion
 
@@ -225,7 +226,7 @@ class RootGroup(LazyGroup):
         except _click.ClickException as e:
             sys.stderr.write(usage_error_line(e) + "\n")
             sys.exit(e.exit_code)
-        except _click.exceptions.Abort:
+        except Abort:
             sys.stderr.write("Aborted!\n")
             sys.exit(1)
         sys.exit(code if isinstance(code, int) else 0)
