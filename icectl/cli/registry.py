@@ -213,13 +213,14 @@ class RootGroup(LazyGroup):
     index = COMMANDS
 
     def main(self, args: Sequence[str] | None = None, prog_name: str | None = None,
-             complete_var: str | None = None, standalone_mode: bool = True, **extra: Any) -> Any:
+             complete_var: str | None = None, standalone_mode: bool = True, windows_expand_args: bool = True,
+             **extra: Any) -> Any:
         """click's main, but a usage error (a bad option or argument, exit 2) is one line on stderr
         like every other error of icectl, not click's usage, hint and message over three lines."""
         if not standalone_mode:
-            return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+            return super().main(args, prog_name, complete_var, False, windows_expand_args, **extra)
         try:
-            code = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+            code = super().main(args, prog_name, complete_var, False, windows_expand_args, **extra)
         except _click.exceptions.NoArgsIsHelpError as e:  # `icectl`, `icectl branch`: the help
             e.show()
             sys.exit(e.exit_code)
