@@ -1,9 +1,14 @@
 """The gate every command that writes or deletes passes before it touches anything.
 
-Read-only commands (inspect, validate) show what they can of damaged tables; writing commands
-(expire-snapshots, compact, add-files, remove-files, upgrade) first call :func:`check_writable`,
-and :func:`icectl.table.commit.commit` checks each freshly read base again with
-:func:`check_metadata_sound`, so nothing is written on metadata Iceberg Java would refuse.
+Read-only commands (inspect, validate) show what they can of damaged tables. Every write passes
+:func:`icectl.table.commit.commit`, which refuses a table away from its home
+(:func:`check_table_home`, exit 6) before it reads or builds anything and checks each freshly read
+base with :func:`check_metadata_sound`, so nothing is committed through a ``cp -r`` copy nor on
+metadata Iceberg Java would refuse. Commands that plan, write side files (manifests, partition
+statistics) or delete before or without a commit (expire-snapshots, remove-orphan-files, compact,
+add-files, remove-files, upgrade, cherrypick, publish, compute-partition-stats, drop) call
+:func:`check_writable` first; register checks the file it is given (:func:`check_metadata_home`).
+tests/cli/test_write_gate.py runs every writing command of the CLI on a copy.
 """
 
 from __future__ import annotations
