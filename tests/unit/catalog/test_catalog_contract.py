@@ -232,6 +232,13 @@ def test_register_points_a_new_name_at_a_tables_metadata_and_refuses_a_taken_one
         assert load_table(f"c.{ns}.{name}", config, io).metadata_location == before
     if kind == "rest":
         return  # SeaweedFS serves its registered tables with a new uuid per load: no commit can follow
+    if kind == "hadoop":
+        # Its folder is not the location its metadata names (the source's): the write gate refuses
+        # every commit through it, as through a `cp -r` copy (issue 27).
+        with pytest.raises(RefusedError, match="is not the location its metadata names"):
+            commit(load_table(f"c.{ns}.copy", config, io), props("only", "copy"))
+        assert "only" not in load_table(ident, config, io).metadata.properties
+        return
     # A change to the registered table is its own: the source does not move.
     commit(load_table(f"c.{ns}.copy", config, io), props("only", "copy"))
     assert "only" not in load_table(ident, config, io).metadata.properties
