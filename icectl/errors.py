@@ -11,6 +11,7 @@
 | 6    | refused for safety                                           |
 | 7    | validation findings at error severity                        |
 | 8    | storage unreachable (I/O, network, credentials)              |
+| 130  | interrupted (Ctrl-C); a delete run says how far it got       |
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ class ExitCode:
     REFUSED = 6
     FINDINGS = 7
     STORAGE = 8
+    INTERRUPTED = 130  # Ctrl-C (128 + SIGINT), as shells report it
 
 
 # (code, short name, what it means): the one table behind --help, the man pages and the README.
@@ -42,6 +44,8 @@ EXIT_CODE_TABLE: list[tuple[int, str, str]] = [
      "for example gc.enabled=false, or a file outside the table location"),
     (ExitCode.FINDINGS, "validation findings", "validate found problems at error severity"),
     (ExitCode.STORAGE, "storage unreachable", "I/O, network or credential failure"),
+    (ExitCode.INTERRUPTED, "interrupted",
+     "Ctrl-C; a delete run says how many of its files it deleted and how to finish"),
 ]
 
 

@@ -128,12 +128,31 @@ class RestCatalog:
     def list_namespaces(self, parent: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
         params = {"parent": "\x1f".join(parent)} if parent else {}
         found = [tuple(ns) for ns in self._pages(self._url("namespaces"), "namespaces", params)]
+        if parent and not found:
+            self._require_namespace(parent)
         # Some servers list every descendant or the parent itself: keep the direct children only.
         return [ns for ns in found if len(ns) == len(parent) + 1 and ns[:len(parent)] == parent]
 
     def list_tables(self, namespace: tuple[str, ...]) -> list[tuple[str, ...]]:
-        idents = self._pages(self.namespace_url(namespace, "tables"), "identifiers", {})
+        try:
+            idents = self._pages(self.namespace_url(namespace, "tables"), "identifiers", {})
+        except NotFoundError as e:
+            raise self._no_namespace(namespace, e) from e
+        if not idents:
+            self._require_namespace(namespace)
         return [(*ident["namespace"], ident["name"]) for ident in idents]
+
+    def _require_namespace(self, namespace: tuple[str, ...]) -> None:
+        """The spec answers a missing namespace with 404 (NoSuchNamespaceException); a server that
+        lists nothing instead (SeaweedFS) is asked for the namespace itself (loadNamespaceMetadata)."""
+        try:
+            self.client.send("GET", self.namespace_url(namespace))
+        except NotFoundError as e:
+            raise self._no_namespace(namespace, e) from e
+
+    def _no_namespace(self, namespace: tuple[str, ...], e: NotFoundError) -> NotFoundError:
+        return NotFoundError(f"namespace {'.'.join(namespace)} not found in REST catalog {self.name}: {e.message}",
+                             hint="list the namespaces with 'icectl list'")
 
     def create_namespace(self, namespace: tuple[str, ...], properties: dict[str, str] | None = None, *,
                          exist_ok: bool = False) -> bool:

@@ -96,8 +96,11 @@ class SqlCatalog:
 
     def list_namespaces(self, parent: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
         self.require_db()
+        names = self._all_namespaces()
+        if parent and not _namespace_in(parent, names):
+            raise self._no_namespace(parent)
         out = set()
-        for n in self._all_namespaces():
+        for n in names:
             parts = tuple(n.split("."))
             if parts[: len(parent)] == parent and len(parts) > len(parent):
                 out.add(parts[: len(parent) + 1])
@@ -112,7 +115,13 @@ class SqlCatalog:
                               (self.name, ".".join(namespace)))
             except NoCatalogTables:
                 rows = []
+        if not rows and not self.namespace_exists(namespace):  # as JdbcCatalog.listTables
+            raise self._no_namespace(namespace)
         return [(*namespace, r[0]) for r in rows]
+
+    def _no_namespace(self, namespace: tuple[str, ...]) -> NotFoundError:
+        return NotFoundError(f"namespace {'.'.join(namespace)} not found in catalog '{self.name}' ({self.db_path})",
+                             path=self.db_path, hint="list the namespaces with 'icectl list'")
 
     # -- writes ---------------------------------------------------------------------------------
 
@@ -193,8 +202,7 @@ class SqlCatalog:
 
     def namespace_exists(self, namespace: tuple[str, ...]) -> bool:
         """As JdbcUtil.namespaceExists: the namespace or a child of it holds a table or properties."""
-        name = ".".join(namespace)
-        return any(n == name or n.startswith(name + ".") for n in self._all_namespaces())
+        return _namespace_in(namespace, self._all_namespaces())
 
     def _all_namespaces(self) -> set[str]:
         names: set[str] = set()
@@ -259,3 +267,9 @@ class SqlOperations(MetastoreOperations):
 
     def delete_pointer(self, expected_location: str) -> bool:
         return self.catalog.delete_table_entry(self.namespace, self.name, expected_location)
+
+
+def _namespace_in(namespace: tuple[str, ...], names: set[str]) -> bool:
+    """JdbcUtil.namespaceExists over the catalog's namespace names: it or a child of it is there."""
+    name = ".".join(namespace)
+    return any(n == name or n.startswith(name + ".") for n in names)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import traceback
 from collections.abc import Callable, Iterator
 
-from icectl.catalog import open_catalog, walk_tables
+from icectl.catalog import Catalog, open_catalog, walk_tables
 from icectl.cli.state import state
 from icectl.config import Config
 from icectl.errors import ExitCode, IcectlError
@@ -16,10 +16,17 @@ from icectl.table import Table, load_catalog_table
 
 def each_table(config: Config, io: FileIO, catalog: str | None, namespace: str | None, view: str,
                run: Callable[[Table], Result]) -> Iterator[Result]:
-    """``run`` on every table of the catalog (or of one namespace), one result per table (``--all``)."""
+    """``run`` on every table of the catalog (or of one namespace), one result per table (``--all``).
+
+    The tables are listed now, before any result: a catalog or namespace that does not exist is
+    the command's error (exit 3, one line), never an empty run that looks green in cron."""
     cat = open_catalog(config, io, catalog)
     ns = tuple(namespace.split(".")) if namespace else ()
-    for ident in walk_tables(cat, ns):
+    return _each(cat, walk_tables(cat, ns), view, run)
+
+
+def _each(cat: Catalog, idents: list[tuple[str, ...]], view: str, run: Callable[[Table], Result]) -> Iterator[Result]:
+    for ident in idents:
         name = ".".join(ident)
         try:
             table = load_catalog_table(cat, ident)

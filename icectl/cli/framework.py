@@ -79,9 +79,9 @@ def command(group: typer.Typer, name: str, *, view: bool | str = False, engine: 
                     traceback.print_exc()
                 print_error(f"icectl: error: {e.one_line()}")
                 raise typer.Exit(e.exit_code) from None
-            except KeyboardInterrupt:
-                print_error("icectl: interrupted")
-                raise typer.Exit(130) from None
+            except KeyboardInterrupt as e:  # a delete run says how far it got (icectl.table.delete_tally)
+                print_error("icectl: interrupted" + (f": {' '.join(str(e).split())}" if str(e) else ""))
+                raise typer.Exit(ExitCode.INTERRUPTED) from None
             except BrokenPipeError:
                 # `icectl ... | head`: the reader went away; that is not an error of ours.
                 sys.stderr.close()

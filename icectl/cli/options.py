@@ -13,10 +13,20 @@ TableArg = Annotated[str, typer.Argument(
     help="A *.metadata.json path or URL, a table directory, or [catalog.]namespace.table.",
     show_default=False, autocompletion=complete_table)]
 
+
+
+def long_value(value: int | None) -> int | None:
+    """An option's callback: a snapshot id or count is a Java long, so a number beyond it is a usage
+    error (exit 2, one line), not an id to look for nor a value to write into metadata."""
+    if value is not None and not -(2**63) <= value <= 2**63 - 1:
+        raise typer.BadParameter(f"{value} is beyond the signed 64-bit range")
+    return value
+
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout instead of a table.")]
 
 SnapshotOpt = Annotated[int | None, typer.Option(
-    "--snapshot", "-s", help="Snapshot id to read (default: the current snapshot).", show_default=False)]
+    "--snapshot", "-s", help="Snapshot id to read (default: the current snapshot).", show_default=False,
+    callback=long_value)]
 
 RefOpt = Annotated[str | None, typer.Option(
     "--ref", "-r", help="Branch or tag to read (default: main).", show_default=False)]

@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from icectl.cli.framework import command, load_config_and_io
-from icectl.cli.options import DryRunOpt, JsonOpt, TableArg
+from icectl.cli.options import DryRunOpt, JsonOpt, TableArg, long_value
 from icectl.ops.refs import RefKind, RefRetention, create_ref, drop_ref, list_refs
 from icectl.results import Result, RowsResult
 from icectl.spec.durations import parse_duration_ms
@@ -24,7 +24,7 @@ BranchName = Annotated[str, typer.Argument(metavar="NAME", help="The branch.", s
 TagName = Annotated[str, typer.Argument(metavar="NAME", help="The tag.", show_default=False)]
 FromSnapshot = Annotated[int | None, typer.Option(
     "--snapshot", "-s", help="Point at this snapshot id (Spark's AS OF VERSION). Default: the current snapshot.",
-    show_default=False)]
+    show_default=False, callback=long_value)]
 FromRef = Annotated[str | None, typer.Option(
     "--ref", "-r", help="Point at the head of this branch or tag (instead of --snapshot).", show_default=False)]
 RetainLast = Annotated[int | None, typer.Option(

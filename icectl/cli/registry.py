@@ -12,7 +12,8 @@ what the modules define and that ``--help`` prints what the groups built eagerly
 from __future__ import annotations
 
 import importlib
-from collections.abc import Iterator, Mapping
+import sys
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from gettext import gettext as _
 from typing import Any, ClassVar
@@ -22,6 +23,7 @@ import typer.main
 from typer import _click
 from typer._click.utils import make_default_short_help
 from typer.core import TyperGroup
+from typer.exceptions import Abort
 
 from icectl.cli.coercion import skip_needless_coercion
 
@@ -210,6 +212,35 @@ class RootGroup(LazyGroup):
     """``icectl``."""
 
     index = COMMANDS
+
+    def main(self, args: Sequence[str] | None = None, prog_name: str | None = None,
+             complete_var: str | None = None, standalone_mode: bool = True, windows_expand_args: bool = True,
+             **extra: Any) -> Any:
+        """click's main, but a usage error (a bad option or argument, exit 2) is one line on stderr
+        like every other error of icectl, not click's usage, hint and message over three lines."""
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, False, windows_expand_args, **extra)
+        try:
+            code = super().main(args, prog_name, complete_var, False, windows_expand_args, **extra)
+        except _click.exceptions.NoArgsIsHelpError as e:  # `icectl`, `icectl branch`: the help
+            e.show()
+            sys.exit(e.exit_code)
+        except _click.ClickException as e:
+            sys.stderr.write(usage_error_line(e) + "\n")
+            sys.exit(e.exit_code)
+        except Abort:
+            sys.stderr.write("Aborted!\n")
+            sys.exit(1)
+        sys.exit(code if isinstance(code, int) else 0)
+
+
+def usage_error_line(e: _click.ClickException) -> str:
+    """``icectl: error: <what>; see 'icectl <command> -h'``: click's message on one line."""
+    text = " ".join(e.format_message().split()).rstrip(".")
+    ctx = getattr(e, "ctx", None)
+    if ctx is not None and ctx.command.get_help_option(ctx) is not None:
+        text += f"; see '{ctx.command_path} {ctx.help_option_names[0]}'"
+    return f"icectl: error: {text}"
 
 
 class InspectGroup(LazyGroup):

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from icectl.cli.framework import command, load_config_and_io
-from icectl.cli.options import DryRunOpt, JsonOpt, TableArg
+from icectl.cli.options import DryRunOpt, JsonOpt, TableArg, long_value
 from icectl.errors import UsageError
 from icectl.ops.manage_snapshots import cherrypick, fast_forward, publish, rollback, set_current
 from icectl.results import Result
@@ -25,7 +25,7 @@ def register(app: typer.Typer) -> None:
         table: TableArg,
         to_snapshot: Annotated[int | None, typer.Option(
             "--to-snapshot", help="Roll back to this snapshot id; it must be an ancestor of the branch head.",
-            metavar="ID", show_default=False)] = None,
+            metavar="ID", show_default=False, callback=long_value)] = None,
         to_timestamp: Annotated[str | None, typer.Option(
             "--to-timestamp", help="Roll back to the latest ancestor of the branch head committed before this "
                                    "point in time: a timestamp (2024-05-01T12:00:00Z, UTC when no zone is "
@@ -56,7 +56,7 @@ def register(app: typer.Typer) -> None:
         table: TableArg,
         snapshot: Annotated[int | None, typer.Option(
             "--snapshot", "-s", help="The snapshot id the branch goes to (any snapshot of the table).",
-            metavar="ID", show_default=False)] = None,
+            metavar="ID", show_default=False, callback=long_value)] = None,
         ref: Annotated[str | None, typer.Option(
             "--ref", "-r", help="Go to the snapshot this branch or tag points at.", metavar="REF",
             show_default=False)] = None,
@@ -78,7 +78,8 @@ def register(app: typer.Typer) -> None:
     def cherrypick_cmd(
         table: TableArg,
         snapshot_id: Annotated[int, typer.Argument(
-            metavar="SNAPSHOT_ID", help="The snapshot whose change main gets.", show_default=False)],
+            metavar="SNAPSHOT_ID", help="The snapshot whose change main gets.", show_default=False,
+            callback=long_value)],
         dry_run: DryRunOpt = False,
         json_output: JsonOpt = False,
     ) -> Result:

@@ -65,8 +65,13 @@ def from_params(given: dict[str, Any], as_json: bool) -> ViewOptions:
     columns, where, sort = given.get("columns"), given.get("where"), given.get("sort")
     query = RowQuery(columns=parse_names(columns, "--columns") if columns is not None else None,
                      where=parse_where(where) if where else [], sort=parse_sort(sort) if sort else [],
-                     limit=given.get("limit"))
+                     limit=_row_count(given.get("limit")))
     return ViewOptions(format=fmt, query=query, pager=not given.get("no_pager", False))
+
+
+def _row_count(limit: int | None) -> int | None:
+    """--limit beyond what a list can hold is no limit (islice refuses numbers past sys.maxsize)."""
+    return None if limit is None or limit >= 2**63 - 1 else limit
 
 
 def wants_json(options: ViewOptions | None) -> bool:

@@ -55,6 +55,7 @@ from icectl.table.delete_fence import (
     table_fence,
 )
 from icectl.table.neighbours import Neighbours, find_neighbours
+from icectl.table.delete_tally import deleting
 from icectl.table.scan import iter_entries, manifests_of
 from icectl.table.scan_v4 import TreeFiles, leaf_rows, tree_files
 from icectl.table.write_guard import check_writable
@@ -588,7 +589,10 @@ def _expire_snapshots(table: Table, policy: ExpirePolicy, *, dry_run: bool, max_
                         e.one_line(), e.exit_code)
     if lost:
         return _skipped(res, "Expiry undone by another writer; no file deleted", lost, ExitCode.CONFLICT)
-    outcome = delete_files(table.io, doomed, max_concurrent_deletes)
+    with deleting(len(doomed.files), "files of the expired snapshots",
+                  "the table is readable (its metadata names none of them since the commit); run the same "
+                  "command again to delete the rest"):
+        outcome = delete_files(table.io, doomed, max_concurrent_deletes)
     res.already_gone, res.failures, res.deleted = outcome.already_gone, outcome.failures, dict(outcome.deleted)
     res.title = (f"Expired {len(retention.expired)} snapshots of {table.identifier}{kept_note}"
                  + _leftover_note(found, doomed))

@@ -488,6 +488,7 @@ def staged_snapshot(md: TableMetadata, wap_id: str, identifier: str) -> Snapshot
 def publish(table: Table, wap_id: str, *, dry_run: bool = False) -> PublishResult:
     """Cherry-pick the staged snapshot of write-audit-publish id ``wap_id`` into main (Spark's
     ``publish_changes``)."""
+    check_writable(table)  # before the wap id is looked up: a copied table is refused whatever it holds
     source = staged_snapshot(table.metadata, wap_id, table.identifier)
     res = cherrypick(table, source.snapshot_id, dry_run=dry_run, _result_cls=PublishResult)
     res.wap_id = wap_id

@@ -51,6 +51,7 @@ from icectl.storage import join
 from icectl.table import Table
 from icectl.table.commit import commit, discard_on_failure
 from icectl.table.scan import iter_entries, manifests_of
+from icectl.table.write_guard import check_writable
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -172,6 +173,7 @@ def compute_partition_stats(table: Table, snapshot_id: int | None = None, *,
                             dry_run: bool = False) -> PartitionStatsResult:
     """Compute the partition statistics of ``snapshot_id`` (default: the current snapshot), write the
     file and register it (see the module's documentation)."""
+    check_writable(table)  # the file goes to the metadata folder the metadata names: never through a copy
     md = table.metadata
     snap = table.snapshot(snapshot_id)  # NotFoundError (exit 3) for an unknown id
     res = PartitionStatsResult(table=table.identifier, dry_run=dry_run, snapshot_id=None, path=None, row_count=0)

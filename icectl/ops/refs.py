@@ -39,7 +39,7 @@ from icectl.errors import CommitConflictError, NotFoundError, RefusedError, Usag
 from icectl.ops.admin_results import RefChangeResult, RefState
 from icectl.ops.results import NEXT_METADATA
 from icectl.results import Column, RowsResult
-from icectl.spec.durations import human_duration
+from icectl.spec.durations import MAX_LONG, human_duration
 from icectl.spec.metadata import TableMetadata
 from icectl.spec.properties import MAX_REF_AGE_MS, MAX_SNAPSHOT_AGE_MS, MIN_SNAPSHOTS_TO_KEEP
 from icectl.spec.requirements import AssertRefSnapshotId
@@ -51,6 +51,9 @@ from icectl.table.layout import SnapshotLayout
 from icectl.table.layout.manifest_list import ManifestListLayout
 from icectl.table.layout.root import RootLayout
 from icectl.table.snapshot_writer import SnapshotChange, write_snapshot
+from icectl.table.write_guard import check_writable
+
+_MAX_INT = 2**31 - 1  # Java's Integer.MAX_VALUE
 
 RefKind = Literal["branch", "tag"]
 KINDS: tuple[RefKind, ...] = ("branch", "tag")
@@ -78,6 +81,14 @@ class RefRetention:
                               (self.max_ref_age_ms, "--max-ref-age")):
             if value is not None and value <= 0:
                 raise UsageError(f"{option} must be greater than 0, got {value}")
+        # Java reads min-snapshots-to-keep as an int and the ages as longs: a larger number would
+        # be written into metadata that Iceberg Java then refuses to load.
+        for value, option, most in ((self.min_snapshots_to_keep, "--retain-last", _MAX_INT),
+                                    (self.max_snapshot_age_ms, "--max-snapshot-age", MAX_LONG),
+                                    (self.max_ref_age_ms, "--max-ref-age", MAX_LONG)):
+            if value is not None and value > most:
+                unit = "" if option == "--retain-last" else " ms"
+                raise UsageError(f"{option} must be at most {most}{unit}, got {value}{unit}")
 
     def applied_to(self, ref: SnapshotRef) -> SnapshotRef:
         """``ref`` with every given value set, the others kept."""
@@ -198,6 +209,7 @@ def create_ref(table: Table, name: str, kind: RefKind, *, snapshot_id: int | Non
         raise UsageError("--if-not-exists cannot go with replace: a replace changes an existing ref")
     retention = retention or RefRetention()
     retention.check(kind)
+    check_writable(table)  # commit() refuses a copied table too; this makes a dry run say so
     if (kind == "branch" and create and snapshot_id is None and ref is None
             and table.metadata.current_snapshot() is None and name not in table.metadata.refs):
         return _create_branch_on_empty_table(table, name, retention, dry_run=dry_run)
@@ -295,6 +307,7 @@ def drop_ref(table: Table, name: str, kind: RefKind, *, if_exists: bool = False,
     if name == MAIN_BRANCH and kind == "branch":  # a tag drop of main is refused below: main is a branch
         raise RefusedError(f"cannot drop main: it is the table's current state (table {table.identifier})",
                            hint="move it with 'icectl branch replace TABLE main --snapshot ID' instead")
+    check_writable(table)
     existing = table.metadata.refs.get(name)
     if existing is None:
         if if_exists:

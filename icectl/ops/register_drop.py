@@ -63,8 +63,9 @@ from icectl.table import Table, read_table_metadata
 from icectl.table.commit import operations_for
 from icectl.table.delete_fence import Fence, delete_with_checksum, file_identity, identity_cache, table_fence
 from icectl.table.neighbours import find_neighbours, metadata_neighbours
+from icectl.table.delete_tally import deleting
 from icectl.table.scan import manifests_of
-from icectl.table.write_guard import check_metadata_sound
+from icectl.table.write_guard import check_metadata_home, check_metadata_sound, check_table_home
 
 DROP_ATTEMPTS = 3  # a commit between planning and dropping: plan again on the new metadata
 MAX_LOG_DEPTH = 1000  # older metadata logs followed (Spark's recursive metadataFileLocations)
@@ -126,6 +127,7 @@ def register_table(catalog: Catalog, identifier: str | Sequence[str], metadata_f
                          hint="give the table's current metadata file, e.g. .../metadata/v3.metadata.json")
     ops = catalog.table_operations(namespace, name)
     md = read_sound_metadata(catalog.io, location)
+    check_metadata_home(location, md)
     _check_register_target(catalog, ops, namespace, full, md)
     snap = md.current_snapshot()
     summary = snap.summary if snap is not None else {}
@@ -333,6 +335,7 @@ def _refuse_shared(table: Table, current: Current, plan: _Plan, allow: tuple[str
 
 
 def _drop(table: Table, *, purge: bool, dry_run: bool, workers: int, allow_shared: tuple[str, ...]) -> DropResult:
+    check_table_home(table)  # a copy's folder: dropping or purging it would act on the metadata of another table
     ops = operations_for(table)
     file_system = isinstance(ops, FileSystemOperations)
     if file_system and not purge:
@@ -425,9 +428,14 @@ def _purge(res: DropResult, identifier: str, plan: _Plan, entry: list[str], io: 
     done = {file_identity(p) for p in entry}
     for key in done:
         plan.metadata.pop(key, None)
-    outcome = delete_files(io, plan.content, workers)
+    planned = len(entry) + len(plan.content.files) + len(plan.metadata)
+    with deleting(planned, f"files of {identifier}",
+                  f"{identifier} is dropped already, so drop cannot find the rest again: they stay under "
+                  f"{plan.home or 'the table location'}, named by no table any more") as tally:
+        tally.add(len(entry))  # the catalog entry's own files (a file-system table's versions), gone first
+        outcome = delete_files(io, plan.content, workers)
+        meta_deleted, meta_gone, meta_failures = _delete_metadata(io, plan.metadata, workers)
     deleted = dict(outcome.deleted)
-    meta_deleted, meta_gone, meta_failures = _delete_metadata(io, plan.metadata, workers)
     deleted["metadata_files"] = len(entry) + meta_deleted
     res.deleted = {c: deleted.get(c, 0) for c in DROP_CATEGORIES}
     res.already_gone = outcome.already_gone + meta_gone

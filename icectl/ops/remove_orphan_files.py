@@ -67,6 +67,7 @@ from icectl.table.delete_fence import (
     table_fence,
 )
 from icectl.table.neighbours import find_neighbours
+from icectl.table.delete_tally import deleting
 from icectl.table.write_guard import check_metadata_sound, check_writable
 from icectl.threads import streaming_pool
 
@@ -499,7 +500,8 @@ def _remove_orphan_files(table: Table, *, older_than_ms: int | None, location: s
         res.would_write, res.would_delete = [], orphans
         res.title = f"Would delete {len(orphans)} orphan file(s) of {table.identifier} under {where}{notes}"
         return res
-    deleted, gone, failures = _delete(table.io, orphans, fence, workers)
+    with deleting(len(orphans), "orphan files", "run the same command again to delete the rest"):
+        deleted, gone, failures = _delete(table.io, orphans, fence, workers)
     res.deleted_count, res.already_gone, res.failures = deleted, gone, failures
     res.title = f"Deleted {deleted} orphan file(s) of {table.identifier} under {where}{notes}"
     if failures:

@@ -41,6 +41,7 @@ from icectl.storage import FileIO
 from icectl.table import Table
 from icectl.table.commit import commit
 from icectl.table.delete_fence import entry_inside, file_identity, table_fence, table_property_problem
+from icectl.table.write_guard import check_writable
 
 
 def check_value(key: str, value: str) -> None:
@@ -105,6 +106,7 @@ def _text(value: str | None) -> str:
 def _change(table: Table, updates: Mapping[str, str], removals: tuple[str, ...], *,
             dry_run: bool) -> PropertiesChangeResult:
     set_updates, remove = property_updates(updates, removals)  # refuses a key both set and removed
+    check_writable(table)  # commit() refuses a copied table too; this makes a dry run say so
     res = _result(table, table.metadata, updates, removals, dry_run=dry_run)
     if dry_run:
         res.would_write = [NEXT_METADATA] if res.changes else []

@@ -43,7 +43,7 @@ from icectl.table.layout.root import column_types, encode_root, root_path
 from icectl.table.manifest_read import manifest_entries
 from icectl.table.scan import DEFAULT_WORKERS, iter_entries, manifests_of
 from icectl.table.scan_v4 import TreeManifest, read_tree_entries, tree_manifests
-from icectl.table.snapshot_writer import commit_snapshots, new_snapshot
+from icectl.table.snapshot_writer import check_counters, commit_snapshots, new_snapshot
 from icectl.table.summary import SummaryBuilder
 from icectl.table.write_guard import check_writable
 
@@ -150,6 +150,7 @@ def plan_upgrade(table: Table, to: int) -> UpgradePlan:
             entries.append(manifest_entry_of_manifest_file(
                 dataclasses.replace(m, first_row_id=row_id, added_snapshot_id=added_by),
                 status=ManifestEntryStatus.EXISTING, manifest_stats=stats, content_stats=content_stats))
+        check_counters(table, md, seq, first_row_id, next_row_id - first_row_id)  # before a root is encoded
         snapshot_id = new_snapshot_id(md)
         while snapshot_id in taken:
             snapshot_id = new_snapshot_id(md)

@@ -57,7 +57,15 @@ def parse_point_in_time_ms(text: str, now_ms: int, option: str) -> int:
     ms = duration_ms(t)
     if ms is not None:
         return now_ms - ms
-    if re.fullmatch(r"\d{11,}", t):
+    digits = t.lstrip("-")
+    if digits.isdigit() and len(digits) == 10:  # 1700000000: epoch seconds, read as ms it would be 1970
+        raise UsageError(f"{option} {text!r} looks like epoch seconds; give epoch milliseconds (13 digits), "
+                         "a timestamp (2024-05-01T00:00:00Z) or a duration (7d)")
+    if digits.isdigit() and digits.isascii() and len(digits) != 8:  # 8 digits: a date, 20240501
+        # Epoch milliseconds. Fewer than 10 digits is a time before any Iceberg table (0 is
+        # 1970-01-01) read as seconds or as ms alike: nothing is older (rollback: exit 3).
+        if not -MAX_LONG - 1 <= int(t) <= MAX_LONG:
+            raise UsageError(f"{option} {text!r} is beyond the signed 64-bit range of epoch milliseconds")
         return int(t)
     try:
         dt = datetime.datetime.fromisoformat(t.replace("Z", "+00:00"))

@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from icectl.errors import RefusedError, UsageError
+from icectl.errors import CorruptInputError, RefusedError, UsageError
 from icectl.spec.metadata import MAX_FORMAT_VERSION, MIN_ROW_LINEAGE_VERSION, TableMetadata
 from icectl.spec.properties import METADATA_PREVIOUS_VERSIONS_MAX
 from icectl.spec.requirements import AssertRefSnapshotId, TableRequirement, check_requirements
@@ -36,6 +36,7 @@ from icectl.spec.snapshots import (
     SnapshotRef,
     StatisticsFile,
 )
+from icectl.spec.soundness import INT64_MAX
 
 # ---------------------------------------------------------------------------------------------
 # Updates
@@ -236,6 +237,11 @@ class _Builder:
                 raise RefusedError(f"cannot add snapshot {sid}: first-row-id {snapshot.first_row_id} is behind "
                                    f"the table's next-row-id {md.next_row_id}")
             next_row_id += snapshot.added_rows  # also for branches other than main (spec "Row Lineage")
+        last_row = (snapshot.first_row_id or 0) + (snapshot.added_rows or 0)  # one past its last row id
+        if snapshot.sequence_number > INT64_MAX or max(next_row_id, last_row) > INT64_MAX:  # Java longs
+            raise CorruptInputError(f"cannot add snapshot {sid}: its sequence number {snapshot.sequence_number} or "
+                                    f"the next-row-id {max(next_row_id, last_row)} after it is beyond the signed "
+                                    "64-bit range")
         self.last_updated = snapshot.timestamp_ms
         self.added.add(sid)
         self.md = md.replace(snapshots=(*md.snapshots, snapshot), last_sequence_number=snapshot.sequence_number,

@@ -43,7 +43,7 @@ from icectl.storage import FileIO, basename, checksum_sidecar, delete_quietly, l
 from icectl.table import Table
 from icectl.table.delete_fence import file_identity, metadata_files_to_delete
 from icectl.table.neighbours import find_neighbours
-from icectl.table.write_guard import check_metadata_sound
+from icectl.table.write_guard import check_metadata_sound, check_table_home
 
 _MAX_LONG = (1 << 63) - 1
 
@@ -187,11 +187,14 @@ def commit(table: Table, build: Callable[[TableMetadata], TableChange], *,
     on the new base after a conflict; raise from it to give up); requirements usually come from
     ``base`` too (``assert-ref-snapshot-id`` of the branch a snapshot goes to), and
     ``assert-table-uuid`` of the loaded table is added to every attempt. A change with no effect
-    writes nothing.
+    writes nothing. A table whose folder is not the location its metadata names (a ``cp -r`` copy)
+    is refused before anything is read or written (:func:`~icectl.table.write_guard.check_table_home`,
+    exit 6): every command that writes metadata passes here.
     On success ``table`` is updated in place. Raises :class:`CommitConflictError` (exit 5) when every
     attempt lost to another writer, and :class:`~icectl.catalog.operations.CommitStateUnknownError`
     when the outcome cannot be told.
     """
+    check_table_home(table)  # the write gate: no commit through a copied or moved table's folder
     ops = ops or operations_for(table, allow_unsafe_object_store=allow_unsafe_object_store)
     same_table = AssertTableUUID(table.metadata.table_uuid) if table.metadata.table_uuid is not None else None
     current = ops.refresh()

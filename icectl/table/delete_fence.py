@@ -46,6 +46,7 @@ from icectl.storage import (
     scheme_of,
 )
 from icectl.table import Table
+from icectl.table.delete_tally import count_deleted
 
 # Inside identity_cache(): path -> identity and folder -> real folder, for one operation only.
 _CACHE: contextvars.ContextVar[tuple[dict[str, str], dict[str, str]] | None] = contextvars.ContextVar(
@@ -351,6 +352,8 @@ def delete_with_checksum(io: FileIO, path: str) -> bool:
     a sidecar that cannot be deleted is ignored: a stray checksum is litter, not a table file.
     Callers pass a path the fence has judged (on a local disk its real path)."""
     deleted = io.delete(path)
+    if deleted:
+        count_deleted()  # what an interrupted run reports (icectl.table.delete_tally)
     sidecar = checksum_sidecar(path)
     if sidecar is not None:
         try:

@@ -18,10 +18,11 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from icectl.errors import NotFoundError, RefusedError
+from icectl.errors import CorruptInputError, NotFoundError, RefusedError
 from icectl.spec.metadata import MIN_ROW_LINEAGE_VERSION, TableMetadata
 from icectl.spec.requirements import TableRequirement
 from icectl.spec.snapshots import MAIN_BRANCH, Snapshot
+from icectl.spec.soundness import INT64_MAX
 from icectl.spec.updates import TableChange, TableUpdate, apply_updates, snapshot_change
 from icectl.storage import delete_quietly
 from icectl.table import Table
@@ -52,6 +53,30 @@ def branch_head(md: TableMetadata, branch: str, identifier: str, *, create_branc
 def sequence_number(base: TableMetadata) -> int:
     """The next snapshot's data sequence number (v1 has none: 0)."""
     return base.last_sequence_number + 1 if base.format_version >= 2 else 0
+
+
+def check_counters(table: Table, base: TableMetadata, seq: int, first_row_id: int | None = None,
+                   added_rows: int = 0) -> None:
+    """Raise :class:`~icectl.errors.CorruptInputError` (exit 4) when the next snapshot's sequence
+    number or the table's next-row-id (``first_row_id + added_rows``, v3 row lineage) would pass
+    the largest signed 64-bit number: Iceberg reads them as Java longs, so neither a manifest list
+    nor a metadata file may be written with them. Called before any file of the snapshot is
+    written (and once more with the rows the snapshot assigns, before its commit)."""
+    where = table.metadata_location
+    if seq > INT64_MAX:
+        raise CorruptInputError(
+            f"cannot add a snapshot to table {table.identifier}: its last-sequence-number "
+            f"{base.last_sequence_number} leaves no next sequence number within the signed 64-bit range "
+            f"(sequence number would overflow) in {where}", path=where,
+            hint="no Iceberg writer can commit to it; if the number is damaged, restore an earlier metadata "
+                 "version (see 'icectl inspect metadata-log')")
+    if first_row_id is not None and first_row_id + added_rows > INT64_MAX:
+        raise CorruptInputError(
+            f"cannot add a snapshot to table {table.identifier}: next-row-id {first_row_id} plus the "
+            f"{added_rows} row id(s) the snapshot assigns passes the signed 64-bit range (row id would "
+            f"overflow) in {where}", path=where,
+            hint="no Iceberg writer can commit to it; if the number is damaged, restore an earlier metadata "
+                 "version (see 'icectl inspect metadata-log')")
 
 
 def snapshot_timestamp(parent: Snapshot | None) -> int:
@@ -153,10 +178,12 @@ def write_snapshot(table: Table, branch: str, change: SnapshotChange, *, snapsho
                                                                   create_branch=create_branch)
         seq = sequence_number(base)
         first_row_id = base.next_row_id if base.format_version >= MIN_ROW_LINEAGE_VERSION else None
+        check_counters(table, base, seq, first_row_id)
         attempt = Attempt(table.identifier, base, parent, snapshot_id, seq, first_row_id, attempts, folder)
         index = change.layout.write(table.io, attempt)
         written.append(index.path)
         indexes[index.path] = index
+        check_counters(table, base, seq, first_row_id, index.added_rows or 0)
         snapshot = new_snapshot(base, parent, snapshot_id, seq, operation=change.operation, summary=change.summary,
                                 extra=change.extra(index) if change.extra is not None else None,
                                 first_row_id=first_row_id, added_rows=index.added_rows,

@@ -8,15 +8,22 @@ from __future__ import annotations
 
 import json
 import struct
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from support.spark import latest_metadata_path
+from unit.catalog.test_catalog_contract import KINDS as CATALOG_KINDS
+from unit.catalog.test_catalog_contract import created_table, hadoop_catalog_config, sqlite_catalog_config  # noqa: F401
 
-from cli.test_errors import assert_one_line_error, run_cli
+from cli.test_errors import assert_one_line_error, damaged, run_cli  # noqa: F401  (damaged: a fixture)
 from icectl.codec.puffin import MAGIC, read_puffin_footer
+from icectl.config import parse_config
 from icectl.errors import CorruptInputError, ExitCode
+from icectl.storage import FileIO
 
 
 def test_hdfs_path_is_one_line_exit_8() -> None:
@@ -126,3 +133,133 @@ def test_puffin_footer_nested_too_deeply_is_corrupt_input() -> None:
     data = MAGIC + MAGIC + payload + struct.pack("<iI", len(payload), 0) + MAGIC
     with pytest.raises(CorruptInputError, match="not UTF-8 JSON"):
         read_puffin_footer(data)
+
+
+def _toml(raw: dict[str, Any]) -> str:
+    """A catalog config (string values, tables of them) as TOML."""
+    lines = ['default-catalog = "c"']
+    for section, body in raw.items():
+        tables = body.items() if section == "catalog" else [(None, body)]
+        for name, values in tables:
+            lines.append(f"[{section}.{name}]" if name else f"[{section}]")
+            lines += [f"{json.dumps(k)} = {json.dumps(str(v))}" for k, v in values.items()]
+    return "\n".join(lines) + "\n"
+
+
+@pytest.fixture(params=sorted(CATALOG_KINDS))
+def catalog_config_file(request: pytest.FixtureRequest, tmp_path: Path) -> Path:
+    """A config file whose default catalog ``c`` is one of every catalog kind, holding a namespace
+    with a table, so the catalog itself is there and only the namespace asked for is missing."""
+    raw = request.getfixturevalue(CATALOG_KINDS[request.param])
+    config = parse_config({**raw, "default-catalog": "c"})
+    created_table(config, FileIO(s3=config.s3))
+    path = tmp_path / "icectl.toml"
+    path.write_text(_toml(raw))
+    return path
+
+
+@pytest.mark.parametrize("args", [
+    ["list", "nosuchns"], ["list", "nosuchns", "--all"], ["list", "nosuchns", "--json"],
+    ["expire-snapshots", "--all", "nosuchns"], ["expire-snapshots", "--all", "nosuchns", "--dry-run", "--json"],
+    ["compact", "--all", "nosuchns", "--json"], ["remove-orphan-files", "--all", "nosuchns", "--dry-run"],
+    ["health", "--all", "nosuchns"],
+], ids=" ".join)
+def test_a_missing_namespace_is_exit_3_in_every_catalog_kind(catalog_config_file: Path, args: list[str]) -> None:
+    """Cron that looks green (issue 27): with a SQL catalog, `expire-snapshots --all nosuchns` printed
+    '0 table(s), 0 with problems' and exited 0, `compact --all nosuch --json` printed nothing, exit 0."""
+    p = run_cli("--config", str(catalog_config_file), *args)
+    assert_one_line_error(p, ExitCode.NOT_FOUND, "nosuchns")
+    assert "not found" in p.stderr or "does not exist" in p.stderr
+
+
+# --------------------------------------------------------------------------- issue 27: the WARN list
+
+
+def _tree(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def _ids(table: Path) -> tuple[int, int]:
+    """(current snapshot id, its parent's) of a table, as icectl reads them."""
+    snaps = json.loads(run_cli("inspect", "snapshots", str(table), "--json").stdout)["rows"]
+    current = json.loads(run_cli("inspect", "table", str(table), "--json").stdout)["current_snapshot_id"]
+    parent = next(s["parent_id"] for s in snaps if s["snapshot_id"] == current)
+    return current, parent
+
+
+@pytest.mark.parametrize(("args", "code", "words"), [
+    (["rollback", "{t}", "--to-snapshot", "abc"], ExitCode.USAGE, "--to-snapshot"),
+    (["rollback", "{t}", "--to-snapshot", str(2**64)], ExitCode.USAGE, "beyond the signed 64-bit range"),
+    (["rollback", "{t}", "--to-snapshot", "-1"], ExitCode.NOT_FOUND, "has no snapshot -1"),  # a legal long
+    (["cherrypick", "{t}", "x"], ExitCode.USAGE, "SNAPSHOT_ID"),
+    (["cherrypick", "{t}", "-1"], ExitCode.USAGE, "No such option: -1"),
+    (["cherrypick", "{t}", str(2**64)], ExitCode.USAGE, "beyond the signed 64-bit range"),
+    (["set-current", "{t}", "--snapshot", str(-(2**63) - 1)], ExitCode.USAGE, "beyond the signed 64-bit range"),
+    (["branch", "create", "{t}", "b", "--snapshot", str(2**64)], ExitCode.USAGE, "beyond the signed 64-bit range"),
+    (["inspect", "files", "{t}", "--snapshot", str(2**64)], ExitCode.USAGE, "beyond the signed 64-bit range"),
+    # before the first snapshot: nothing to roll back to is "not found", however the time is written
+    (["rollback", "{t}", "--to-timestamp", "0"], ExitCode.NOT_FOUND, "no snapshot of its history is older"),
+    (["rollback", "{t}", "--to-timestamp", "1000"], ExitCode.NOT_FOUND, "no snapshot of its history is older"),
+    (["rollback", "{t}", "--to-timestamp", "1970-01-01"], ExitCode.NOT_FOUND, "no snapshot of its history"),
+    (["rollback", "{t}", "--to-timestamp", str(2**64)], ExitCode.USAGE, "beyond the signed 64-bit range"),
+    (["expire-snapshots", "{t}", "--older-than", str(2**64)], ExitCode.USAGE, "beyond the signed 64-bit range"),
+    # branch retention as Java's SnapshotRef.Builder takes it: positive, an int and longs
+    (["branch", "create", "{t}", "b", "--retain-last", "0"], ExitCode.USAGE, "--retain-last must be greater than 0"),
+    (["branch", "create", "{t}", "b", "--retain-last", "-1"], ExitCode.USAGE, "--retain-last must be greater"),
+    (["branch", "create", "{t}", "b", "--retain-last", str(2**31)], ExitCode.USAGE, "at most 2147483647"),
+    (["branch", "create", "{t}", "b", "--retain-last", str(2**64)], ExitCode.USAGE, "at most 2147483647"),
+    (["branch", "create", "{t}", "b", "--max-ref-age", "0s"], ExitCode.USAGE, "--max-ref-age must be greater"),
+    (["branch", "create", "{t}", "b", "--max-snapshot-age", "0s"], ExitCode.USAGE, "--max-snapshot-age must be"),
+    (["branch", "create", "{t}", "b", "--max-snapshot-age", "-1d"], ExitCode.USAGE, "is not a duration"),
+    (["branch", "replace", "{t}", "main", "--retain-last", "0"], ExitCode.USAGE, "--retain-last must be"),
+    (["branch", "create", "{t}", "b", "--max-ref-age", "99999999999999999w"], ExitCode.USAGE, "at most"),
+    # options of branches given to a tag, and options or commands that do not exist
+    (["tag", "create", "{t}", "t", "--retain-last", "2"], ExitCode.USAGE, "No such option: --retain-last"),
+    (["tag", "create", "{t}", "t", "--max-snapshot-age", "1d"], ExitCode.USAGE, "No such option: --max-snapshot-age"),
+    (["tag", "replace", "{t}", "t", "--retain-last", "2"], ExitCode.USAGE, "No such option: --retain-last"),
+    (["expire-snapshots", "{t}", "--bogus"], ExitCode.USAGE, "see 'icectl expire-snapshots -h'"),
+    (["rollbak", "{t}"], ExitCode.USAGE, "No such command 'rollbak'"),
+], ids=lambda v: v if isinstance(v, str) else None)
+def test_bad_values_are_one_line_with_their_code(damaged: Callable[[], Path], args: list[str], code: int,  # noqa: F811
+                                                 words: str) -> None:
+    table = damaged()
+    before = _tree(table)
+    p = run_cli(*(a.replace("{t}", str(table)) for a in args))
+    assert_one_line_error(p, code, words)
+    assert p.stderr.startswith("icectl: error: ")
+    assert _tree(table) == before
+
+
+def _with_counter(table: Path, key: str, value: int) -> Path:
+    """Set ``key`` of the current metadata to ``value`` (and drop its .crc): the metadata file."""
+    meta = latest_metadata_path(table)
+    doc = json.loads(meta.read_text())
+    doc[key] = value
+    meta.write_text(json.dumps(doc))
+    (meta.parent / f".{meta.name}.crc").unlink(missing_ok=True)
+    return meta
+
+
+def _v3_parquet(path: Path) -> Path:
+    """Two rows in the schema of the v3_dv fixture (id, region, value, ts, note)."""
+    ts = pa.array([1_704_067_200_000_000] * 2, pa.timestamp("us", tz="UTC"))
+    pq.write_table(pa.table({"id": pa.array([1, 2], pa.int64()), "region": ["a", "b"], "value": [1.0, 2.0],
+                             "ts": ts, "note": ["x", "y"]}), path)
+    return path
+
+
+@pytest.mark.parametrize(("key", "value", "args", "words"), [
+    ("last-sequence-number", 2**63 - 1, ["add-files", "{t}", "{f}"], "sequence number would overflow"),
+    ("next-row-id", 2**63 - 1, ["add-files", "{t}", "{f}"], "row id would overflow"),
+    ("next-row-id", 2**63 - 2, ["add-files", "{t}", "{f}"], "row id would overflow"),  # 2 rows: one too many
+    ("last-sequence-number", 2**63 - 1, ["upgrade", "{t}", "--to", "4", "--yes"], "sequence number would overflow"),
+])
+def test_counters_that_would_overflow_are_exit_4_and_nothing_is_written(
+        spark_clone: Any, key: str, value: int, args: list[str], words: str) -> None:
+    table = Path(spark_clone("v3_dv").location)
+    data = _v3_parquet(table / "data" / "extra.parquet")
+    meta = _with_counter(table, key, value)
+    before = _tree(table)
+    p = run_cli(*(a.replace("{t}", str(table)).replace("{f}", str(data)) for a in args))
+    assert_one_line_error(p, ExitCode.CORRUPT, words, str(meta))
+    assert _tree(table) == before  # no manifest, list, root or metadata file left behind

@@ -17,7 +17,8 @@ from typing import Any
 
 import pytest
 
-from icectl.catalog import open_catalog
+from icectl.catalog import open_catalog, walk_tables
+from icectl.catalog.glue import GlueCatalog
 from icectl.catalog.operations import CommitFailedError, LocalCommits
 from icectl.config import Config, parse_config
 from icectl.errors import ExitCode, NotFoundError, RefusedError
@@ -168,6 +169,24 @@ def test_a_missing_table_is_not_found_and_a_taken_name_is_refused(config: Config
     assert load_table(ident, config, io).metadata_location == before  # the existing table is untouched
 
 
+def test_a_missing_namespace_is_not_found(config: Config) -> None:
+    """Java's listTables and listNamespaces throw NoSuchNamespaceException: an empty answer would
+    make `icectl expire-snapshots --all typo` a green run over nothing (issue 27)."""
+    io = io_for(config)
+    ident = created_table(config, io)  # the catalog holds a namespace and a table: the answer is not "no tables"
+    catalog = open_catalog(config, io, "c")
+    missing = fresh_namespace()
+    for call in (lambda: catalog.list_tables(missing), lambda: walk_tables(catalog, missing)):
+        with pytest.raises(NotFoundError) as e:
+            call()
+        assert e.value.exit_code == ExitCode.NOT_FOUND and missing[0] in e.value.one_line()
+    if not isinstance(catalog, GlueCatalog):  # Glue databases do not nest: nothing to list below one
+        with pytest.raises(NotFoundError):
+            catalog.list_namespaces(missing)
+    ns = tuple(ident.split(".")[1:2])
+    assert walk_tables(catalog, ns) == [(*ns, "t")]
+
+
 def test_a_change_that_changes_nothing_writes_no_version(config: Config) -> None:
     io = io_for(config)
     ident = created_table(config, io)
@@ -213,6 +232,13 @@ def test_register_points_a_new_name_at_a_tables_metadata_and_refuses_a_taken_one
         assert load_table(f"c.{ns}.{name}", config, io).metadata_location == before
     if kind == "rest":
         return  # SeaweedFS serves its registered tables with a new uuid per load: no commit can follow
+    if kind == "hadoop":
+        # Its folder is not the location its metadata names (the source's): the write gate refuses
+        # every commit through it, as through a `cp -r` copy (issue 27).
+        with pytest.raises(RefusedError, match="is not the location its metadata names"):
+            commit(load_table(f"c.{ns}.copy", config, io), props("only", "copy"))
+        assert "only" not in load_table(ident, config, io).metadata.properties
+        return
     # A change to the registered table is its own: the source does not move.
     commit(load_table(f"c.{ns}.copy", config, io), props("only", "copy"))
     assert "only" not in load_table(ident, config, io).metadata.properties

@@ -175,8 +175,11 @@ def test_missing_table_and_missing_tables(tmp_path: Path, pg_database: str) -> N
     catalog = SqlCatalog("c", pg_database, str(tmp_path / "wh"), FileIO())
     with pytest.raises(NotFoundError, match="not found"):  # no iceberg_tables at all: an empty catalog
         catalog.load_metadata_location(("db",), "t")
-    assert catalog.list_namespaces() == [] and catalog.list_tables(("db",)) == []
+    assert catalog.list_namespaces() == []
+    with pytest.raises(NotFoundError, match="namespace db not found"):  # as JdbcCatalog.listTables
+        catalog.list_tables(("db",))
     catalog.create_namespace(("db",))
+    assert catalog.list_tables(("db",)) == []
     with pytest.raises(NotFoundError, match="not found"):
         catalog.load_metadata_location(("db",), "t")
 
@@ -218,7 +221,9 @@ def test_catalog_names_share_a_database_and_current_schema(tmp_path: Path, pg_se
     a = SqlCatalog("a", pg_database, str(tmp_path / "wa"), FileIO())
     b = SqlCatalog("b", pg_database, str(tmp_path / "wb"), FileIO())
     a.create_table_entry(("db",), "t", "file:/a0")
-    assert b.list_namespaces() == [] and b.list_tables(("db",)) == []  # catalog_name separates them
+    assert b.list_namespaces() == []  # catalog_name separates them: b has no namespace db
+    with pytest.raises(NotFoundError, match="namespace db not found in catalog 'b'"):
+        b.list_tables(("db",))
     with pytest.raises(NotFoundError):
         b.load_metadata_location(("db",), "t")
     assert not b.swap_metadata_location(("db",), "t", "file:/a0", "file:/b1")

@@ -41,6 +41,26 @@ def test_points_in_time() -> None:
         parse_point_in_time_ms("yesterday", now, "--to-timestamp")
 
 
+@pytest.mark.parametrize(("text", "ms"), [("0", 0), ("1000", 1000), ("123456789", 123_456_789), ("-5", -5),
+                                          (str(MAX_LONG), MAX_LONG), (str(-MAX_LONG - 1), -MAX_LONG - 1)])
+def test_epoch_milliseconds_of_any_length(text: str, ms: int) -> None:
+    # 0 is 1970-01-01: a rollback to it finds nothing older (not found, exit 3), not a usage error
+    assert parse_point_in_time_ms(text, 1_700_000_000_000, "--to-timestamp") == ms
+
+
+@pytest.mark.parametrize("text", [str(MAX_LONG + 1), str(-MAX_LONG - 2), str(2**64)])
+def test_epoch_milliseconds_beyond_a_long_are_usage_errors(text: str) -> None:
+    with pytest.raises(UsageError, match="beyond the signed 64-bit range"):
+        parse_point_in_time_ms(text, 1_700_000_000_000, "--older-than")
+
+
+def test_epoch_seconds_are_refused_and_eight_digits_are_a_date() -> None:
+    with pytest.raises(UsageError, match="looks like epoch seconds"):
+        parse_point_in_time_ms("1700000000", 0, "--older-than")
+    may_first = int(datetime.datetime(2024, 5, 1, tzinfo=datetime.timezone.utc).timestamp() * 1000)
+    assert parse_point_in_time_ms("20240501", 0, "--to-timestamp") == may_first
+
+
 @pytest.mark.parametrize(("ms", "text"), [
     (None, "-"), (0, "0ms"), (999, "999ms"), (90_000, "1m 30s"), (5 * DAY, "5d"), (10 * DAY, "10d"),
     (14 * DAY, "2w"), (DAY + 12 * 3_600_000, "1d 12h"), (MAX_LONG, "forever"), (DAY + 1, "1d"),

@@ -7,7 +7,7 @@ import dataclasses
 
 import pytest
 
-from icectl.errors import RefusedError, UsageError
+from icectl.errors import CorruptInputError, RefusedError, UsageError
 from icectl.ops.create.metadata import new_table_metadata
 from icectl.spec.metadata import TableMetadata
 from icectl.spec.requirements import AssertCreate, AssertRefSnapshotId, RequirementFailedError
@@ -87,6 +87,19 @@ def test_add_snapshot_checks_as_java() -> None:
         apply_updates(md, (AddSnapshot(behind),))
     with pytest.raises(RefusedError, match="needs first-row-id"):
         apply_updates(md, (AddSnapshot(Snapshot(9, 99, 3, md.last_sequence_number + 1, "/m")),))
+
+
+def test_add_snapshot_refuses_numbers_beyond_a_java_long() -> None:
+    md = table(3)
+    top = 2**63 - 1
+    past_seq = dataclasses.replace(snap(md, 9, parent=None, ts=99), sequence_number=top + 1)
+    with pytest.raises(CorruptInputError, match="beyond the signed 64-bit range"):
+        apply_updates(md, (AddSnapshot(past_seq),))
+    past_rows = dataclasses.replace(snap(md, 9, parent=None, ts=99, rows=2), first_row_id=top - 1)
+    with pytest.raises(CorruptInputError, match="next-row-id 9223372036854775808"):
+        apply_updates(md, (AddSnapshot(past_rows),))
+    at_the_top = dataclasses.replace(snap(md, 9, parent=None, ts=99, rows=1), first_row_id=top - 1)
+    assert apply_updates(md, (AddSnapshot(at_the_top),)).next_row_id == 1  # Java: next-row-id += added-rows
 
 
 def test_set_snapshot_ref_on_main_sets_current_and_appends_the_snapshot_log() -> None:

@@ -9,9 +9,12 @@ import pytest
 from support.forge import forge_commit
 
 from icectl.errors import CorruptInputError, ExitCode, RefusedError
+from icectl.spec.metadata import TableMetadata
 from icectl.spec.snapshots import SnapshotRef
+from icectl.spec.updates import SetProperties, TableChange
 from icectl.table import load_table
-from icectl.table.write_guard import check_metadata_sound, check_table_home, check_writable
+from icectl.table.commit import commit
+from icectl.table.write_guard import check_metadata_home, check_metadata_sound, check_table_home, check_writable
 from unit.table.test_commit import fs_table
 
 
@@ -63,3 +66,40 @@ def test_check_writable_makes_both_checks_soundness_first(tmp_path: Path) -> Non
         check_writable(load_table(str(copy)))
     with pytest.raises(CorruptInputError):
         check_writable(load_table(str(home)))
+
+
+def test_commit_itself_refuses_a_copied_table_before_reading_or_writing(tmp_path: Path) -> None:
+    """The gate sits in the commit path: no command can forget it (issue 27)."""
+    home = fs_table(tmp_path)
+    copy = tmp_path / "copy"
+    shutil.copytree(home, copy)
+    def listing() -> tuple[list[str], ...]:
+        return tuple(sorted(p.name for p in (d / "metadata").iterdir()) for d in (copy, home))
+
+    before = listing()
+    built: list[object] = []
+
+    def build(base: TableMetadata) -> TableChange:
+        built.append(base)
+        return TableChange((), (SetProperties({"k": "v"}),))
+
+    with pytest.raises(RefusedError, match="is not the location its metadata names"):
+        commit(load_table(str(copy)), build)
+    assert built == []  # refused before the change was even built
+    assert listing() == before
+    assert commit(load_table(str(home)), build).committed  # the original itself commits
+
+
+def test_a_copied_metadata_file_is_refused_for_register(tmp_path: Path) -> None:
+    home = fs_table(tmp_path)
+    copy = tmp_path / "copy"
+    shutil.copytree(home, copy)
+    md = load_table(str(home)).metadata
+    check_metadata_home(str(home / "metadata" / "v1.metadata.json"), md)
+    check_metadata_home(str(tmp_path / "loose.metadata.json"), md)  # no metadata/ folder: nothing to compare
+    with pytest.raises(RefusedError, match=f"table folder {copy} is not the location") as e:
+        check_metadata_home(str(copy / "metadata" / "v1.metadata.json"), md)
+    assert e.value.exit_code == ExitCode.REFUSED
+    # a catalog table keeping its metadata files in write.metadata.path: that folder is their home
+    elsewhere = md.replace(properties={**md.properties, "write.metadata.path": str(copy / "metadata")})
+    check_metadata_home(str(copy / "metadata" / "v1.metadata.json"), elsewhere)
