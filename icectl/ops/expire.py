@@ -24,7 +24,7 @@ another retained snapshot still reaches.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,8 +34,9 @@ from pyroaring import BitMap64
 from icectl import progress
 from icectl.catalog.hadoop import FileSystemOperations
 from icectl.codec.manifest_reader import read_manifest_list, scan_manifest_list_paths
-from icectl.engine.spark_reach import doomed_files, run_deletes, spark_engine, supports
+from icectl.engine.spark_reach import doomed_files, spark_engine, supports
 from icectl.errors import ExitCode, IcectlError, RefusedError, StorageError
+from icectl.ops.expire_delete import delete_files
 from icectl.ops.expire_leftovers import Leftovers, leftover_snapshots
 from icectl.ops.expire_retention import ExpirePolicy, Retention, apply_retention, expiry_change, parse_older_than
 from icectl.ops.results import EXPIRE_CATEGORIES, ExpireResult
@@ -49,17 +50,15 @@ from icectl.table.commit import commit, operations_for
 from icectl.table.delete_fence import (
     check_absolute,
     check_snapshot_lists,
-    delete_with_checksum,
     file_identity,
     identity_cache,
     table_fence,
 )
-from icectl.table.neighbours import Neighbours, find_neighbours
 from icectl.table.delete_tally import deleting
+from icectl.table.neighbours import Neighbours, find_neighbours
 from icectl.table.scan import iter_entries, manifests_of
 from icectl.table.scan_v4 import TreeFiles, leaf_rows, tree_files
 from icectl.table.write_guard import check_writable
-from icectl.threads import streaming_pool
 
 # Java's delete order (content files, manifests, manifest lists, statistics files), defined with
 # the result's JSON keys deleted_<category>_count.
@@ -373,55 +372,6 @@ def _leftover_files(leftovers: Leftovers, io: FileIO, skip: set[str]) -> FileSet
 
 
 # --------------------------------------------------------------------------- the operation
-
-
-@dataclass
-class DeleteOutcome:
-    deleted: dict[str, int]
-    already_gone: int
-    failures: list[str]
-
-
-def delete_one(io: FileIO, item: tuple[str, str]) -> bool | str:
-    """Delete one checked file (``item``: as written, and the path to delete): True, False (already
-    gone) or the error. Module-level: ``--executor-deletes`` runs it as Spark tasks."""
-    try:
-        return delete_with_checksum(io, item[1])
-    except IcectlError as e:
-        return e.one_line()
-
-
-def delete_files(io: FileIO, files: FileSet, workers: int) -> DeleteOutcome:
-    counts = dict.fromkeys(CATEGORIES, 0)
-    gone = 0
-    failures: list[str] = []
-    keys = {p: k for k, (p, _c) in files.files.items()}
-    by_category = files.by_category()
-    # One category after the other, in Java's order (content files, manifests, manifest lists,
-    # statistics). Local: the real path the fence judged (its key; never through a link).
-    items = [(c, (p, keys[p] if scheme_of(p) == "file" else p)) for c in CATEGORIES for p in by_category[c]]
-    engine = spark_engine()
-    results: Iterable[bool | str]
-    if engine is not None and engine.executor_deletes:
-        results = run_deletes(engine, delete_one, [i for _c, i in items], shared=io, description="deleting files")
-    else:
-        results = _delete_here(io, items, workers)
-    for (cat, (path, _target)), result in zip(items, results, strict=True):
-        if result is True:
-            counts[cat] += 1
-        elif result is False:
-            gone += 1  # already gone: not an error
-        else:
-            failures.append(f"{path}: {result}")
-    return DeleteOutcome(counts, gone, failures)
-
-
-def _delete_here(io: FileIO, items: list[tuple[str, tuple[str, str]]], workers: int) -> Iterator[bool | str]:
-    with progress.task("deleting files", len(items)) as advance, streaming_pool(workers) as pool:
-        for cat in CATEGORIES:  # a single pool.map over everything would interleave the categories
-            for result in pool.map(lambda i: delete_one(io, i), [i for c, i in items if c == cat]):
-                advance(1)
-                yield result
 
 
 def _check_deletes(table: Table, files: FileSet, *, allow_external: bool, max_deletes: int | None) -> FileSet:

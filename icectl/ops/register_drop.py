@@ -62,8 +62,8 @@ from icectl.storage import FileIO, basename, join, local_path, parent, scheme_of
 from icectl.table import Table, read_table_metadata
 from icectl.table.commit import operations_for
 from icectl.table.delete_fence import Fence, delete_with_checksum, file_identity, identity_cache, table_fence
-from icectl.table.neighbours import find_neighbours, metadata_neighbours
 from icectl.table.delete_tally import deleting
+from icectl.table.neighbours import find_neighbours, metadata_neighbours
 from icectl.table.scan import manifests_of
 from icectl.table.write_guard import check_metadata_home, check_metadata_sound, check_table_home
 

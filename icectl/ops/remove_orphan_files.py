@@ -66,8 +66,8 @@ from icectl.table.delete_fence import (
     identity_cache,
     table_fence,
 )
-from icectl.table.neighbours import find_neighbours
 from icectl.table.delete_tally import deleting
+from icectl.table.neighbours import find_neighbours
 from icectl.table.write_guard import check_metadata_sound, check_writable
 from icectl.threads import streaming_pool
 
