@@ -108,3 +108,7 @@ class FindingsError(IcectlError):
 
 class StorageError(IcectlError):
     exit_code = ExitCode.STORAGE
+
+
+class AccessDeniedError(StorageError):
+    """The storage answered, and refused this credential (a folder a vended credential may not list)."""

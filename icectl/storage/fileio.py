@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import IO, Any
 
-from icectl.errors import IcectlError, NotFoundError, StorageError
+from icectl.errors import AccessDeniedError, IcectlError, NotFoundError, StorageError
 from icectl.storage.identity import FileIdentity, local_identity, object_identity
 from icectl.storage.listing import ListedFile, walk_files
 from icectl.storage.local import LOCAL_FILES, native
@@ -134,7 +134,7 @@ class FileIO:
         except IsADirectoryError:
             raise NotFoundError(f"expected a file but found a directory: {path}", path=path) from None
         except PermissionError as e:
-            raise StorageError(f"permission denied {action} {path}: {e}", path=path) from e
+            raise AccessDeniedError(f"permission denied {action} {path}: {e}", path=path) from e
         except OSError as e:
             raise StorageError(f"storage error {action} {path}: {e}", path=path) from e
         except Exception as e:  # botocore/aiohttp errors have no common base we can import cheaply

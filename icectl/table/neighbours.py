@@ -41,7 +41,7 @@ from icectl.catalog.hadoop import FileSystemOperations, current_version, is_vers
 from icectl.catalog.hadoop_layout import VERSION_HINT
 from icectl.catalog.operations import MetastoreOperations
 from icectl.config import Config, active_config
-from icectl.errors import CorruptInputError, IcectlError, NotFoundError, RefusedError
+from icectl.errors import AccessDeniedError, CorruptInputError, IcectlError, NotFoundError, RefusedError
 from icectl.spec.manifest import ManifestFile
 from icectl.spec.metadata import TableMetadata
 from icectl.spec.properties import OWN_PATH_PROPERTIES
@@ -173,7 +173,10 @@ def _table_dir_at(io: FileIO, folder: str) -> str | None:
     """The current metadata file of the file-system table in ``folder``, or None."""
     try:
         return current_version(io, folder)[1]
-    except NotFoundError:
+    except (NotFoundError, AccessDeniedError):
+        # Denied: a credential that may not list (a REST catalog's vended one covers the table's own
+        # files) gets 403 for an object that is not there, as S3 answers; a table icectl cannot
+        # read is none it could know of, and a writer of one would need that access too.
         return None
 
 
@@ -322,6 +325,8 @@ def find_neighbours(table: Table, metadata: TableMetadata | None = None, metadat
         # At the location itself only a file-system table (vN.metadata.json) is another table: the
         # NNNNN-<uuid>.metadata.json files there are this catalog table's own.
         found = _table_dir_at(table.io, folder)
+        if found is not None and folder == location and file_identity(found) == mine and _server_owned(table, config):
+            continue  # a REST server that names its own files vN.metadata.json (SeaweedFS): this table itself
         if found is not None and (folder != location or is_version_file(basename(found))):
             out.add_folder_table(folder, found, "a table folder at or above this table's location")
     if own and catalogs and not _in_configured_warehouse(config, own):
@@ -338,6 +343,15 @@ def find_neighbours(table: Table, metadata: TableMetadata | None = None, metadat
             if why:
                 out.add_folder_table(folder, found, why, nested=_under(file_identity(folder), home or "\0"))
     return out
+
+
+def _server_owned(table: Table, config: Config) -> bool:
+    """Whether a catalog server writes the table's metadata files itself (REST): then a
+    ``vN.metadata.json`` at its location that is its current file is its own. Not so for the
+    pointer-swap catalogs (SQL, Glue), where such a file is a folder table registered twice."""
+    name = table.address.catalog
+    entry = config.catalogs.get(name) if name is not None else None
+    return entry is not None and entry.type == "rest"
 
 
 def _own_paths(md: TableMetadata) -> list[str]:
