@@ -40,6 +40,7 @@ from icectl.catalog import Catalog, open_catalog, walk_tables
 from icectl.catalog.hadoop import FileSystemOperations, current_version, is_version_file
 from icectl.catalog.hadoop_layout import VERSION_HINT
 from icectl.catalog.operations import MetastoreOperations
+from icectl.catalog.rest import RestCatalog
 from icectl.config import Config, active_config
 from icectl.errors import AccessDeniedError, CorruptInputError, IcectlError, NotFoundError, RefusedError
 from icectl.spec.manifest import ManifestFile
@@ -349,6 +350,8 @@ def _server_owned(table: Table, config: Config) -> bool:
     """Whether a catalog server writes the table's metadata files itself (REST): then a
     ``vN.metadata.json`` at its location that is its current file is its own. Not so for the
     pointer-swap catalogs (SQL, Glue), where such a file is a folder table registered twice."""
+    if isinstance(table.catalog, RestCatalog):
+        return True
     name = table.address.catalog
     entry = config.catalogs.get(name) if name is not None else None
     return entry is not None and entry.type == "rest"
