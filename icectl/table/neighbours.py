@@ -474,6 +474,7 @@ def metadata_neighbours(metadata: TableMetadata, metadata_location: str, io: Fil
     the same table-uuid (their names), and notes on catalogs that could not be checked."""
     config = config or active_config()
     mine = file_identity(metadata_location)
+    exact: list[str] = []
     found: list[str] = []
     notes: list[str] = []
     for name in sorted(config.catalogs):
@@ -490,9 +491,13 @@ def metadata_neighbours(metadata: TableMetadata, metadata_location: str, io: Fil
                 current = catalog.table_operations(ident[:-1], ident[-1]).refresh()
             except IcectlError:
                 continue
-            if file_identity(current.location) == mine or (
-                    metadata.table_uuid and current.metadata.table_uuid == metadata.table_uuid):
+            if file_identity(current.location) == mine:
+                exact.append(f"{name}.{'.'.join(ident)}")
+            elif metadata.table_uuid and current.metadata.table_uuid == metadata.table_uuid:
                 found.append(f"{name}.{'.'.join(ident)}")
+    # The entries at this very metadata file come first (a warning names the first few): copies
+    # that only share the table-uuid (clones, replicas) may be many.
+    found = exact + found
     folder = parent(parent(metadata_location))
     if basename(parent(metadata_location)) == "metadata":
         at = _table_dir_at(io, folder)
@@ -501,8 +506,9 @@ def metadata_neighbours(metadata: TableMetadata, metadata_location: str, io: Fil
                 theirs = read_table_metadata(io, at)
             except IcectlError:
                 theirs = None
-            if file_identity(at) == mine or (theirs is not None and metadata.table_uuid
-                                                  and theirs.table_uuid == metadata.table_uuid):
+            if file_identity(at) == mine:
+                found.insert(len(exact), folder)
+            elif theirs is not None and metadata.table_uuid and theirs.table_uuid == metadata.table_uuid:
                 found.append(folder)
     return found, notes
 

@@ -41,12 +41,14 @@ def assert_one_line_error(p: subprocess.CompletedProcess[str], code: int, *must_
 
 
 @pytest.fixture(scope="module")
-def damaged(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[[], Path]]:
+def damaged(spark: Any, tmp_path_factory: pytest.TempPathFactory,
+            request: pytest.FixtureRequest) -> Iterator[Callable[[], Path]]:
     """A private copy of a v2 table (built once per module), restored from a snapshot of its
-    directory before each use so every test starts from an intact table."""
+    directory before each use so every test starts from an intact table. Named after the module:
+    another module that imports this fixture gets a copy of its own (one name made both collide)."""
     from support.fixtures import clone_table
 
-    t = clone_table(spark, "v2_part", "errors_v2")
+    t = clone_table(spark, "v2_part", "errors_v2_" + request.module.__name__.rsplit(".", 1)[-1])
     pristine = tmp_path_factory.mktemp("pristine") / "t"
     shutil.copytree(t.location, pristine)
 

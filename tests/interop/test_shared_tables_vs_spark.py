@@ -170,7 +170,12 @@ def test_remove_orphan_files_skips_a_nested_table(spark: Any, spark_clone: Calla
     doc = icectl(config, "remove-orphan-files", short(t), "--json")
     assert not [p for p in reached if not os.path.exists(p)]
     assert doc["orphan_file_count"] == 0 and doc["skipped_table_folders"] == [str(nested)]
-    icectl(config, "remove-orphan-files", "--all", "db", "--json")  # the whole warehouse
+    # The whole warehouse. It is the session's, shared with other tests' tables (damaged ones among
+    # them), which may be refused on their own (exit 6); what counts is that no run enters the nested table.
+    r = CliRunner().invoke(app, ["--config", str(config), "remove-orphan-files", "--all", "db", "--json"],
+                           env={"ICECTL_WAREHOUSE": "", "ICECTL_CONFIG": ""})
+    assert r.exit_code in (0, 6), (r.exit_code, r.stderr)
+    assert any(json.loads(line).get("table") == short(t) for line in r.stdout.splitlines())
     assert not [p for p in reached if not os.path.exists(p)]
     assert sorted(spark.read.format("iceberg").load(str(nested)).collect()) == before
     table_rows_digest(spark, t.name)  # the outer table reads too
