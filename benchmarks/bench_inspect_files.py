@@ -43,7 +43,7 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:  # run from a checkout without `pip install -e .`
     sys.path.insert(0, str(REPO))
 
-from icectl.ops import inspect as icectl_inspect  # noqa: E402
+from icectl.ops.inspect import views as icectl_inspect  # noqa: E402
 from icectl.table import load_table  # noqa: E402
 from icectl.table import scan as icectl_scan  # noqa: E402
 

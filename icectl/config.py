@@ -81,7 +81,7 @@ class Config:
     s3: S3Settings = field(default_factory=S3Settings)
     cache: CacheConfig = field(default_factory=CacheConfig)
     source: str | None = None  # the file it came from, for messages
-    # ``[health]``: `icectl health` thresholds by key (checked there: icectl.ops.health_checks)
+    # ``[health]``: `icectl health` thresholds by key (checked there: icectl.ops.health.checks)
     health: dict[str, Any] = field(default_factory=dict)
     engine: EngineConfig = field(default_factory=EngineConfig)
 

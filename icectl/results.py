@@ -262,3 +262,33 @@ class MultiResult:
             if r.exit_code and (self.exit_code == 0 or r.exit_code > self.exit_code):
                 self.exit_code = r.exit_code
             yield r
+
+
+# --------------------------------------------------------------------------- shared parts of command results
+
+NEXT_METADATA = "a new table metadata file (the next version)"  # a would_write line of every writing command
+
+
+@dataclass
+class FileRef(Part):
+    """A manifest (or leaf) a command would replace."""
+
+    path: str
+    bytes: int | None
+
+
+@dataclass
+class WrittenFile(Part):
+    """A manifest (or leaf) a command wrote, with its entry count."""
+
+    path: str
+    bytes: int | None
+    entries: int
+
+
+@dataclass
+class PlannedWrite(Part):
+    """A file a dry run would write; ``group`` names the compaction group it belongs to."""
+
+    path: str
+    group: str | Unset = UNSET

@@ -7,7 +7,7 @@ import typer
 from icectl.cli.framework import command, state
 from icectl.cli.options import DryRunOpt, JsonOpt
 from icectl.config import load_config
-from icectl.ops.admin_results import CacheClearResult, CacheInfoResult
+from icectl.ops.cache import CacheClearResult, CacheInfoResult
 from icectl.table import manifest_cache
 
 cache_app = typer.Typer(

@@ -9,7 +9,7 @@ import typer
 from icectl.catalog import open_catalog, walk_tables
 from icectl.cli.framework import command, load_config_and_io
 from icectl.cli.options import JsonOpt
-from icectl.ops.results import CatalogMeta
+from icectl.ops.create.result import CatalogMeta
 from icectl.results import RowsResult
 
 CatalogOpt = Annotated[str | None, typer.Option(

@@ -14,7 +14,7 @@ from icectl.cli.framework import command, load_config_and_io
 from icectl.cli.options import AllTablesOpt, JsonOpt, TableOrNamespaceArg
 from icectl.errors import NotFoundError, UsageError
 from icectl.ops.health import table_health
-from icectl.ops.health_checks import check_config
+from icectl.ops.health.checks import check_config
 from icectl.ops.health_html import health_html
 from icectl.ops.health_prometheus import prometheus_text
 from icectl.results import MultiResult, Result, TableFailure

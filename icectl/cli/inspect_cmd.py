@@ -14,7 +14,7 @@ import typer
 from icectl.cli.framework import command, open_table
 from icectl.cli.options import JsonOpt, TableArg
 from icectl.cli.registry import InspectGroup
-from icectl.ops.inspect_metadata import (
+from icectl.ops.inspect.metadata import (
     history_rows,
     metadata_log_rows,
     ref_rows,
@@ -22,7 +22,7 @@ from icectl.ops.inspect_metadata import (
     snapshot_rows,
     table_overview,
 )
-from icectl.ops.view_results import TableOverview
+from icectl.ops.inspect.result import TableOverview
 from icectl.results import RowsResult
 
 inspect_app = typer.Typer(

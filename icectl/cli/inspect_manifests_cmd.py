@@ -9,8 +9,8 @@ import typer
 
 from icectl.cli.framework import command, open_table
 from icectl.cli.options import JsonOpt, RefOpt, SnapshotOpt, TableArg
-from icectl.ops import inspect as core
-from icectl.ops import inspect_v4
+from icectl.ops.inspect import tree as inspect_v4
+from icectl.ops.inspect import views as core
 from icectl.results import RowsResult
 
 MetricsOpt = Annotated[bool, typer.Option(

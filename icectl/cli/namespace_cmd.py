@@ -10,8 +10,8 @@ from icectl.catalog import open_catalog
 from icectl.cli.catalog_cmd import CatalogOpt
 from icectl.cli.framework import command, load_config_and_io
 from icectl.cli.options import JsonOpt
+from icectl.ops.create.result import CatalogMeta, NamespaceCreateResult
 from icectl.ops.create.table import parse_properties
-from icectl.ops.results import CatalogMeta, NamespaceCreateResult
 from icectl.results import RowsResult
 
 namespace_app = typer.Typer(help="Create and list namespaces of a catalog.", no_args_is_help=True,

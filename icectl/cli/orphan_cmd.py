@@ -12,7 +12,7 @@ from icectl.cli.each_table import each_table
 from icectl.cli.framework import command, load_config_and_io
 from icectl.cli.options import AllTablesOpt, DryRunOpt, JsonOpt, TableOrNamespaceArg
 from icectl.errors import UsageError
-from icectl.ops.remove_orphan_files import parse_equal_map, remove_orphan_files
+from icectl.ops.orphans import parse_equal_map, remove_orphan_files
 from icectl.results import MultiResult, Result
 from icectl.spec.durations import parse_point_in_time_ms
 from icectl.table import Table, load_table

@@ -8,7 +8,7 @@ import typer
 
 from icectl.cli.framework import command, load_config_and_io
 from icectl.cli.options import DryRunOpt, JsonOpt, TableArg
-from icectl.ops.table_properties import (
+from icectl.ops.properties import (
     catalog_entries,
     list_properties,
     parse_assignments,

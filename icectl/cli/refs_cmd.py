@@ -8,7 +8,7 @@ import typer
 
 from icectl.cli.framework import command, load_config_and_io
 from icectl.cli.options import DryRunOpt, JsonOpt, TableArg, long_value
-from icectl.ops.refs import RefKind, RefRetention, create_ref, drop_ref, list_refs
+from icectl.ops.snapshots.refs import RefKind, RefRetention, create_ref, drop_ref, list_refs
 from icectl.results import Result, RowsResult
 from icectl.spec.durations import parse_duration_ms
 from icectl.table import load_table

@@ -10,7 +10,7 @@ import typer
 from icectl.cli.framework import command, load_config_and_io
 from icectl.cli.options import DryRunOpt, JsonOpt, TableArg, long_value
 from icectl.errors import UsageError
-from icectl.ops.manage_snapshots import cherrypick, fast_forward, publish, rollback, set_current
+from icectl.ops.snapshots import cherrypick, fast_forward, publish, rollback, set_current
 from icectl.results import Result
 from icectl.spec.durations import parse_point_in_time_ms
 from icectl.table import load_table

@@ -12,8 +12,9 @@ from typing import TYPE_CHECKING, Any
 
 from icectl.cli.human import relative_path
 from icectl.cli.render import rows_table
-from icectl.ops.admin_results import RemoveOrphanFilesResult
-from icectl.ops.results import EXPIRE_CATEGORIES, CompactResult, ExpireCutoff, ExpireResult, RefPolicy
+from icectl.ops.compact.result import CompactResult
+from icectl.ops.expire.result import EXPIRE_CATEGORIES, ExpireCutoff, ExpireResult, RefPolicy
+from icectl.ops.orphans.result import RemoveOrphanFilesResult
 from icectl.results import UNSET, RowsResult, TableFailure, Unset
 from icectl.spec.durations import human_duration
 from icectl.validate import rule_summaries

@@ -10,8 +10,7 @@ from icectl.catalog import looks_like_path, open_catalog, split_identifier
 from icectl.cli.framework import command, load_config_and_io
 from icectl.cli.options import DryRunOpt, JsonOpt, TableArg
 from icectl.errors import CorruptInputError, NotFoundError, UsageError
-from icectl.ops.admin_results import DropResult, RegisterResult
-from icectl.ops.register_drop import drop_table, drop_unreadable_entry, register_table
+from icectl.ops.register_drop import DropResult, RegisterResult, drop_table, drop_unreadable_entry, register_table
 from icectl.table import load_table
 
 

@@ -12,7 +12,7 @@ import uuid
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -28,8 +28,7 @@ from icectl.errors import (
     RefusedError,
     UsageError,
 )
-from icectl.ops.results import NEXT_METADATA, AddedFile, AddFilesResult, CreatedBranch
-from icectl.results import UNSET
+from icectl.results import NEXT_METADATA, UNSET, CommandResult, Part, Unset, json_key
 from icectl.spec.manifest import DataFile, ManifestContent
 from icectl.spec.metadata import TableMetadata
 from icectl.spec.name_mapping import ensure_name_mapping
@@ -57,6 +56,49 @@ from icectl.table.layout.root import RootLayout
 from icectl.table.scan import iter_entries, manifests_of
 from icectl.table.snapshot_writer import SnapshotChange, branch_head, write_snapshot
 from icectl.table.write_guard import check_writable
+
+
+@dataclass
+class AddedFile(Part):
+    file_path: str
+    partition: Any  # the partition tuple as the plan shows it
+    record_count: int
+
+
+@dataclass
+class CreatedBranch(Part):
+    """The branch add-files creates (``--create-branch``), starting at main's head."""
+
+    name: str
+    from_ref: str = field(metadata=json_key("from"))
+    from_snapshot_id: int | None
+
+
+@dataclass(kw_only=True)
+class AddFilesResult(CommandResult):
+    """``icectl add-files``."""
+
+    view: ClassVar[str] = "add_files"
+
+    table: str
+    dry_run: bool
+    branch: str
+    spec_id: int
+    added_data_files: int
+    added_records: int
+    added_files_size: int
+    files: list[AddedFile]
+    created_branch: CreatedBranch | Unset = UNSET
+    name_mapping: str  # created, extended, unchanged (a dry run: "would be ...")
+    layout: str | Unset = UNSET  # v4: "root" or "new leaf"
+    would_write: list[str] | Unset = UNSET  # dry run
+    would_delete: list[str] | Unset = UNSET  # dry run
+    snapshot_id: int | Unset = UNSET  # committed from here on
+    metadata_location: str | Unset = UNSET
+    commit_attempts: int | Unset = UNSET
+    written: list[str] | Unset = UNSET  # v4: the leaf (if any) and the root
+
+
 
 
 @dataclass

@@ -39,8 +39,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from icectl.codec.partition_stats_file import read_partition_stats_file, stats_schema, write_partition_stats
 from icectl.errors import IcectlError, NotFoundError, UsageError
-from icectl.ops.results import NEXT_METADATA
-from icectl.results import UNSET, CommandResult, Unset
+from icectl.results import NEXT_METADATA, UNSET, CommandResult, Unset
 from icectl.spec.manifest import DataFileContent
 from icectl.spec.metadata import TableMetadata
 from icectl.spec.partitioning import unified_partition_type

@@ -31,6 +31,8 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import ClassVar
 
 from icectl.catalog import Catalog, is_metadata_file
 from icectl.catalog.hadoop import FileSystemOperations, check_table_dir_name, version_of
@@ -54,8 +56,8 @@ from icectl.errors import (
     RefusedError,
     UsageError,
 )
-from icectl.ops.admin_results import DROP_CATEGORIES, DropResult, RegisterResult
 from icectl.ops.expire import FileSet, delete_files, reachable_files, statistics_files
+from icectl.results import UNSET, CommandResult, Unset
 from icectl.spec.metadata import TableMetadata
 from icectl.spec.properties import GC_ENABLED, WRITE_METADATA_PATH
 from icectl.storage import FileIO, basename, join, local_path, parent, scheme_of
@@ -66,6 +68,53 @@ from icectl.table.delete_tally import deleting
 from icectl.table.neighbours import find_neighbours, metadata_neighbours
 from icectl.table.scan import manifests_of
 from icectl.table.write_guard import check_metadata_home, check_metadata_sound, check_table_home
+
+# What a purge deletes, in Java's order: content files, manifests, manifest lists, statistics
+# (the categories of expire-snapshots), then the metadata JSON files and the version hint.
+DROP_CATEGORIES = ("data_files", "position_delete_files", "equality_delete_files", "manifest_files",
+                   "manifest_lists", "statistics_files", "metadata_files")
+
+
+@dataclass(kw_only=True)
+class RegisterResult(CommandResult):
+    """``icectl register``: Spark's ``register_table`` (whose output is the last three counts)."""
+
+    view: ClassVar[str] = "register_table"
+
+    table: str  # catalog.namespace.table
+    dry_run: bool
+    metadata_file: str  # the file given, as read
+    format_version: int
+    table_uuid: str | None
+    current_snapshot_id: int | None
+    total_records_count: int | None  # the current snapshot's summary (None for an empty table); Spark's names
+    total_data_files_count: int | None
+    would_write: list[str] | Unset = UNSET  # dry run
+    metadata_location: str | Unset = UNSET  # registered: what the catalog points at now
+    warning: str | Unset = UNSET  # the metadata is already another catalog entry's (they share every file)
+
+
+@dataclass(kw_only=True)
+class DropResult(CommandResult):
+    """``icectl drop [--purge]``. ``deleted`` counts per :data:`DROP_CATEGORIES`."""
+
+    view: ClassVar[str] = "drop_table"
+
+    table: str
+    dry_run: bool
+    purge: bool
+    metadata_location: str  # the table's last metadata file
+    would_drop: str | Unset = UNSET  # dry run: the catalog entry that would go
+    would_delete: dict[str, list[str]] | Unset = UNSET  # dry run, --purge: paths per category
+    dropped: bool | Unset = UNSET  # done: the catalog entry is gone
+    kept_external_files: list[str] | Unset = UNSET  # --purge: reached, but outside the table location
+    already_gone: int | Unset = UNSET  # done, --purge
+    failures: list[str] | Unset = UNSET  # done, --purge: files that could not be deleted
+    removed_directories: list[str] | Unset = UNSET  # done, --purge: emptied folders of the table removed
+    shared_with: list[str] | Unset = UNSET  # --purge --allow-shared: the named tables whose files went too
+    deleted: dict[str, int] = field(default_factory=dict)  # count per category (dry run: would delete)
+
+
 
 DROP_ATTEMPTS = 3  # a commit between planning and dropping: plan again on the new metadata
 MAX_LOG_DEPTH = 1000  # older metadata logs followed (Spark's recursive metadataFileLocations)

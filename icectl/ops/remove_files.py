@@ -11,14 +11,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from pyroaring import BitMap64
 
 from icectl.codec.root_manifest import FORMAT_VERSION as V4
 from icectl.codec.root_manifest import ContentType
 from icectl.errors import NotFoundError, UnsupportedError, UsageError
-from icectl.ops.results import NEXT_METADATA, RemovedFile, RemoveFilesResult
+from icectl.results import NEXT_METADATA, UNSET, CommandResult, Part, Unset
 from icectl.spec.manifest import DataFile, DataFileContent, ManifestContent, ManifestEntry
 from icectl.spec.metadata import TableMetadata
 from icectl.spec.schema import StructType
@@ -31,6 +31,39 @@ from icectl.table.scan import DEFAULT_WORKERS
 from icectl.table.scan_v4 import TreeManifest, read_leaf, tree_manifests
 from icectl.table.snapshot_writer import SnapshotChange, branch_head, write_snapshot
 from icectl.table.write_guard import check_writable
+
+
+@dataclass
+class RemovedFile(Part):
+    file_path: str
+    content: int  # 0 data, 1 position deletes (a DV)
+    record_count: int
+    via: str  # "root DELETED entry" or "manifest DV on <leaf>"
+    partition: dict[str, Any]  # partition field name -> human value
+
+
+@dataclass(kw_only=True)
+class RemoveFilesResult(CommandResult):
+    """``icectl remove-files`` (v4 tables)."""
+
+    view: ClassVar[str] = "remove_files"
+
+    table: str
+    dry_run: bool
+    branch: str
+    removed_data_files: int
+    removed_records: int
+    removed_delete_files: int
+    files: list[RemovedFile]
+    committed: bool | Unset = UNSET  # False: nothing matched; True: committed
+    would_write: list[str] | Unset = UNSET  # dry run
+    would_delete: list[str] | Unset = UNSET  # dry run
+    snapshot_id: int | Unset = UNSET  # committed from here on
+    metadata_location: str | Unset = UNSET
+    commit_attempts: int | Unset = UNSET
+    written: list[str | None] | Unset = UNSET
+
+
 
 
 def parse_where(clauses: Iterable[str]) -> list[tuple[str, str]]:

@@ -20,7 +20,7 @@ import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from icectl.codec.root_manifest import (
     ContentEntry,
@@ -30,8 +30,7 @@ from icectl.codec.root_manifest import (
     manifest_entry_of_manifest_file,
 )
 from icectl.errors import CommitConflictError, CorruptInputError, IcectlError, RefusedError, UsageError
-from icectl.ops.results import NEXT_METADATA, UpgradeBranch, UpgradeResult
-from icectl.results import UNSET
+from icectl.results import NEXT_METADATA, UNSET, CommandResult, Part, Unset
 from icectl.spec.manifest import DataFileContent, ManifestContent, ManifestEntry, ManifestEntryStatus, ManifestFile
 from icectl.spec.metadata import MAX_FORMAT_VERSION, TableMetadata
 from icectl.spec.snapshots import MAIN_BRANCH, Snapshot
@@ -46,6 +45,44 @@ from icectl.table.scan_v4 import TreeManifest, read_tree_entries, tree_manifests
 from icectl.table.snapshot_writer import check_counters, commit_snapshots, new_snapshot
 from icectl.table.summary import SummaryBuilder
 from icectl.table.write_guard import check_writable
+
+
+@dataclass
+class UpgradeBranch(Part):
+    """A branch head and the new snapshot ``--to 4`` gives it (a root manifest over its manifests)."""
+
+    branch: str
+    head_snapshot_id: int
+    new_snapshot_id: int
+    sequence_number: int
+    root_manifest: str | None
+    manifests: int
+    live_files: int
+    first_row_id: int | None
+    added_rows: int | None
+
+
+@dataclass(kw_only=True)
+class UpgradeResult(CommandResult):
+    """``icectl upgrade``."""
+
+    view: ClassVar[str] = "upgrade"
+
+    table: str
+    dry_run: bool
+    from_version: int
+    to_version: int
+    branches: list[UpgradeBranch]  # --to 4 only; empty otherwise
+    warning: str | Unset = UNSET  # --to 4 from an older version
+    committed: bool | Unset = UNSET  # False when the table is at the version already
+    would_write: list[str] | Unset = UNSET  # dry run
+    would_delete: list[str] | Unset = UNSET  # dry run
+    written: list[str] | Unset = UNSET  # committed from here on
+    metadata_location: str | Unset = UNSET
+    commit_attempts: int | Unset = UNSET
+    seconds: float | Unset = UNSET
+
+
 
 V4_WARNING = ("format v4 is icectl's experimental layout (root manifests, not adopted upstream): released "
               "engines, Spark 3.5 with Iceberg 1.10 among them, cannot read the table after the upgrade")

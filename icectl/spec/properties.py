@@ -138,7 +138,7 @@ OWN_PATH_PROPERTIES = (WRITE_DATA_PATH, WRITE_METADATA_PATH, "write.object-stora
                        "write.folder-storage.path")
 
 # Reading files without field ids (spec "Column Projection"). Its value is checked by
-# icectl.ops.table_properties (the parser, spec/name_mapping.py, imports this module).
+# icectl.ops.properties (the parser, spec/name_mapping.py, imports this module).
 DEFAULT_NAME_MAPPING = "schema.name-mapping.default"
 
 # TableProperties.RESERVED_PROPERTIES: derived from metadata, never stored as properties.

@@ -17,7 +17,7 @@ from unit.ops.test_refs import table_dir  # noqa: F401  (a fixture)
 
 from icectl.cli.app import app
 from icectl.cli.formats import terminal_table
-from icectl.ops.inspect import ref_rows
+from icectl.ops.inspect.views import ref_rows
 from icectl.table import load_table
 
 

@@ -102,7 +102,7 @@ def test_inspect_table_loads_nothing_heavy(json_flag: list[str], small_table: Pa
         assert f"Table {small_table}" in out
     assert not loaded(modules, HEAVY), "heavy modules loaded by inspect table"
     # Neither the manifest views nor the other commands, nor the SQL, REST and Glue clients.
-    assert not loaded(modules, ("icectl.ops.inspect", "icectl.table.scan", "icectl.codec.avro",
+    assert not loaded(modules, ("icectl.ops.inspect.views", "icectl.table.scan", "icectl.codec.avro",
                                 "icectl.catalog.sql", "icectl.catalog.rest", "icectl.catalog.glue"))
     assert not loaded(modules, tuple(f"icectl.cli.{e.module}" for e in COMMANDS.values() if e.module != "inspect_cmd"))
 

@@ -17,11 +17,11 @@ from typer.testing import CliRunner
 
 from icectl.cli.app import app
 from icectl.cli.formats import terminal_table
-from icectl.ops import inspect as core
-from icectl.ops import inspect_v4
-from icectl.ops.refs import list_refs
+from icectl.ops.inspect import tree as inspect_v4
+from icectl.ops.inspect import views as core
+from icectl.ops.properties import list_properties
 from icectl.ops.row_query import value_of
-from icectl.ops.table_properties import list_properties
+from icectl.ops.snapshots.refs import list_refs
 from icectl.results import RowsResult
 from icectl.table import Table, load_table
 

@@ -34,7 +34,7 @@ from support.spark import latest_metadata_json, metadata_table, table_rows_diges
 from icectl.ops.compact.manifests import CompactPlan, compact
 from icectl.ops.compact.plan import CompactOptions
 from icectl.ops.expire import reachable_files
-from icectl.ops.inspect import entry_rows
+from icectl.ops.inspect.views import entry_rows
 from icectl.spec.manifest import ManifestContent
 from icectl.table import load_table
 from icectl.table.scan import manifests_of

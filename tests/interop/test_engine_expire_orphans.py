@@ -30,7 +30,7 @@ from icectl.engine import Engine, LocalEngine
 from icectl.engine.spark_reach import orphan_candidates
 from icectl.errors import IcectlError
 from icectl.ops.expire import ExpirePolicy, expire_snapshots
-from icectl.ops.remove_orphan_files import (
+from icectl.ops.orphans import (
     EQUAL_SCHEMES_DEFAULT,
     Matcher,
     ValidFiles,

@@ -33,8 +33,9 @@ from icectl.cli.app import app
 from icectl.cli.render import render
 from icectl.engine import using
 from icectl.errors import IcectlError
-from icectl.ops import inspect_engine, inspect_files
-from icectl.ops.inspect import ContentFilter, entry_rows, file_rows, partition_rows
+from icectl.ops.inspect import distributed as inspect_engine
+from icectl.ops.inspect import files as inspect_files
+from icectl.ops.inspect.views import ContentFilter, entry_rows, file_rows, partition_rows
 from icectl.results import RowsResult
 from icectl.spec.manifest import ManifestContent
 from icectl.table import Table, load_table

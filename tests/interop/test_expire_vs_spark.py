@@ -43,7 +43,7 @@ from typer.testing import CliRunner
 
 from icectl.cli.app import app
 from icectl.ops.expire import ExpirePolicy, expire_snapshots
-from icectl.ops.results import ExpireResult
+from icectl.ops.expire.result import ExpireResult
 from icectl.table import load_table
 
 ROOT = Path(__file__).resolve().parents[2]

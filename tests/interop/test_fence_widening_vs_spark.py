@@ -28,7 +28,7 @@ from icectl.cli.app import app
 from icectl.engine import LocalEngine, using
 from icectl.errors import CorruptInputError, ExitCode
 from icectl.ops.expire import ExpirePolicy, expire_snapshots
-from icectl.ops.remove_orphan_files import remove_orphan_files
+from icectl.ops.orphans import remove_orphan_files
 from icectl.spec.manifest import ManifestContent
 from icectl.table import load_table
 from interop.test_delete_fence_vs_spark import digest, icectl, listing, live_files

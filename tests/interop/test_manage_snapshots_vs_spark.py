@@ -23,7 +23,7 @@ from support.forge import property_change
 from support.spark import latest_metadata_json, table_rows_digest
 from typer.testing import CliRunner
 
-import icectl.ops.manage_snapshots as ms
+import icectl.ops.snapshots as ms
 from icectl.cli.app import app
 from icectl.table import load_table
 from icectl.table.commit import commit

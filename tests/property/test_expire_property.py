@@ -58,7 +58,7 @@ from icectl.catalog import operations
 from icectl.config import Config
 from icectl.errors import RefusedError
 from icectl.ops.expire import ExpirePolicy, expire_snapshots
-from icectl.ops.results import ExpireResult
+from icectl.ops.expire.result import ExpireResult
 from icectl.table import load_table
 
 MAX_LONG = 2**63 - 1

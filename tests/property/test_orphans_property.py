@@ -57,8 +57,8 @@ from support.history import (
 )
 
 from icectl.errors import IcectlError
-from icectl.ops.manage_snapshots import cherrypick, fast_forward
-from icectl.ops.remove_orphan_files import remove_orphan_files
+from icectl.ops.orphans import remove_orphan_files
+from icectl.ops.snapshots import cherrypick, fast_forward
 from icectl.spec.snapshots import ancestors_of
 from icectl.table import load_table
 

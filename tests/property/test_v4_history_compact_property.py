@@ -34,8 +34,8 @@ from icectl.ops.compact.manifests import compact
 from icectl.ops.compact.plan import CompactOptions
 from icectl.ops.create.table import SchemaSource, create
 from icectl.ops.expire import ExpirePolicy, expire_snapshots
-from icectl.ops.inspect import file_rows
-from icectl.ops.inspect_v4 import tree_rows
+from icectl.ops.inspect.tree import tree_rows
+from icectl.ops.inspect.views import file_rows
 from icectl.ops.remove_files import remove_files
 from icectl.ops.upgrade import upgrade
 from icectl.spec.properties import V4_ROOT_MAX_ADDED_FILES

@@ -29,7 +29,7 @@ from icectl.config import Config
 from icectl.ops.add_files import add_files
 from icectl.ops.create.table import SchemaSource, create
 from icectl.ops.expire import ExpirePolicy, expire_snapshots
-from icectl.ops.inspect import file_rows
+from icectl.ops.inspect.views import file_rows
 from icectl.ops.remove_files import remove_files
 from icectl.ops.upgrade import upgrade
 from icectl.spec.properties import V4_ROOT_MAX_ADDED_FILES

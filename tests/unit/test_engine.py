@@ -105,7 +105,7 @@ def test_the_shipped_zip_holds_the_package_and_is_reused(tmp_path: Path) -> None
     assert package_zip(str(tmp_path)) == path
     with zipfile.ZipFile(path) as z:
         names = set(z.namelist())
-    assert {"icectl/__init__.py", "icectl/engine/spark.py", "icectl/ops/expire.py"} <= names
+    assert {"icectl/__init__.py", "icectl/engine/spark.py", "icectl/ops/expire/__init__.py"} <= names
     assert not any("__pycache__" in n or n.endswith(".pyc") for n in names)
 
 

@@ -53,9 +53,9 @@ from icectl.ops.compact.plan import (
     table_target_size,
 )
 from icectl.ops.compact.report import compact_result
+from icectl.ops.compact.result import CompactResult
 from icectl.ops.compact.run import Plan, StalePlanError, Steps, run_compaction, write_bins
 from icectl.ops.compact.v4 import V4_STEPS
-from icectl.ops.results import CompactResult
 from icectl.spec.manifest import DataFile, ManifestContent, ManifestEntry, ManifestFile, single_valued_ids
 from icectl.spec.metadata import MIN_ROW_LINEAGE_VERSION, TableMetadata
 from icectl.spec.snapshots import Snapshot

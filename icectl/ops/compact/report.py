@@ -13,10 +13,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from icectl.ops.compact.plan import GroupPlan
+from icectl.ops.compact.result import CompactGroup, CompactResult
 from icectl.ops.compact.run import Compaction, Plan, Written
 from icectl.ops.compact.v4 import V4CompactPlan, V4GroupPlan
-from icectl.ops.results import NEXT_METADATA, CompactGroup, CompactResult, FileRef, PlannedWrite, WrittenFile
-from icectl.results import UNSET
+from icectl.results import NEXT_METADATA, UNSET, FileRef, PlannedWrite, WrittenFile
 
 
 def compact_result(run: Compaction[Any, Any]) -> CompactResult:

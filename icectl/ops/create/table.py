@@ -14,8 +14,8 @@ from icectl.config import Config
 from icectl.errors import UsageError
 from icectl.ops.create.ddl import parse_partition_spec, parse_schema, parse_sort_order, schema_warnings
 from icectl.ops.create.metadata import new_table_metadata
+from icectl.ops.create.result import CreateResult
 from icectl.ops.create.schema_file import schema_from_json_file, schema_from_parquet
-from icectl.ops.results import CreateResult
 from icectl.spec.properties import FORMAT_VERSION_PROPERTY, OWN_PATH_PROPERTIES, check_property_value
 from icectl.spec.schema import Schema
 from icectl.storage import FileIO, join, local_path, scheme_of

@@ -13,20 +13,11 @@ import pytest
 from icectl.cli.formats import OutputFormat, ViewOptions
 from icectl.cli.render import render, to_json
 from icectl.errors import CorruptInputError
-from icectl.ops.results import (
-    CatalogMeta,
-    CreateResult,
-    ExpireResult,
-    NamespaceCreateResult,
-    SchemaBrief,
-    SortOrderBrief,
-    SpecBrief,
-    TableOverview,
-    TableViewMeta,
-    UpgradeBranch,
-    UpgradeResult,
-)
+from icectl.ops.create.result import CatalogMeta, CreateResult, NamespaceCreateResult
+from icectl.ops.expire.result import ExpireResult
+from icectl.ops.inspect.result import SchemaBrief, SortOrderBrief, SpecBrief, TableOverview, TableViewMeta
 from icectl.ops.row_query import RowQuery
+from icectl.ops.upgrade import UpgradeBranch, UpgradeResult
 from icectl.results import MultiResult, RowsResult, TableFailure
 from icectl.validate import RuleCount, ValidateSummary
 

@@ -10,8 +10,9 @@ from typing import Any
 from rich.console import Console
 
 from icectl.cli.summaries import compact_line, expire_line, expire_report, orphan_line, when
-from icectl.ops.admin_results import RemoveOrphanFilesResult
-from icectl.ops.results import CompactResult, ExpireCutoff, ExpireResult, RefPolicy
+from icectl.ops.compact.result import CompactResult
+from icectl.ops.expire.result import ExpireCutoff, ExpireResult, RefPolicy
+from icectl.ops.orphans.result import RemoveOrphanFilesResult
 from icectl.results import UNSET, TableFailure
 
 DAY = 86_400_000

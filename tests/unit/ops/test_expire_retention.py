@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from icectl.ops.create.metadata import new_table_metadata
-from icectl.ops.expire_retention import ExpirePolicy, apply_retention, expiry_change
+from icectl.ops.expire.retention import ExpirePolicy, apply_retention, expiry_change
 from icectl.spec.requirements import AssertRefSnapshotId
 from icectl.spec.schema import NestedField, Schema, parse_primitive
 from icectl.spec.snapshots import Snapshot, SnapshotLogEntry, SnapshotRef

@@ -28,10 +28,10 @@ from icectl.ops.compact.manifests import compact
 from icectl.ops.compact.plan import CompactOptions
 from icectl.ops.expire import ExpirePolicy, expire_snapshots
 from icectl.ops.health import table_health, timeline
-from icectl.ops.health_checks import THRESHOLDS, check_config, thresholds_for
+from icectl.ops.health.checks import THRESHOLDS, check_config, thresholds_for
 from icectl.ops.health_prometheus import prometheus_text
-from icectl.ops.remove_orphan_files import remove_orphan_files
-from icectl.ops.table_properties import set_properties
+from icectl.ops.orphans import remove_orphan_files
+from icectl.ops.properties import set_properties
 from icectl.ops.upgrade import upgrade
 from icectl.results import TableFailure
 from icectl.spec.snapshots import PartitionStatisticsFile, Snapshot

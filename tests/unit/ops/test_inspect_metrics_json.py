@@ -26,9 +26,9 @@ from icectl.cli.render import render, to_json
 from icectl.codec.manifest_reader import read_manifest
 from icectl.codec.manifest_writer import write_manifest
 from icectl.errors import CorruptInputError
-from icectl.ops.inspect import ContentFilter, entry_rows, file_rows
-from icectl.ops.inspect_files import PartitionMapper
-from icectl.ops.inspect_metrics import metric_pieces
+from icectl.ops.inspect.files import PartitionMapper
+from icectl.ops.inspect.metrics import metric_pieces
+from icectl.ops.inspect.views import ContentFilter, entry_rows, file_rows
 from icectl.results import RowsResult
 from icectl.spec.manifest import DataFile, ManifestEntry, ManifestEntryStatus
 from icectl.spec.schema import LONG, NestedField

@@ -1,4 +1,4 @@
-"""Snapshot management (icectl/ops/manage_snapshots.py) on small tables icectl builds itself.
+"""Snapshot management (icectl/ops/snapshots.py) on small tables icectl builds itself.
 
 Each history: main s1 -> s2 -> s4, branch dev s1 -> s3 (dev starts at s1), one data file per
 snapshot with one row each, so which rows a ref reads tells which snapshots it has.
@@ -17,12 +17,12 @@ import pytest
 from support.forge import forge_commit, property_change, ref_change
 from typer.testing import CliRunner
 
-import icectl.ops.manage_snapshots as ms
+import icectl.ops.snapshots as ms
 from icectl.cli.app import app
 from icectl.config import load_config
 from icectl.errors import CommitConflictError, NotFoundError, RefusedError
 from icectl.ops.add_files import add_files
-from icectl.ops.manage_snapshots import (
+from icectl.ops.snapshots import (
     cherrypick,
     fast_forward,
     latest_ancestor_older_than,
@@ -31,7 +31,7 @@ from icectl.ops.manage_snapshots import (
     rollback,
     set_current,
 )
-from icectl.ops.manage_snapshots_pick import rewrite_deletes
+from icectl.ops.snapshots.cherrypick import rewrite_deletes
 from icectl.spec.manifest import ManifestContent
 from icectl.spec.metadata import TableMetadata
 from icectl.spec.snapshots import SnapshotRef

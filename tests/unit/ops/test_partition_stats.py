@@ -27,7 +27,7 @@ from icectl.codec.partition_stats_file import field_ids
 from icectl.errors import CommitConflictError, ExitCode, NotFoundError
 from icectl.ops import partition_stats
 from icectl.ops.partition_stats import compute_partition_stats, compute_rows, read_partition_stats
-from icectl.ops.table_properties import set_properties
+from icectl.ops.properties import set_properties
 from icectl.spec.manifest import DataFile, DataFileContent, ManifestEntry, ManifestEntryStatus, ManifestFile
 from icectl.table import load_table
 from icectl.table.scan import manifests_of

@@ -18,7 +18,7 @@ import pytest
 
 from icectl.catalog.hadoop import FileSystemOperations
 from icectl.errors import CommitConflictError, ExitCode, IcectlError, NotFoundError, RefusedError, UsageError
-from icectl.ops.refs import RefRetention, create_ref, drop_ref, list_refs, replace_ref
+from icectl.ops.snapshots.refs import RefRetention, create_ref, drop_ref, list_refs, replace_ref
 from icectl.spec.snapshots import SnapshotRef
 from icectl.table import Table, load_table
 from unit.ops.test_upgrade import icectl

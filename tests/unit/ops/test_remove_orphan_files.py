@@ -1,4 +1,4 @@
-"""`icectl remove-orphan-files` (icectl/ops/remove_orphan_files.py) on tables built without Spark.
+"""`icectl remove-orphan-files` (icectl/ops/orphans.py) on tables built without Spark.
 
 Histories come from ``support.history`` (its own model of every file written); orphans are
 planted by the tests, with their ages set by ``os.utime``. What is expected to go is worked out
@@ -32,7 +32,7 @@ from typer.testing import CliRunner
 
 from icectl.cli.app import app
 from icectl.errors import ExitCode, RefusedError, UsageError
-from icectl.ops.remove_orphan_files import file_uri, parse_equal_map, remove_orphan_files
+from icectl.ops.orphans import file_uri, parse_equal_map, remove_orphan_files
 from icectl.spec.snapshots import StatisticsFile
 from icectl.table import load_table
 from icectl.table.commit import commit

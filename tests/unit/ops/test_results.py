@@ -22,22 +22,15 @@ import pytest
 from typer.testing import CliRunner
 
 from icectl.cli.app import app
-from icectl.ops.add_files import add_files
+from icectl.ops.add_files import AddFilesResult, add_files
 from icectl.ops.compact.manifests import compact
 from icectl.ops.compact.plan import CompactOptions
-from icectl.ops.remove_files import remove_files
-from icectl.ops.results import (
-    AddFilesResult,
-    CompactResult,
-    CreateResult,
-    ExpireCutoff,
-    ExpireResult,
-    NamespaceCreateResult,
-    RemoveFilesResult,
-    TableOverview,
-    UpgradeResult,
-)
-from icectl.ops.upgrade import upgrade
+from icectl.ops.compact.result import CompactResult
+from icectl.ops.create.result import CreateResult, NamespaceCreateResult
+from icectl.ops.expire.result import ExpireCutoff, ExpireResult
+from icectl.ops.inspect.result import TableOverview
+from icectl.ops.remove_files import RemoveFilesResult, remove_files
+from icectl.ops.upgrade import UpgradeResult, upgrade
 from icectl.results import UNSET, CommandResult, Part, TableFailure, Unset, document_keys
 from icectl.table import load_table
 

@@ -8,13 +8,13 @@ from pathlib import Path
 import pytest
 
 from icectl.errors import ExitCode, RefusedError, UsageError
-from icectl.ops.row_query import value_of
-from icectl.ops.table_properties import (
+from icectl.ops.properties import (
     list_properties,
     parse_assignments,
     set_properties,
     unset_properties,
 )
+from icectl.ops.row_query import value_of
 from icectl.table import load_table
 from unit.ops.test_refs import table_dir, versions  # noqa: F401  (table_dir is a fixture)
 

@@ -26,7 +26,7 @@ from support.forge import property_change
 from icectl.codec.puffin import decode_deletion_vector, deletion_vector_blob, write_puffin
 from icectl.config import Config
 from icectl.ops.add_files import add_files
-from icectl.ops.inspect import file_rows
+from icectl.ops.inspect.views import file_rows
 from icectl.ops.remove_files import remove_files
 from icectl.ops.upgrade import upgrade
 from icectl.spec.properties import V4_ROOT_MAX_ADDED_FILES

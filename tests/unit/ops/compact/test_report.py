@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from icectl.ops.compact.report import compact_result
 from icectl.ops.compact.run import CommitOutcome, Compaction
-from icectl.ops.results import NEXT_METADATA
+from icectl.results import NEXT_METADATA
 from icectl.spec.manifest import ManifestContent
 from icectl.spec.snapshots import Snapshot
 from unit.ops.compact.plans import COMMIT_ID, FakePlan, FakeWritten, fake_plan, group, manifest

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from icectl.errors import NotFoundError, RefusedError, UsageError
-from icectl.ops.results import ExpireCutoff, RefPolicy
+from icectl.ops.expire.result import ExpireCutoff, RefPolicy
 from icectl.spec.durations import parse_point_in_time_ms
 from icectl.spec.metadata import TableMetadata
 from icectl.spec.properties import (

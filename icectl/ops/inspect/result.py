@@ -78,3 +78,12 @@ class TableViewMeta(Part):
     metadata_location: str | None
     schema_id: int | Unset = UNSET  # inspect schema
     snapshot_id: int | Unset | None = UNSET  # views of one snapshot
+
+
+@dataclass(kw_only=True)
+class TreeMeta(TableViewMeta):
+    """``inspect tree``: what the snapshot's metadata tree is rooted in, and its entries by kind."""
+
+    kind: str | None  # "root", "manifest-list" or "manifests"
+    root: str | None
+    by_type_and_status: dict[str, int]

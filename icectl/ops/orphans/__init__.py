@@ -51,8 +51,8 @@ from urllib.parse import urlsplit
 from icectl import progress
 from icectl.engine.spark_reach import orphan_candidates, run_deletes, spark_engine, supports, valid_frame
 from icectl.errors import IcectlError, RefusedError, StorageError, UsageError
-from icectl.ops.admin_results import RemoveOrphanFilesResult
 from icectl.ops.expire import ReadCache, reachable_files, statistics_files
+from icectl.ops.orphans.result import RemoveOrphanFilesResult
 from icectl.spec.metadata import TableMetadata
 from icectl.spec.properties import GC_ENABLED
 from icectl.storage import FileIO, ListedFile, join, local_path, scheme_of

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from icectl import progress
 from icectl.engine.spark_reach import run_deletes, spark_engine
 from icectl.errors import IcectlError
-from icectl.ops.results import EXPIRE_CATEGORIES as CATEGORIES
+from icectl.ops.expire.result import EXPIRE_CATEGORIES as CATEGORIES
 from icectl.storage import FileIO, scheme_of
 from icectl.table.delete_fence import delete_with_checksum
 from icectl.threads import streaming_pool

@@ -35,7 +35,14 @@ from collections.abc import Callable
 
 from icectl.codec.root_manifest import FORMAT_VERSION as V4
 from icectl.errors import CommitConflictError, NotFoundError, RefusedError
-from icectl.ops.admin_results import (
+from icectl.ops.snapshots.cherrypick import (
+    SourceFiles,
+    check_replaced_partitions,
+    rewrite_deletes,
+    source_files,
+    would_rewrite,
+)
+from icectl.ops.snapshots.result import (
     CherrypickResult,
     FastForwardResult,
     NewSnapshot,
@@ -45,14 +52,7 @@ from icectl.ops.admin_results import (
     SetCurrentResult,
     SnapshotManagementResult,
 )
-from icectl.ops.manage_snapshots_pick import (
-    SourceFiles,
-    check_replaced_partitions,
-    rewrite_deletes,
-    source_files,
-    would_rewrite,
-)
-from icectl.ops.results import NEXT_METADATA
+from icectl.results import NEXT_METADATA
 from icectl.spec.metadata import TableMetadata
 from icectl.spec.requirements import AssertRefSnapshotId
 from icectl.spec.snapshots import MAIN_BRANCH, Snapshot, SnapshotRef, ancestors_of
@@ -369,7 +369,7 @@ def cherrypick(table: Table, snapshot_id: int, *, dry_run: bool = False,
 def _pick_new(table: Table, source: Snapshot, wap_id: str | None, res: SnapshotManagementResult, *,
               dry_run: bool) -> SnapshotManagementResult:
     """A new snapshot on main re-applying ``source``: an append's added files, or a dynamic
-    overwrite's added and removed files (:mod:`icectl.ops.manage_snapshots_pick`)."""
+    overwrite's added and removed files (:mod:`icectl.ops.snapshots.cherrypick`)."""
     md, ident = table.metadata, table.identifier
     operation = source.operation or "append"
     v4 = md.format_version >= V4

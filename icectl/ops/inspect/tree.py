@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
-from icectl.ops.results import TreeMeta
+from icectl.ops.inspect.result import TreeMeta
 from icectl.results import Column, RowsResult
 from icectl.spec.content_entry import ContentEntry, ContentType, live_manifest_dvs
 from icectl.spec.manifest import ManifestContent

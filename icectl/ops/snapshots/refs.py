@@ -36,9 +36,8 @@ from typing import Any, Literal
 
 from icectl.codec.root_manifest import FORMAT_VERSION as V4
 from icectl.errors import CommitConflictError, NotFoundError, RefusedError, UsageError
-from icectl.ops.admin_results import RefChangeResult, RefState
-from icectl.ops.results import NEXT_METADATA
-from icectl.results import Column, RowsResult
+from icectl.ops.snapshots.result import RefChangeResult, RefState
+from icectl.results import NEXT_METADATA, Column, RowsResult
 from icectl.spec.durations import MAX_LONG, human_duration
 from icectl.spec.metadata import TableMetadata
 from icectl.spec.properties import MAX_REF_AGE_MS, MAX_SNAPSHOT_AGE_MS, MIN_SNAPSHOTS_TO_KEEP

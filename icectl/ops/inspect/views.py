@@ -15,7 +15,7 @@ from typing import Any
 from icectl.codec.puffin import decode_deletion_vector
 from icectl.engine import LocalEngine, active
 from icectl.errors import CorruptInputError, IcectlError
-from icectl.ops.inspect_engine import (
+from icectl.ops.inspect.distributed import (
     PARTITION_FIELDS,
     ViewTask,
     engine_json,
@@ -23,7 +23,7 @@ from icectl.ops.inspect_engine import (
     engine_rows,
     fold_partitions,
 )
-from icectl.ops.inspect_files import (
+from icectl.ops.inspect.files import (
     FILE_FIELDS,
     METRIC_FIELDS,
     PartitionMapper,
@@ -33,7 +33,7 @@ from icectl.ops.inspect_files import (
     file_rows_json,
     human_value,
 )
-from icectl.ops.inspect_metadata import (  # re-exported: callers use icectl.ops.inspect for every view
+from icectl.ops.inspect.metadata import (  # re-exported: callers use icectl.ops.inspect.views for every view
     Millis,
     history_rows,
     metadata_log_rows,

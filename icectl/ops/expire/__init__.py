@@ -1,6 +1,6 @@
 """`icectl expire-snapshots`: retention policy (as Iceberg Java's RemoveSnapshots) and file cleanup.
 
-Retention (:mod:`icectl.ops.expire_retention`) decides which snapshots and refs go and expresses
+Retention (:mod:`icectl.ops.expire.retention`) decides which snapshots and refs go and expresses
 that as remove-snapshot-ref / remove-snapshots updates, committed as one change.
 
 Files: only after the commit succeeded, and only what was reachable from the expired snapshots
@@ -36,10 +36,10 @@ from icectl.catalog.hadoop import FileSystemOperations
 from icectl.codec.manifest_reader import read_manifest_list, scan_manifest_list_paths
 from icectl.engine.spark_reach import doomed_files, spark_engine, supports
 from icectl.errors import ExitCode, IcectlError, RefusedError, StorageError
-from icectl.ops.expire_delete import delete_files
-from icectl.ops.expire_leftovers import Leftovers, leftover_snapshots
-from icectl.ops.expire_retention import ExpirePolicy, Retention, apply_retention, expiry_change, parse_older_than
-from icectl.ops.results import EXPIRE_CATEGORIES, ExpireResult
+from icectl.ops.expire.delete import delete_files
+from icectl.ops.expire.leftovers import Leftovers, leftover_snapshots
+from icectl.ops.expire.result import EXPIRE_CATEGORIES, ExpireResult
+from icectl.ops.expire.retention import ExpirePolicy, Retention, apply_retention, expiry_change, parse_older_than
 from icectl.spec.manifest import DataFileContent, ManifestFile
 from icectl.spec.metadata import TableMetadata
 from icectl.spec.snapshots import PartitionStatisticsFile, Snapshot, StatisticsFile

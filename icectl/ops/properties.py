@@ -16,15 +16,14 @@ and reported (``not_set``, a warning on stderr). Setting a key to the value it h
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 from icectl.catalog import open_catalog, walk_tables
 from icectl.config import Config
 from icectl.errors import CorruptInputError, IcectlError, UsageError
-from icectl.ops.admin_results import PropertiesChangeResult, PropertyChange
 from icectl.ops.health_format import fmt_bytes
-from icectl.ops.results import NEXT_METADATA
-from icectl.results import Column, RowsResult
+from icectl.results import NEXT_METADATA, UNSET, Column, CommandResult, Part, RowsResult, Unset
 from icectl.spec import name_mapping
 from icectl.spec.durations import human_duration
 from icectl.spec.metadata import TableMetadata
@@ -42,6 +41,32 @@ from icectl.table import Table
 from icectl.table.commit import commit
 from icectl.table.delete_fence import entry_inside, file_identity, table_fence, table_property_problem
 from icectl.table.write_guard import check_writable
+
+
+@dataclass
+class PropertyChange(Part):
+    """One key's old and new value (None: absent)."""
+
+    old: str | None
+    new: str | None
+
+
+@dataclass(kw_only=True)
+class PropertiesChangeResult(CommandResult):
+    """``icectl properties set|unset``: every key that changes, old -> new."""
+
+    view: ClassVar[str] = "properties_change"
+
+    table: str
+    dry_run: bool
+    changes: dict[str, PropertyChange]  # by key, in the order given
+    unchanged: list[str]  # set to the value it has already
+    not_set: list[str]  # unset, but absent already (ignored, as Java's UpdateProperties does)
+    would_write: list[str] | Unset = UNSET  # dry run
+    metadata_location: str | Unset = UNSET  # committed
+    commit_attempts: int | Unset = UNSET  # committed
+
+
 
 
 def check_value(key: str, value: str) -> None:

@@ -29,7 +29,7 @@ from icectl.ops.compact.plan import (
     sort_fields,
     table_target_size,
 )
-from icectl.ops.inspect_files import PartitionMapper
+from icectl.ops.inspect.files import PartitionMapper
 from icectl.spec.manifest import DataFileContent, ManifestContent, ManifestEntry, ManifestFile
 from icectl.spec.metadata import TableMetadata
 from icectl.table import Table

@@ -15,7 +15,7 @@ The added files are written as any append's are (:mod:`icectl.table.layout.appen
 table they may come from any source snapshot (a manifest list of before the upgrade, or a v4
 root: its ADDED root-level entries and the leaves it added).
 
-Everything is computed from the base of one commit attempt; :mod:`icectl.ops.manage_snapshots`
+Everything is computed from the base of one commit attempt; :mod:`icectl.ops.snapshots`
 runs it through the snapshot writer.
 """
 

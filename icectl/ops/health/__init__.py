@@ -2,12 +2,12 @@
 with the command to run for each threshold crossed.
 
 Figures are of the current snapshot (files, manifests) and of the metadata (snapshots, metadata
-files); each manifest is read once (:mod:`icectl.ops.health_files`). What maintenance would do is
+files); each manifest is read once (:mod:`icectl.ops.health.figures`). What maintenance would do is
 asked of the maintenance commands' own planning, never re-derived: the snapshots the table's
-retention policy expires (:func:`icectl.ops.expire_retention.apply_retention`, what
+retention policy expires (:func:`icectl.ops.expire.retention.apply_retention`, what
 `expire-snapshots --dry-run` expires), the manifests `compact` would merge (its plan), and with
 ``orphans`` the files `remove-orphan-files --dry-run` lists. Thresholds and checks:
-:mod:`icectl.ops.health_checks`.
+:mod:`icectl.ops.health.checks`.
 """
 
 from __future__ import annotations
@@ -21,12 +21,12 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from icectl.errors import CorruptInputError, IcectlError, NotFoundError, RefusedError
-from icectl.ops.expire_retention import ExpirePolicy, apply_retention
-from icectl.ops.health_checks import TARGET_FILE_SIZE_BYTES, Commands, evaluate, recommendations, thresholds_for
-from icectl.ops.health_files import FileFigures, bucket_edges, histogram_bounds, operations, read_figures
-from icectl.ops.health_results import HealthResult
+from icectl.ops.expire.retention import ExpirePolicy, apply_retention
+from icectl.ops.health.checks import TARGET_FILE_SIZE_BYTES, Commands, evaluate, recommendations, thresholds_for
+from icectl.ops.health.figures import FileFigures, bucket_edges, histogram_bounds, operations, read_figures
+from icectl.ops.health.result import HealthResult
+from icectl.ops.orphans import remove_orphan_files
 from icectl.ops.partition_stats import read_partition_stats
-from icectl.ops.remove_orphan_files import remove_orphan_files
 from icectl.spec.metadata import MIN_ROW_LINEAGE_VERSION, TableMetadata
 from icectl.spec.properties import (
     MAX_SNAPSHOT_AGE_MS,

@@ -1,7 +1,7 @@
 """The metadata-only views of ``inspect``: overview, schema, snapshots, history, refs, metadata log.
 
 They read the table metadata alone, so this module imports nothing of the manifest read path
-(``icectl inspect table`` starts without pyarrow or fastavro). :mod:`icectl.ops.inspect` re-exports them.
+(``icectl inspect table`` starts without pyarrow or fastavro). :mod:`icectl.ops.inspect.views` re-exports them.
 """
 
 from __future__ import annotations
@@ -11,7 +11,14 @@ from collections.abc import Iterator
 from typing import Any
 
 from icectl.errors import NotFoundError
-from icectl.ops.view_results import SchemaBrief, SnapshotBrief, SortOrderBrief, SpecBrief, TableOverview, TableViewMeta
+from icectl.ops.inspect.result import (
+    SchemaBrief,
+    SnapshotBrief,
+    SortOrderBrief,
+    SpecBrief,
+    TableOverview,
+    TableViewMeta,
+)
 from icectl.results import UNSET, Column, RowsResult
 from icectl.spec.durations import human_duration
 from icectl.spec.metadata import TableMetadata

@@ -4,7 +4,7 @@ the fast JSON of ``inspect files|entries --json`` (with or without ``--metrics``
 The fast path renders a manifest's rows straight from its Arrow table
 (:func:`icectl.table.scan.iter_manifest_tables`), column by column with Arrow's string kernels:
 no entry object and no dict per row; the metric maps and ``readable_metrics`` come from
-:mod:`icectl.ops.inspect_metrics`. Its text is byte for byte what the renderer writes for the
+:mod:`icectl.ops.inspect.metrics`. Its text is byte for byte what the renderer writes for the
 rows of :func:`file_row` / :func:`entry_row` (``tests/unit/ops/test_inspect_files_json.py`` and
 ``test_inspect_metrics_json.py`` check it on the Spark fixtures and hostile metrics); a batch with
 a value it does not handle (key metadata, a string that JSON must escape, a duplicated map key,
@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from icectl.codec.manifest_arrow import partition_values
-from icectl.ops.inspect_metrics import JSON_ESCAPED, metric_pieces
+from icectl.ops.inspect.metrics import JSON_ESCAPED, metric_pieces
 from icectl.spec.manifest import DataFile, ManifestEntry, ManifestEntryStatus, ManifestFile
 from icectl.spec.metadata import TableMetadata
 from icectl.spec.schema import NestedField, StructType

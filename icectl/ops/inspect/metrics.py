@@ -44,7 +44,7 @@ def metric_pieces(t: pa.Table, columns: list[tuple[int, str, NestedField]], boun
                   encode: Callable[[Any], str]) -> list[Any] | None:
     """The pieces (strings and string arrays of ``t.num_rows``) that follow a file row's last
     column: ``, "column_sizes": {...}, ..., "readable_metrics": {...}``, as
-    ``json.dumps`` writes :func:`icectl.ops.inspect_files.file_row`'s. ``columns``: the schema's
+    ``json.dumps`` writes :func:`icectl.ops.inspect.files.file_row`'s. ``columns``: the schema's
     primitive columns (id, name, field); ``bound_text``: the row path's text of one bound."""
     try:
         return _pieces(t, columns, bound_text, encode)

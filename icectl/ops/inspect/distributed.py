@@ -2,14 +2,14 @@
 
 Each distinct manifest of the view is one item of :meth:`icectl.engine.Engine.map`: its rows (or the
 JSON text of its rows, or its partitions' partial sums) are built where it is decoded, by the very
-functions the local path uses (:func:`~icectl.ops.inspect_files.file_row`, ``entry_row``,
+functions the local path uses (:func:`~icectl.ops.inspect.files.file_row`, ``entry_row``,
 ``file_rows_json``, :func:`fold_partitions`), and come back in manifest order, one manifest at a
 time, so the driver never holds the table. Chunk boundaries do not show in the JSON (the renderer
 joins chunks as it joins rows), so the text is byte for byte the local engine's.
 
 A manifest listed twice (a hostile list) is decoded on the engine once, the first time; its later
 listings are read here, with the same function, so each occurrence keeps its own list row.
-The local engine never comes here: :mod:`icectl.ops.inspect` keeps its own streaming path.
+The local engine never comes here: :mod:`icectl.ops.inspect.views` keeps its own streaming path.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from icectl.engine import Engine
-from icectl.ops.inspect_files import (
+from icectl.ops.inspect.files import (
     FILE_FIELDS,
     METRIC_FIELDS,
     PartitionMapper,
@@ -29,7 +29,7 @@ from icectl.ops.inspect_files import (
     file_row,
     file_rows_json,
 )
-from icectl.ops.inspect_metadata import iso_timestamp
+from icectl.ops.inspect.metadata import iso_timestamp
 from icectl.spec.manifest import DataFileContent, ManifestEntry, ManifestFile
 from icectl.spec.metadata import TableMetadata
 from icectl.spec.snapshots import Snapshot
