@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 from rich.console import Console
 from typer.testing import CliRunner
-from unit.ops.test_refs import table_dir  # noqa: F401  (a fixture)
+from unit.ops.snapshots.test_refs import table_dir  # noqa: F401  (a fixture)
 
 from icectl.cli.app import app
 from icectl.cli.formats import terminal_table

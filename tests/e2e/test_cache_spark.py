@@ -9,7 +9,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from unit.test_cache_read_paths import (
+from unit.table.test_cache_read_paths import (
     bigger_file,
     cache_entries,
     current_manifests,

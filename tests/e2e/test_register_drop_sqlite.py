@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from unit.ops.test_expire import Tbl
+from unit.ops.expire.test_expire import Tbl
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -40,7 +40,7 @@ def _fd_path(fd: int) -> str:
 
 @pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc to name file descriptors")
 def test_metadata_and_hint_are_flushed_around_publication(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from unit.ops.test_expire import Tbl
+    from unit.ops.expire.test_expire import Tbl
 
     t = Tbl(tmp_path / "wh")
     table = load_table(str(t.dir))

@@ -19,9 +19,9 @@ from icectl.errors import ExitCode, NotFoundError
 from icectl.spec.metadata import TableMetadata
 from icectl.table import load_table
 from icectl.table.commit import operations_for
-from unit.ops.test_expire import Tbl, run
-from unit.ops.test_expire import wh as wh
-from unit.ops.test_expire_v4 import puffin_history as puffin_history
+from unit.ops.expire.test_expire import Tbl, run
+from unit.ops.expire.test_expire import wh as wh
+from unit.ops.expire.test_expire_v4 import puffin_history as puffin_history
 
 
 def _listing(root: Path) -> dict[str, tuple[int, int]]:

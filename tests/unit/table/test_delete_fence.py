@@ -26,7 +26,7 @@ from icectl.storage import FileIO
 from icectl.table import load_table
 from icectl.table.commit import commit
 from icectl.table.delete_fence import check_absolute, file_identity, identity_cache, path_property_problem, table_fence
-from unit.ops.test_expire import Tbl, run, with_props, with_ref
+from unit.ops.expire.test_expire import Tbl, run, with_props, with_ref
 
 
 @pytest.fixture

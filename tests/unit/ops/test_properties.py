@@ -16,7 +16,7 @@ from icectl.ops.properties import (
 )
 from icectl.ops.row_query import value_of
 from icectl.table import load_table
-from unit.ops.test_refs import table_dir, versions  # noqa: F401  (table_dir is a fixture)
+from unit.ops.snapshots.test_refs import table_dir, versions  # noqa: F401  (table_dir is a fixture)
 
 
 def props(d: Path) -> dict[str, str]:

@@ -10,7 +10,7 @@ import icectl.table.manifest_read as manifest_read
 from icectl.errors import CorruptInputError
 from icectl.table import load_table
 from icectl.table.scan import iter_entries
-from unit.test_cache_read_paths import current_manifests, make_table
+from unit.table.test_cache_read_paths import current_manifests, make_table
 
 
 @pytest.fixture

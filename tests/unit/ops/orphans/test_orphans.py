@@ -36,7 +36,7 @@ from icectl.ops.orphans import file_uri, parse_equal_map, remove_orphan_files
 from icectl.spec.snapshots import StatisticsFile
 from icectl.table import load_table
 from icectl.table.commit import commit
-from unit.ops.test_expire_v4 import puffin_history  # noqa: F401 - a fixture
+from unit.ops.expire.test_expire_v4 import puffin_history  # noqa: F401 - a fixture
 
 DAY = 86400.0
 OLD = time.time() - 10 * DAY  # every file of the history is made this old

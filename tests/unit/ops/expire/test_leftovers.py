@@ -22,8 +22,8 @@ from typer.testing import CliRunner
 import icectl.ops.expire as expire_mod
 from icectl.cli.app import app
 from icectl.table import load_table
-from unit.ops.test_expire import COUNTS, Tbl, rollback, run
-from unit.ops.test_expire import wh as wh
+from unit.ops.expire.test_expire import COUNTS, Tbl, rollback, run
+from unit.ops.expire.test_expire import wh as wh
 
 
 class Killed(BaseException):

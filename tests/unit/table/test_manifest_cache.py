@@ -1,6 +1,6 @@
 """The manifest cache store (icectl/table/manifest_cache.py): keys, verification of what it reads,
 least-recently-used eviction, configuration. Real files in a temp folder; the identities of
-real files come from tests/unit/test_manifest_cache_storage.py's side (FileIO)."""
+real files come from tests/unit/table/test_manifest_cache_storage.py's side (FileIO)."""
 
 from __future__ import annotations
 
