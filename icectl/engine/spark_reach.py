@@ -32,11 +32,12 @@ from icectl.codec.manifest_reader import read_manifest_list
 from icectl.engine import active, pack_error, unpack_error
 from icectl.engine.spark import ITEMS_PER_TASK, SparkEngine
 from icectl.errors import IcectlError
-from icectl.spec.manifest import DataFileContent
 from icectl.spec.metadata import TableMetadata
 from icectl.spec.snapshots import Snapshot
 from icectl.storage import FileIO
 from icectl.table.delete_fence import check_absolute, check_snapshot_lists, file_identity, identity_cache
+from icectl.table.deletes import Executor
+from icectl.table.reach import CATEGORY_RANK, content_category
 from icectl.table.scan import iter_entries, manifests_of
 
 if TYPE_CHECKING:
@@ -49,8 +50,7 @@ TASK_THREADS = 8  # rows of one task read at a time
 # The local FileSet keeps the first spelling it is given of a file: lists, then manifests, then
 # the manifests' files, then statistics files. One file under two categories or two spellings
 # (an in-table link) keeps the lowest rank here, then the smallest path.
-RANK = {"manifest_lists": 0, "manifest_files": 1, "data_files": 2, "position_delete_files": 2,
-        "equality_delete_files": 2, "statistics_files": 3}
+RANK = CATEGORY_RANK
 
 
 def spark_engine() -> SparkEngine | None:
@@ -65,12 +65,6 @@ def supports(*metadata: TableMetadata) -> bool:
 
 
 # --------------------------------------------------------------------------- executor functions
-
-
-def _content_category(content: int) -> str:
-    if content == DataFileContent.DATA:
-        return "data_files"
-    return "position_delete_files" if content == DataFileContent.POSITION_DELETES else "equality_delete_files"
 
 
 def list_rows(state: tuple[int, FileIO], row: dict[str, Any]) -> list[Row]:
@@ -98,7 +92,7 @@ def content_rows(state: tuple[TableMetadata, FileIO], row: dict[str, Any]) -> li
         path = e.data_file.file_path
         check_absolute(path, md.format_version, "a live file", f"manifest {manifest.manifest_path}",
                        manifest.manifest_path)
-        out.append((path, _content_category(e.data_file.content), file_identity(path), 2, None, None))
+        out.append((path, content_category(e.data_file.content), file_identity(path), 2, None, None))
     return out
 
 
@@ -381,12 +375,37 @@ def orphan_candidates(engine: SparkEngine, valid: DataFrame, listed: list[tuple[
 # --------------------------------------------------------------------------- deletes on executors
 
 
+def executor_deletes() -> Executor | None:
+    """How the run deletes on the engine (``--executor-deletes`` on Spark: as Spark tasks), for
+    :func:`icectl.table.deletes.delete_checked`; None: on the driver's thread pool."""
+    engine = spark_engine()
+    if engine is None or not engine.executor_deletes:
+        return None
+    return lambda fn, items, shared, description: run_deletes(engine, fn, items, shared=shared, description=description)
+
+
 def run_deletes(engine: SparkEngine, fn: Callable[[Any, Any], Any], items: list[Any], *, shared: Any,
                 description: str) -> list[Any]:
     """``fn`` over the already-checked ``items`` as Spark tasks (``--executor-deletes``), results in order."""
     return list(engine.map(fn, items, shared=shared, description=description))
 
 
-__all__ = ["COLUMNS", "LISTED", "RANK", "ROWS", "chosen", "content_frame", "doomed_files", "driver_frame",
-           "manifest_frame", "orphan_candidates", "reach_frame", "run_deletes",
-           "spark_engine", "stream", "supports", "valid_frame"]
+__all__ = [
+    "COLUMNS",
+    "LISTED",
+    "RANK",
+    "ROWS",
+    "chosen",
+    "content_frame",
+    "doomed_files",
+    "driver_frame",
+    "executor_deletes",
+    "manifest_frame",
+    "orphan_candidates",
+    "reach_frame",
+    "run_deletes",
+    "spark_engine",
+    "stream",
+    "supports",
+    "valid_frame",
+]

@@ -50,9 +50,8 @@ from icectl.storage import FileIO, basename, file_key, scheme_of
 from icectl.table import Table
 from icectl.table.commit import discard_on_failure, new_snapshot_id
 from icectl.table.layout import SnapshotLayout
-from icectl.table.layout.append import appended_paths, appends_to_leaf, write_appended
 from icectl.table.layout.manifest_list import ManifestListLayout
-from icectl.table.layout.root import RootLayout
+from icectl.table.layout.root import RootLayout, appends_to_leaf
 from icectl.table.scan import iter_entries, manifests_of
 from icectl.table.snapshot_writer import SnapshotChange, branch_head, write_snapshot
 from icectl.table.write_guard import check_writable
@@ -266,8 +265,8 @@ def add_files(table: Table, paths: Iterable[str], *, branch: str = "main", creat
     change = SnapshotChange("append", layout)
     snapshot_id = new_snapshot_id(table.metadata)
     if dry_run:
-        res.would_write = [*appended_paths(table.metadata, table.metadata_folder, layout, {plan.spec_id: plan.files},
-                                           snapshot_id), NEXT_METADATA]
+        res.would_write = [*layout.appended_paths(table.metadata, table.metadata_folder, {plan.spec_id: plan.files},
+                                                  snapshot_id), NEXT_METADATA]
         res.would_delete = []
         return _said(res)
     md = table.metadata
@@ -280,8 +279,8 @@ def add_files(table: Table, paths: Iterable[str], *, branch: str = "main", creat
     for f, p in zip(plan.files, plan.partitions, strict=True):
         change.summary.added_file(f, p)
     with discard_on_failure(table.io, change.written):
-        write_appended(table.io, md, table.metadata_folder, layout, {plan.spec_id: plan.files}, snapshot_id,
-                       change.written)
+        layout.write_appended(table.io, md, table.metadata_folder, {plan.spec_id: plan.files}, snapshot_id,
+                              change.written)
         done = write_snapshot(table, branch, change, snapshot_id=snapshot_id, check=unchanged, adjust=with_mapping,
                               create_branch=create_branch)
     res.snapshot_id, res.metadata_location, res.commit_attempts = snapshot_id, done.metadata_location, done.attempts

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -56,16 +55,17 @@ from icectl.errors import (
     RefusedError,
     UsageError,
 )
-from icectl.ops.expire import FileSet, delete_files, reachable_files, statistics_files
 from icectl.results import UNSET, CommandResult, Unset
 from icectl.spec.metadata import TableMetadata
 from icectl.spec.properties import GC_ENABLED, WRITE_METADATA_PATH
 from icectl.storage import FileIO, basename, join, local_path, parent, scheme_of
 from icectl.table import Table, read_table_metadata
 from icectl.table.commit import operations_for
-from icectl.table.delete_fence import Fence, delete_with_checksum, file_identity, identity_cache, table_fence
+from icectl.table.delete_fence import Fence, file_identity, identity_cache, table_fence
 from icectl.table.delete_tally import deleting
+from icectl.table.deletes import delete_file_set, file_set_items
 from icectl.table.neighbours import find_neighbours, metadata_neighbours
+from icectl.table.reach import FileSet, reachable_files, statistics_files
 from icectl.table.scan import manifests_of
 from icectl.table.write_guard import check_metadata_home, check_metadata_sound, check_table_home
 
@@ -482,41 +482,20 @@ def _purge(res: DropResult, identifier: str, plan: _Plan, entry: list[str], io: 
                   f"{identifier} is dropped already, so drop cannot find the rest again: they stay under "
                   f"{plan.home or 'the table location'}, named by no table any more") as tally:
         tally.add(len(entry))  # the catalog entry's own files (a file-system table's versions), gone first
-        outcome = delete_files(io, plan.content, workers)
-        meta_deleted, meta_gone, meta_failures = _delete_metadata(io, plan.metadata, workers)
+        metadata = FileSet({k: (p, "metadata_files") for k, p in plan.metadata.items()})
+        outcome = delete_file_set(io, plan.content, workers=workers, extra=file_set_items(metadata),
+                                  extra_categories=("metadata_files",))
     deleted = dict(outcome.deleted)
-    deleted["metadata_files"] = len(entry) + meta_deleted
+    deleted["metadata_files"] += len(entry)
     res.deleted = {c: deleted.get(c, 0) for c in DROP_CATEGORIES}
-    res.already_gone = outcome.already_gone + meta_gone
-    res.failures = outcome.failures + meta_failures
+    res.already_gone = outcome.already_gone
+    res.failures = outcome.failures
     res.kept_external_files = sorted(plan.kept.values())
     res.warnings += plan.ignored
     res.removed_directories = _remove_empty_folders([*plan.content.files, *plan.metadata, *done], plan.home)
     res.title = f"Dropped {identifier} and deleted {sum(res.deleted.values())} files" + _kept_note(plan)
     res.exit_code = ExitCode.STORAGE if res.failures else ExitCode.OK
     return res
-
-
-def _delete_metadata(io: FileIO, files: dict[str, str], workers: int) -> tuple[int, int, list[str]]:
-    def one(item: tuple[str, str]) -> bool | str:
-        key, path = item
-        target = key if scheme_of(path) == "file" else path  # local: the real path the fence judged
-        try:
-            return delete_with_checksum(io, target)
-        except IcectlError as e:
-            return f"{path}: {e.one_line()}"
-
-    deleted = gone = 0
-    failures: list[str] = []
-    with ThreadPoolExecutor(max(1, workers)) as pool:
-        for result in pool.map(one, sorted(files.items(), key=lambda kv: kv[1])):
-            if result is True:
-                deleted += 1
-            elif result is False:
-                gone += 1
-            else:
-                failures.append(str(result))
-    return deleted, gone, failures
 
 
 def _remove_empty_folders(identities: Iterable[str], home: str | None) -> list[str]:

@@ -16,7 +16,6 @@ from typing import Any, ClassVar
 from pyroaring import BitMap64
 
 from icectl.codec.root_manifest import FORMAT_VERSION as V4
-from icectl.codec.root_manifest import ContentType
 from icectl.errors import NotFoundError, UnsupportedError, UsageError
 from icectl.results import NEXT_METADATA, UNSET, CommandResult, Part, Unset
 from icectl.spec.manifest import DataFile, DataFileContent, ManifestContent, ManifestEntry
@@ -26,7 +25,8 @@ from icectl.spec.values import to_human
 from icectl.storage import file_key, join
 from icectl.table import Table
 from icectl.table.commit import new_snapshot_id
-from icectl.table.layout.root import RootLayout, head_root, root_file_key
+from icectl.table.layout import Deletes
+from icectl.table.layout.root import RootLayout, head_root
 from icectl.table.scan import DEFAULT_WORKERS
 from icectl.table.scan_v4 import TreeManifest, read_leaf, tree_manifests
 from icectl.table.snapshot_writer import SnapshotChange, branch_head, write_snapshot
@@ -136,7 +136,8 @@ def remove_files(table: Table, paths: Sequence[str] = (), *, where: Sequence[str
                          hint=f"partition fields: {', '.join(known) or 'none (unpartitioned)'}")
     sel = _Selector(md, {file_key(p): p for p in paths}, clauses)
     layout = RootLayout(branch)
-    change = SnapshotChange("delete", layout)
+    to_delete: list[DataFile] = []
+    change = SnapshotChange("delete", layout, deletes=Deletes(to_delete))
     removed: list[RemovedFile] = []
     removed_keys: set[str] = set()
     manifests = tree_manifests(md, head, table.io)
@@ -146,11 +147,7 @@ def remove_files(table: Table, paths: Sequence[str] = (), *, where: Sequence[str
         spec = md.spec_by_id(m.partition_spec_id)
         partition = spec.partition_path(f.partition or (), md.schema()) if spec and f.partition else ""
         change.summary.removed_file(f, partition)
-        if m.root_entries is not None:
-            layout.removed_root_files.add(root_file_key(f.file_path, ContentType(int(f.content)),
-                                                        f.referenced_data_file))
-        else:
-            layout.removed_leaf_rows.setdefault(m.manifest_path, BitMap64()).add(ordinal)
+        to_delete.append(f)  # the layout marks it DELETED: a root entry or a position in the leaf's manifest DV
         via = "root DELETED entry" if m.root_entries is not None else f"manifest DV on {m.manifest_path}"
         removed.append(RemovedFile(f.file_path, int(f.content), f.record_count, via,
                                    {pf.name: _human(pf.field_type, v)

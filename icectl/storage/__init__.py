@@ -21,11 +21,12 @@ from icectl.storage.paths import (
     join,
     local_path,
     parent,
+    path_identity,
     scheme_of,
 )
 
 __all__ = [
     "S3_SCHEMES", "FileIO", "FileIdentity", "ListedFile", "S3Settings", "basename", "checksum_sidecar",
     "delete_quietly", "file_key", "fsync_path", "is_relative_path", "is_within", "join", "local_path", "parent",
-    "scheme_of", "walk_files",
+    "path_identity", "scheme_of", "walk_files",
 ]

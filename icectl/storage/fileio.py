@@ -88,10 +88,22 @@ class FileIO:
     s3: S3Settings = field(default_factory=S3Settings)
     _filesystems: dict[str, Any] = field(default_factory=dict, repr=False)
     _conditional_create: dict[str, bool] = field(default_factory=dict, repr=False)  # per bucket
+    # Called with the path before every write, delete, rename or mkdir: raises to refuse it
+    # (icectl.table.HomeGate: no byte through a copied table's FileIO). Picklable, so it travels.
+    write_gate: Callable[[str], None] | None = field(default=None, repr=False, compare=False)
 
     def __getstate__(self) -> dict[str, Any]:
         # Sent to Spark executors (icectl.engine): the settings travel, the open clients do not.
-        return {"s3": self.s3, "_filesystems": {}, "_conditional_create": {}}
+        return {"s3": self.s3, "_filesystems": {}, "_conditional_create": {}, "write_gate": self.write_gate}
+
+    def gated(self, gate: Callable[[str], None] | None) -> FileIO:
+        """This FileIO (sharing its open clients) with ``gate`` checking every change it makes."""
+        # replace(), not copy(): the fields (a subclass's too) are passed as they are, the clients shared.
+        return replace(self, write_gate=gate)
+
+    def _check_write(self, path: str) -> None:
+        if self.write_gate is not None:
+            self.write_gate(path)
 
     def filesystem(self, path: str) -> tuple[Any, str]:
         """The fsspec filesystem for ``path`` and the path as that filesystem names it."""
@@ -235,6 +247,7 @@ class FileIO:
         return walk_files(self, location, accept, workers=workers)
 
     def write(self, path: str, data: bytes) -> None:
+        self._check_write(path)
         fs, p = self._fs(path)
         with self._errors(path, "writing"):
             if scheme_of(path) == "file":
@@ -243,6 +256,7 @@ class FileIO:
 
     def makedirs(self, path: str) -> None:
         """Create a directory (object stores have none: nothing to do there)."""
+        self._check_write(path)
         fs, p = self._fs(path)
         if scheme_of(path) != "file":
             return
@@ -251,6 +265,7 @@ class FileIO:
 
     def delete(self, path: str) -> bool:
         """Delete a file; False when it was already gone (not an error for cleanup)."""
+        self._check_write(path)
         fs, p = self._fs(path)
         with self._errors(path, "deleting"):
             try:
@@ -274,6 +289,7 @@ class FileIO:
         ``link(2)`` fails with EEXIST where ``rename(2)`` would silently replace ``dst``, so of
         two writers racing for one name exactly one wins. On False ``src`` is left in place.
         """
+        self._check_write(dst)
         if scheme_of(src) != "file" or scheme_of(dst) != "file":
             raise StorageError(f"no-replace rename needs local files, not {src} -> {dst}", path=dst)
         s, d = local_path(src), local_path(dst)
@@ -297,6 +313,7 @@ class FileIO:
         never see a partial file). Object storage: a conditional PUT (``If-None-Match: *``);
         check :meth:`supports_conditional_create` first, a server may ignore the header.
         """
+        self._check_write(path)
         if scheme_of(path) == "file":
             tmp = f"{parent(path)}/.{uuid.uuid4()}.tmp"
             self.write(tmp, data)
@@ -351,6 +368,7 @@ class FileIO:
         Local: write ``temp_name`` (default a hidden unique name) beside it, then ``os.replace``.
         Object storage: one PUT already is atomic.
         """
+        self._check_write(path)
         if scheme_of(path) != "file":
             self.write(path, data)
             return

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import posixpath
 from urllib.parse import urlparse
 
@@ -74,3 +75,20 @@ def file_key(path: str) -> str:
         return "s3://" + path.split("://", 1)[1]
     return path
 
+
+def path_identity(path: str, folders: dict[str, str] | None = None) -> str:
+    """One key per physical file or folder: the real path on a local disk (links resolved, so a
+    link cannot alias a file or lead out of a folder unseen), :func:`file_key` elsewhere.
+    ``folders`` caches the real paths of folders already resolved (a link as the last part is
+    still resolved)."""
+    if scheme_of(path) != "file":
+        return file_key(path).rstrip("/")
+    local = local_path(path)
+    folder, name = os.path.split(local)
+    if folders is None or name in ("", ".", ".."):
+        return os.path.realpath(local)
+    real_folder = folders.get(folder)
+    if real_folder is None:
+        real_folder = folders[folder] = os.path.realpath(folder)
+    candidate = os.path.join(real_folder, name)
+    return os.path.realpath(candidate) if os.path.islink(candidate) else candidate

@@ -22,14 +22,13 @@ Every path that deletes table files (expire-snapshots' cleanup, the metadata-log
 from __future__ import annotations
 
 import contextvars
-import os
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from urllib.parse import urlparse
 
 from icectl.catalog import is_metadata_file
-from icectl.catalog.hadoop import is_version_file, version_of
+from icectl.catalog.hadoop import version_of
 from icectl.errors import CorruptInputError, IcectlError, NotFoundError
 from icectl.spec.metadata import TableMetadata
 from icectl.spec.properties import OWN_PATH_PROPERTIES, WRITE_METADATA_PATH
@@ -38,11 +37,10 @@ from icectl.storage import (
     FileIO,
     basename,
     checksum_sidecar,
-    file_key,
     is_relative_path,
     join,
-    local_path,
     parent,
+    path_identity,
     scheme_of,
 )
 from icectl.table import Table
@@ -84,17 +82,7 @@ def file_identity(path: str) -> str:
 
 
 def _identity(path: str, folders: dict[str, str] | None) -> str:
-    if scheme_of(path) != "file":
-        return file_key(path).rstrip("/")
-    local = local_path(path)
-    folder, name = os.path.split(local)
-    if folders is None or name in ("", ".", ".."):
-        return os.path.realpath(local)
-    real_folder = folders.get(folder)
-    if real_folder is None:
-        real_folder = folders[folder] = os.path.realpath(folder)
-    candidate = os.path.join(real_folder, name)
-    return os.path.realpath(candidate) if os.path.islink(candidate) else candidate
+    return path_identity(path, folders)
 
 
 def check_absolute(path: str, format_version: int, what: str, named_by: str, file: str | None = None) -> None:
@@ -127,16 +115,7 @@ def _under(identity: str, root: str) -> bool:
 
 def table_folder(table: Table) -> str | None:
     """The folder the table was found in, or None (a catalog table: the catalog says where)."""
-    address = table.address
-    if address.table_dir is not None:
-        return address.table_dir
-    if address.catalog is None:
-        # A bare vN.metadata.json in a metadata/ folder is committed to that folder's table
-        # (icectl.table.commit.operations_for): the same folder is its home.
-        directory = parent(address.metadata_location)
-        if is_version_file(basename(address.metadata_location)) and basename(directory) == "metadata":
-            return parent(directory)
-    return None
+    return table.home_folder
 
 
 @dataclass(frozen=True)

@@ -27,21 +27,30 @@ from icectl.spec.updates import TableChange, TableUpdate, apply_updates, snapsho
 from icectl.storage import delete_quietly
 from icectl.table import Table
 from icectl.table.commit import CommitResult, commit, discard_on_failure, new_snapshot_id
-from icectl.table.layout import Attempt, SnapshotLayout, WrittenIndex
+from icectl.table.layout import Attempt, Deletes, SnapshotLayout, WrittenIndex
 from icectl.table.summary import SummaryBuilder
+from icectl.table.write_guard import check_table_home
 
 # stage(base) -> (updates applied before the snapshots, [(branch, snapshot), ...])
 Stage = Callable[[TableMetadata], tuple[Sequence[TableUpdate], Sequence[tuple[str, Snapshot]]]]
 
 
 def branch_head(md: TableMetadata, branch: str, identifier: str, *, create_branch: bool = False) -> Snapshot | None:
-    """The snapshot a commit on ``branch`` builds on. A branch the table lacks is refused unless
-    ``create_branch``: then it starts at main's head, as Spark's ``CREATE BRANCH`` does (a new
-    branch without a parent would hide every row main has)."""
+    """The snapshot a commit on ``branch`` builds on (None: main of an empty table). A tag is
+    refused (exit 6), a ref naming a snapshot the table lacks is corrupt (exit 4). A branch the
+    table lacks is refused unless ``create_branch``: then it starts at main's head, as Spark's
+    ``CREATE BRANCH`` does (a new branch without a parent would hide every row main has)."""
     ref = md.ref(branch)
     if ref is not None and not ref.is_branch:  # refused before any file is written or read
-        raise RefusedError(f"cannot commit to '{branch}': it is a tag, not a branch")
-    if ref is not None or branch == MAIN_BRANCH:  # main of an empty table has no ref yet
+        raise RefusedError(f"cannot commit to '{branch}': it is a tag, not a branch",
+                           hint="give a branch (list them with 'icectl inspect refs')")
+    if ref is not None:
+        snap = md.snapshot_by_id(ref.snapshot_id)
+        if snap is None:
+            raise CorruptInputError(f"branch '{branch}' of table {identifier} points at snapshot {ref.snapshot_id}, "
+                                    "which the table lacks")
+        return snap
+    if branch == MAIN_BRANCH:  # main of an empty table has no ref yet
         return md.snapshot_for_ref(branch)
     if not create_branch:
         raise NotFoundError(f"table {identifier} has no branch '{branch}'",
@@ -109,6 +118,8 @@ def commit_snapshots(table: Table, stage: Stage, written: list[str],
     the fresh base; every file in ``written`` (as it grows) is deleted when the commit fails,
     unless its outcome is unknown. ``last(staged)`` returns updates that go after the snapshots, on
     the metadata with them added (e.g. a new branch's retention)."""
+    check_table_home(table)
+
     def build(base: TableMetadata) -> TableChange:
         first, snapshots = stage(base)
         staged = apply_updates(base, first)  # the snapshots land on the base with those updates applied
@@ -129,7 +140,10 @@ def commit_snapshots(table: Table, stage: Stage, written: list[str],
 
 @dataclass
 class SnapshotChange:
-    """What one commit does to a branch: its layout's change, its operation and summary."""
+    """What one commit does to a branch (Java's ``SnapshotProducer``): the files it adds (through
+    its layout: manifests or leaves written before the commit, root-level entries), the files it
+    deletes (``deletes``: marked DELETED by the layout on each attempt's head, manifests rewritten
+    or manifest DVs), its operation and summary."""
 
     operation: str
     layout: SnapshotLayout
@@ -137,6 +151,7 @@ class SnapshotChange:
     # Summary keys that depend on the attempt (e.g. compaction's manifests-kept), after the metrics.
     extra: Callable[[WrittenIndex], dict[str, str]] | None = None
     written: list[str] = field(default_factory=list)  # files written before the commit, all referenced
+    deletes: Deletes = field(default_factory=Deletes)
 
 
 @dataclass(frozen=True)
@@ -161,6 +176,7 @@ def write_snapshot(table: Table, branch: str, change: SnapshotChange, *, snapsho
     ``then(staged)`` updates that go after it, on the metadata with the snapshot added;
     ``head(base)`` is the snapshot to build on (default :func:`branch_head`).
     """
+    check_table_home(table)  # the write gate, before any file is written (table.io refuses too)
     snapshot_id = snapshot_id if snapshot_id is not None else new_snapshot_id(table.metadata)
     folder = table.metadata_folder
     written = list(change.written)
@@ -180,7 +196,8 @@ def write_snapshot(table: Table, branch: str, change: SnapshotChange, *, snapsho
         first_row_id = base.next_row_id if base.format_version >= MIN_ROW_LINEAGE_VERSION else None
         check_counters(table, base, seq, first_row_id)
         attempt = Attempt(table.identifier, base, parent, snapshot_id, seq, first_row_id, attempts, folder)
-        index = change.layout.write(table.io, attempt)
+        index = change.layout.write(table.io, attempt, change.deletes)
+        written.extend(index.files)
         written.append(index.path)
         indexes[index.path] = index
         check_counters(table, base, seq, first_row_id, index.added_rows or 0)
@@ -194,7 +211,9 @@ def write_snapshot(table: Table, branch: str, change: SnapshotChange, *, snapsho
     committed = done.metadata.snapshot_by_id(snapshot_id)
     assert committed is not None
     path = getattr(committed, change.layout.snapshot_field)
+    keep = {path, *change.written, *indexes[path].files}
     for p in written:
-        if p != path and p not in change.written:  # lists or roots of attempts that lost a conflict
+        if p not in keep:  # lists, roots and rewritten manifests of attempts that lost a conflict
             delete_quietly(table.io, p)
-    return SnapshotCommit(committed, done.metadata_location, done.attempts, indexes[path], [*change.written, path])
+    return SnapshotCommit(committed, done.metadata_location, done.attempts, indexes[path],
+                          [*change.written, *indexes[path].files, path])

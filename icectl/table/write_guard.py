@@ -18,7 +18,7 @@ from icectl.spec.metadata import TableMetadata
 from icectl.spec.properties import WRITE_METADATA_PATH
 from icectl.spec.soundness import metadata_problems
 from icectl.storage import basename, parent
-from icectl.table import Table
+from icectl.table import Table, home_refusal
 from icectl.table.delete_fence import file_identity, table_folder
 
 
@@ -45,16 +45,9 @@ def check_table_home(table: Table) -> None:
     Compared as :func:`~icectl.table.delete_fence.file_identity` (real paths on a local disk). A catalog
     table without a folder of its own is not checked: its location is where the catalog put it.
     """
-    folder = table_folder(table)
-    location = table.metadata.location
-    if folder is None or not location or file_identity(folder) == file_identity(location):
-        return
-    raise RefusedError(
-        f"table folder {folder} is not the location its metadata names ({location}): a copied or moved "
-        "table would write into and delete from that location", path=table.metadata_location,
-        hint=f"to work on the table at {location}, address it there; to make this folder a table of its "
-             "own, rewrite its metadata and manifests to the new location (Iceberg's rewrite_table_path) "
-             "and register the result")
+    refusal = home_refusal(table_folder(table), table.metadata.location, table.metadata_location)
+    if refusal is not None:
+        raise refusal
 
 
 def check_metadata_home(metadata_file: str, metadata: TableMetadata) -> None:

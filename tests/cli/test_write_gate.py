@@ -4,6 +4,9 @@ A ``cp -r`` copy of a table is a folder whose metadata names another location (t
 a command writing through it would write into, or delete from, the original. Every command of the
 registry that writes or deletes refuses such a copy with exit 6 and one line, and afterwards the
 copy and the original are byte-identical to what they were (no file added, changed or deleted).
+The same holds for a table whose metadata was edited to name another folder ("elsewhere"): its
+own folder and the one named are left untouched. (The gate sits in the table's FileIO, issue 28:
+:class:`icectl.table.HomeGate`.)
 
 The cases are checked against the registry (:data:`icectl.cli.registry.COMMANDS`, groups walked
 into their subcommands): a command is read-only, writes no table, or has a case here, so a new
@@ -13,6 +16,7 @@ writing command without a case fails :func:`test_every_command_is_read_only_or_h
 from __future__ import annotations
 
 import hashlib
+import json
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -110,11 +114,26 @@ def tree_digest(root: Path) -> dict[str, str]:
             for p in sorted(root.rglob("*")) if p.is_file()}
 
 
-@pytest.fixture
-def copied(spark_clone: Any, tmp_path: Path) -> Copied:
+def name_elsewhere(table_dir: Path, elsewhere: Path) -> None:
+    """Make every metadata file of ``table_dir`` name ``elsewhere`` as the table's location (paths of
+    manifests and data files stay as they are)."""
+    for f in (table_dir / "metadata").glob("*.metadata.json"):
+        doc = json.loads(f.read_text())
+        doc["location"] = str(elsewhere)
+        f.write_text(json.dumps(doc))
+    for crc in (table_dir / "metadata").glob(".*.metadata.json.crc"):
+        crc.unlink()  # Hadoop's checksums of the files just edited
+
+
+@pytest.fixture(params=["copy", "elsewhere"])
+def copied(request: pytest.FixtureRequest, spark_clone: Any, tmp_path: Path) -> Copied:
     original = Path(spark_clone("v2_part").location)  # private: a write into it would not hurt other tests
     copy = tmp_path / "copy"
     shutil.copytree(original, copy)  # `cp -r`: the metadata still names the original's location
+    if request.param == "elsewhere":  # the table stays where it is; its metadata names another folder
+        original = tmp_path / "elsewhere"
+        shutil.copytree(copy / "data", original / "data")
+        name_elsewhere(copy, original)
     warehouse = tmp_path / "catalog-wh"
     (warehouse / "db").mkdir(parents=True)
     config = tmp_path / "icectl.toml"

@@ -33,10 +33,10 @@ from support.spark import latest_metadata_json, metadata_table, table_rows_diges
 
 from icectl.ops.compact.manifests import CompactPlan, compact
 from icectl.ops.compact.plan import CompactOptions
-from icectl.ops.expire import reachable_files
 from icectl.ops.inspect.views import entry_rows
 from icectl.spec.manifest import ManifestContent
 from icectl.table import load_table
+from icectl.table.reach import reachable_files
 from icectl.table.scan import manifests_of
 
 KINDS = ["v1_unpart", "v2_part", "v3_dv", "many_appends"]

@@ -40,8 +40,6 @@ from icectl.ops.compact.plan import (
     CompactOptions,
     GroupPlan,
     ManifestShape,
-    as_existing,
-    branch_head,
     check_sort_by,
     cluster,
     decide,
@@ -63,9 +61,10 @@ from icectl.storage import FileIO
 from icectl.table import Table
 from icectl.table.commit import new_snapshot_id
 from icectl.table.layout import SnapshotLayout
-from icectl.table.layout.manifest_list import ManifestListLayout, manifest_list_path
+from icectl.table.layout.manifest_list import ManifestListLayout, as_existing, manifest_list_path
 from icectl.table.manifest_read import ReadOptions, manifest_entries
 from icectl.table.scan import check_manifests_intact, iter_entries, manifests_of
+from icectl.table.snapshot_writer import branch_head
 from icectl.table.write_guard import check_writable
 
 

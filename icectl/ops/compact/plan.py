@@ -17,12 +17,11 @@ from typing import Any
 
 from icectl.codec.manifest_writer import ManifestWriteResult, write_manifest
 from icectl.config import parse_size as config_parse_size
-from icectl.errors import CorruptInputError, NotFoundError, UsageError
+from icectl.errors import CorruptInputError, UsageError
 from icectl.spec.manifest import (
     DataFile,
     ManifestContent,
     ManifestEntry,
-    ManifestEntryStatus,
     ManifestFile,
     impossible_values,
 )
@@ -30,7 +29,7 @@ from icectl.spec.metadata import TableMetadata
 from icectl.spec.partitioning import PartitionSpec
 from icectl.spec.properties import MANIFEST_TARGET_SIZE_BYTES
 from icectl.spec.schema import StructType
-from icectl.spec.snapshots import MAIN_BRANCH, Snapshot
+from icectl.spec.snapshots import MAIN_BRANCH
 
 # A group counts as compact when it has no more manifests than its bytes need at this fraction of
 # the target: manifests rolled at the target come out a little under it, and must not be redone.
@@ -180,13 +179,6 @@ def refuse_impossible(f: DataFile, single_valued: Container[int], where: str) ->
                                 "problem")
 
 
-def as_existing(e: ManifestEntry) -> ManifestEntry:
-    """The entry as a rewritten manifest holds it: EXISTING, its own snapshot id and sequence
-    numbers, and (v3 data) its first_row_id, all explicit (already inherited by the reader)."""
-    return ManifestEntry(ManifestEntryStatus.EXISTING, e.snapshot_id, e.sequence_number, e.file_sequence_number,
-                         e.data_file)
-
-
 @dataclass(frozen=True)
 class ManifestShape:
     """What a manifest of a group is written with (also used to measure entry sizes)."""
@@ -246,17 +238,3 @@ def check_sort_by(md: TableMetadata, spec_ids: Iterable[int], sort_by: Sequence[
                          f"({', '.join(sorted(known)) or 'unpartitioned'})")
 
 
-def branch_head(md: TableMetadata, branch: str, table: str) -> Snapshot | None:
-    """The head of the branch compaction rewrites; ``None`` for an empty table's ``main``."""
-    ref = md.ref(branch)
-    if ref is None:
-        if not md.snapshots and branch == MAIN_BRANCH:
-            return None  # an empty table: nothing to compact
-        raise NotFoundError(f"no branch named '{branch}' in table {table}", hint="list refs with 'icectl inspect refs'")
-    if not ref.is_branch:
-        raise UsageError(f"'{branch}' is a tag of table {table}; compact rewrites a branch head",
-                         hint="give a branch with --branch")
-    snap = md.snapshot_by_id(ref.snapshot_id)
-    if snap is None:
-        raise CorruptInputError(f"branch '{branch}' points at snapshot {ref.snapshot_id}, which the table lacks")
-    return snap

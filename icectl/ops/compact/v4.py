@@ -57,8 +57,6 @@ from icectl.ops.compact.plan import (
     CompactOptions,
     GroupPlan,
     ManifestShape,
-    as_existing,
-    branch_head,
     check_sort_by,
     cluster,
     decide,
@@ -85,9 +83,11 @@ from icectl.storage import FileIO, join
 from icectl.table import Table
 from icectl.table.commit import new_snapshot_id
 from icectl.table.layout import SnapshotLayout
+from icectl.table.layout.manifest_list import as_existing
 from icectl.table.layout.root import RootLayout, column_types, write_leaf
 from icectl.table.scan import check_manifests_intact
 from icectl.table.scan_v4 import dv_positions, read_leaf, read_root
+from icectl.table.snapshot_writer import branch_head
 
 KEEP_FILL = 0.5  # a leaf at least this fraction of the target (without DV, not oversized) is kept
 EXISTING, ADDED = ManifestEntryStatus.EXISTING, ManifestEntryStatus.ADDED

@@ -7,11 +7,11 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from icectl.results import UNSET, CommandResult, Part, Unset, plain
+from icectl.table.reach import CATEGORIES
 
 # The file categories of an expiry: Spark's expire_snapshots output names (deleted_<category>_count)
 # in its order, which is also Java's delete order.
-EXPIRE_CATEGORIES = ("data_files", "position_delete_files", "equality_delete_files", "manifest_files",
-                     "manifest_lists", "statistics_files")
+EXPIRE_CATEGORIES = CATEGORIES
 
 
 @dataclass(kw_only=True)

@@ -20,7 +20,6 @@ from icectl.ops.compact.plan import (
     CompactOptions,
     GroupPlan,
     ManifestShape,
-    as_existing,
     cluster,
     decide,
     group_manifests,
@@ -34,6 +33,7 @@ from icectl.spec.manifest import DataFileContent, ManifestContent, ManifestEntry
 from icectl.spec.metadata import TableMetadata
 from icectl.table import Table
 from icectl.table.commit import new_snapshot_id
+from icectl.table.layout.manifest_list import as_existing
 from icectl.table.scan import iter_entries
 
 # The data_file fields the figures need (manifests compact would read are decoded whole).

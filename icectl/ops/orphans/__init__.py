@@ -43,15 +43,14 @@ import os
 import posixpath
 import re
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from icectl import progress
-from icectl.engine.spark_reach import orphan_candidates, run_deletes, spark_engine, supports, valid_frame
+from icectl.engine.spark_reach import executor_deletes, orphan_candidates, spark_engine, supports, valid_frame
 from icectl.errors import IcectlError, RefusedError, StorageError, UsageError
-from icectl.ops.expire import ReadCache, reachable_files, statistics_files
 from icectl.ops.orphans.result import RemoveOrphanFilesResult
 from icectl.spec.metadata import TableMetadata
 from icectl.spec.properties import GC_ENABLED
@@ -67,9 +66,10 @@ from icectl.table.delete_fence import (
     table_fence,
 )
 from icectl.table.delete_tally import deleting
+from icectl.table.deletes import delete_checked
 from icectl.table.neighbours import find_neighbours
+from icectl.table.reach import ReadCache, reachable_files, statistics_files
 from icectl.table.write_guard import check_metadata_sound, check_writable
-from icectl.threads import streaming_pool
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -501,7 +501,10 @@ def _remove_orphan_files(table: Table, *, older_than_ms: int | None, location: s
         res.title = f"Would delete {len(orphans)} orphan file(s) of {table.identifier} under {where}{notes}"
         return res
     with deleting(len(orphans), "orphan files", "run the same command again to delete the rest"):
-        deleted, gone, failures = _delete(table.io, orphans, fence, workers)
+        outcome = delete_checked([("orphans", p) for p in orphans], categories=("orphans",), shared=(table.io, fence),
+                                 delete=delete_orphan, workers=workers, description="deleting orphan files",
+                                 executor=executor_deletes())
+        deleted, gone, failures = outcome.total, outcome.already_gone, outcome.failures
     res.deleted_count, res.already_gone, res.failures = deleted, gone, failures
     res.title = f"Deleted {deleted} orphan file(s) of {table.identifier} under {where}{notes}"
     if failures:
@@ -523,31 +526,6 @@ def delete_orphan(shared: tuple[FileIO, Fence], path: str) -> bool | str:
         return delete_with_checksum(io, path)
     except IcectlError as e:
         return e.one_line()
-
-
-def _delete(io: FileIO, paths: list[str], fence: Fence, workers: int) -> tuple[int, int, list[str]]:
-    """Delete ``paths`` (and their Hadoop checksum sidecars): (deleted, already gone, failures)."""
-    deleted = gone = 0
-    failures: list[str] = []
-    for outcome in _outcomes(io, paths, fence, workers):
-        if outcome is True:
-            deleted += 1
-        elif outcome is False:
-            gone += 1
-        else:
-            failures.append(str(outcome))
-    return deleted, gone, failures
-
-
-def _outcomes(io: FileIO, paths: list[str], fence: Fence, workers: int) -> Iterator[bool | str]:
-    engine = spark_engine()
-    if engine is not None and engine.executor_deletes:
-        yield from run_deletes(engine, delete_orphan, paths, shared=(io, fence), description="deleting orphan files")
-        return
-    with progress.task("deleting orphan files", len(paths)) as advance, streaming_pool(workers) as pool:
-        for outcome in pool.map(lambda p: delete_orphan((io, fence), p), paths):
-            advance(1)
-            yield outcome
 
 
 __all__ = ["DEFAULT_OLDER_THAN_MS", "EQUAL_SCHEMES_DEFAULT", "PREFIX_MISMATCH_MODES", "FileURI", "Matcher",

@@ -34,13 +34,11 @@ import uuid
 from collections.abc import Callable
 
 from icectl.codec.root_manifest import FORMAT_VERSION as V4
-from icectl.errors import CommitConflictError, NotFoundError, RefusedError
+from icectl.errors import CommitConflictError, IcectlError, NotFoundError, RefusedError
 from icectl.ops.snapshots.cherrypick import (
     SourceFiles,
     check_replaced_partitions,
-    rewrite_deletes,
     source_files,
-    would_rewrite,
 )
 from icectl.ops.snapshots.result import (
     CherrypickResult,
@@ -57,10 +55,9 @@ from icectl.spec.metadata import TableMetadata
 from icectl.spec.requirements import AssertRefSnapshotId
 from icectl.spec.snapshots import MAIN_BRANCH, Snapshot, SnapshotRef, ancestors_of
 from icectl.spec.updates import SetSnapshotRef, TableChange
-from icectl.storage import delete_quietly
 from icectl.table import Table
 from icectl.table.commit import commit, discard_on_failure, new_snapshot_id
-from icectl.table.layout.append import appended_paths, write_appended
+from icectl.table.layout import Deletes
 from icectl.table.layout.manifest_list import ManifestListLayout
 from icectl.table.layout.root import RootLayout
 from icectl.table.snapshot_writer import SnapshotChange, write_snapshot
@@ -409,20 +406,21 @@ def _pick_new(table: Table, source: Snapshot, wap_id: str | None, res: SnapshotM
         check_replaced_partitions(table, md, head, source, files)
     layout: ManifestListLayout | RootLayout = RootLayout(MAIN_BRANCH) if v4 else ManifestListLayout(commit_id, [])
     added_files = SourceFiles.data_files(files.added)
+    deletes = Deletes([f for fs in files.removed.values() for f, _ in fs] if removed else [],
+                      missing=lambda paths: _missing_deletes(source, paths))
     if dry_run:
-        rewrites = 0 if v4 else would_rewrite(table, md, head, removed)
-        res.would_write = [*appended_paths(md, table.metadata_folder, layout, added_files, new_id,
-                                           more_manifests=rewrites), NEXT_METADATA]
+        rewrites = layout.would_rewrite(table.io, md, head, deletes) if isinstance(layout, ManifestListLayout) else 0
+        res.would_write = [*layout.appended_paths(md, table.metadata_folder, added_files, new_id,
+                                                  more_manifests=rewrites), NEXT_METADATA]
         res.would_delete = []
         return res
 
-    change = SnapshotChange(operation, layout, summary, extra=lambda _index: dict(extra))
-    attempt_files: list[list[str]] = []
+    change = SnapshotChange(operation, layout, summary, extra=lambda _index: dict(extra), deletes=deletes)
 
     def still_a_pick(base: TableMetadata) -> None:
         """Java's ``validate`` on the fresh base: not picked meanwhile, wap id not published, for an
-        overwrite the replaced partitions unchanged; then the head's manifests holding the files it
-        deletes are rewritten for this attempt."""
+        overwrite the replaced partitions unchanged (the layout then rewrites the head's manifests
+        holding the files it deletes, for this attempt)."""
         if plan_pick(base, source.snapshot_id, ident)[0] != operation:
             raise CommitConflictError(f"main of table {ident} moved meanwhile to the parent of snapshot "
                                       f"{source.snapshot_id}", hint="run cherrypick again")
@@ -431,23 +429,11 @@ def _pick_new(table: Table, source: Snapshot, wap_id: str | None, res: SnapshotM
             raise CommitConflictError(f"partition spec {missing[0]} of table {ident} was removed meanwhile")
         if operation != "overwrite":
             return
-        base_head = base.snapshot_for_ref(MAIN_BRANCH)
-        check_replaced_partitions(table, base, base_head, source, files)
-        mine: list[str] = []
-        attempt_files.append(mine)
-        rewritten, replaced = rewrite_deletes(table, base, base_head, source, removed, commit_id,
-                                              len(files.added) + sum(map(len, attempt_files[:-1])), new_id, mine)
-        change.written.extend(mine)
-        assert isinstance(layout, ManifestListLayout)
-        layout.added, layout.replaced = [*added, *rewritten], replaced
+        check_replaced_partitions(table, base, base.snapshot_for_ref(MAIN_BRANCH), source, files)
 
     with discard_on_failure(table.io, change.written):
-        write_appended(table.io, md, table.metadata_folder, layout, added_files, new_id, change.written)
-        added = list(layout.added) if isinstance(layout, ManifestListLayout) else []
+        layout.write_appended(table.io, md, table.metadata_folder, added_files, new_id, change.written)
         done = write_snapshot(table, MAIN_BRANCH, change, snapshot_id=new_id, check=still_a_pick)
-    for lost in attempt_files[:-1]:  # manifests rewritten for attempts that lost a conflict
-        for p in lost:
-            delete_quietly(table.io, p)
     committed = done.snapshot
     res.previous_snapshot_id = committed.parent_snapshot_id
     res.ref = RefMove(MAIN_BRANCH, committed.parent_snapshot_id, new_id, created=res.ref.created)
@@ -456,6 +442,12 @@ def _pick_new(table: Table, source: Snapshot, wap_id: str | None, res: SnapshotM
                                    removed_data_files=sorted(removed))
     res.metadata_location, res.commit_attempts = done.metadata_location, done.attempts
     return res
+
+
+def _missing_deletes(source: Snapshot, paths: list[str]) -> IcectlError:
+    return RefusedError(f"cannot cherry-pick dynamic overwrite {source.snapshot_id}: {len(paths)} of the files "
+                        f"it deletes are not in main any more ({paths[0]}, ...)",
+                        hint="Java refuses this too: 'Missing required files to delete'")
 
 
 def _pick_title(res: SnapshotManagementResult) -> SnapshotManagementResult:

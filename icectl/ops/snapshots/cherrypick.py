@@ -8,10 +8,10 @@
   (``removedDataFiles``) must all still be live on main's head ("Missing required files to
   delete"), no snapshot since its parent may have added a file to a partition it replaces
   ("Cannot cherry-pick replace partitions with changed partition"), and each head manifest holding
-  one of them is rewritten as ``ManifestFilterManager`` does: its live entries, those files
-  DELETED (by the new snapshot, sequence numbers kept), the others EXISTING.
+  one of them is rewritten as ``ManifestFilterManager`` does, by the snapshot writer's layout
+  (:class:`icectl.table.layout.Deletes`, :mod:`icectl.table.layout.manifest_list`).
 
-The added files are written as any append's are (:mod:`icectl.table.layout.append`); on a v4
+The added files are written as any append's are (the layout's ``write_appended``); on a v4
 table they may come from any source snapshot (a manifest list of before the upgrade, or a v4
 root: its ADDED root-level entries and the leaves it added).
 
@@ -26,14 +26,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from icectl.codec.manifest_writer import UNASSIGNED_SEQ, write_manifest
 from icectl.errors import RefusedError
-from icectl.ops.compact.plan import as_existing
 from icectl.spec.manifest import DataFile, ManifestContent, ManifestEntry, ManifestEntryStatus, ManifestFile
 from icectl.spec.metadata import TableMetadata
 from icectl.spec.snapshots import Snapshot, ancestors_of
 from icectl.table import Table
-from icectl.table.layout.manifest_list import manifest_path
 from icectl.table.scan import iter_entries, manifests_of
 from icectl.table.scan_v4 import TreeManifest
 
@@ -106,58 +103,4 @@ def check_replaced_partitions(table: Table, base: TableMetadata, head: Snapshot 
                                    hint="the overwrite would drop those rows; write it again on main")
 
 
-def rewrite_deletes(table: Table, base: TableMetadata, head: Snapshot | None, source: Snapshot, removed: set[str],
-                    commit_id: str, first_index: int, snapshot_id: int,
-                    written: list[str]) -> tuple[list[ManifestFile], set[str]]:
-    """The head's data manifests that hold a removed file, rewritten (``ManifestFilterManager``);
-    returns the new manifests and the paths of those they replace. Every removed file must be
-    live on the head (Java's ``failMissingDeletePaths``)."""
-    if not removed:
-        return [], set()
-    manifests = [m for m in (manifests_of(base, head, table.io) if head is not None else [])
-                 if m.content == ManifestContent.DATA]
-    by_manifest: dict[str, tuple[ManifestFile, list[ManifestEntry]]] = {}
-    found: set[str] = set()
-    for m, e in iter_entries(base, table.io, manifests, live_only=True):
-        by_manifest.setdefault(m.manifest_path, (m, []))[1].append(e)
-        if e.data_file.file_path in removed:
-            found.add(e.data_file.file_path)
-    missing = sorted(removed - found)
-    if missing:
-        raise RefusedError(f"cannot cherry-pick dynamic overwrite {source.snapshot_id}: {len(missing)} of the files "
-                           f"it deletes are not in main any more ({missing[0]}, ...)",
-                           hint="Java refuses this too: 'Missing required files to delete'")
-    new: list[ManifestFile] = []
-    replaced: set[str] = set()
-    index = first_index
-    for m, entries in by_manifest.values():
-        if not any(e.data_file.file_path in removed for e in entries):
-            continue
-        spec = base.spec_by_id(m.partition_spec_id)
-        assert spec is not None
-        rows = [ManifestEntry(ManifestEntryStatus.DELETED, snapshot_id, e.sequence_number, e.file_sequence_number,
-                              e.data_file) if e.data_file.file_path in removed else as_existing(e) for e in entries]
-        result = write_manifest(rows, schema=base.schema(), spec=spec, partition_type=base.partition_type(spec),
-                                format_version=base.format_version, content=ManifestContent.DATA,
-                                snapshot_id=snapshot_id)
-        path = manifest_path(table.metadata_folder, commit_id, index)
-        index += 1
-        written.append(path)
-        table.io.write(path, result.data)
-        # A new manifest of this snapshot (its sequence number assigned at commit); no first_row_id: a
-        # rewritten data manifest gets a new range, as in Java (its EXISTING entries keep their own).
-        new.append(result.to_manifest_file(path, len(result.data), m.partition_spec_id, snapshot_id, UNASSIGNED_SEQ))
-        replaced.add(m.manifest_path)
-    return new, replaced
-
-
-def would_rewrite(table: Table, base: TableMetadata, head: Snapshot | None, removed: set[str]) -> int:
-    """How many head manifests a pick removing ``removed`` rewrites (for a dry run)."""
-    if not removed or head is None:
-        return 0
-    manifests = [m for m in manifests_of(base, head, table.io) if m.content == ManifestContent.DATA]
-    return len({m.manifest_path for m, e in iter_entries(base, table.io, manifests, live_only=True)
-                if e.data_file.file_path in removed})
-
-
-__all__ = ["SourceFiles", "check_replaced_partitions", "rewrite_deletes", "source_files", "would_rewrite"]
+__all__ = ["SourceFiles", "check_replaced_partitions", "source_files"]

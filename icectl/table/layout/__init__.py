@@ -11,9 +11,12 @@ its summary, the commit, the cleanup), the same way for both.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import ClassVar
 
+from icectl.errors import CommitConflictError, IcectlError
+from icectl.spec.manifest import DataFile
 from icectl.spec.metadata import TableMetadata
 from icectl.spec.snapshots import Snapshot
 from icectl.storage import FileIO
@@ -44,6 +47,33 @@ class WrittenIndex:
     path: str
     added_rows: int | None  # row ids it assigned (v3+): the snapshot's added-rows
     kept_manifests: int  # manifests (v4: live leaves) of the head carried over unchanged
+    files: tuple[str, ...] = ()  # other files the attempt wrote (manifests rewritten for its deletes)
+
+
+DeletedKey = tuple[str, int, str | None]  # (file_path, content, referenced_data_file): a DV shares its Puffin path
+
+
+def deleted_key(f: DataFile) -> DeletedKey:
+    """What names one content file among a snapshot's entries (a deletion vector by the data file it is for)."""
+    return f.file_path, int(f.content), f.referenced_data_file
+
+
+def _no_longer_live(missing: list[str]) -> IcectlError:
+    return CommitConflictError(f"{len(missing)} file(s) to delete are no longer live in the branch head "
+                               f"({missing[0]}, ...)", hint="another commit changed them; run the command again")
+
+
+@dataclass
+class Deletes:
+    """The data and delete files a snapshot removes (Java's ``deleteFile``): each layout marks them
+    DELETED on the branch head of every attempt; all must be live there, else ``missing(paths)``
+    is raised (default: a commit conflict)."""
+
+    files: Sequence[DataFile] = ()
+    missing: Callable[[list[str]], IcectlError] = field(default=_no_longer_live)
+
+    def keys(self) -> dict[DeletedKey, DataFile]:
+        return {deleted_key(f): f for f in self.files}
 
 
 class SnapshotLayout(ABC):
@@ -52,6 +82,18 @@ class SnapshotLayout(ABC):
     snapshot_field: ClassVar[str]  # the Snapshot field naming that file
 
     @abstractmethod
-    def write(self, io: FileIO, attempt: Attempt) -> WrittenIndex:
-        """Write the list or root of the new snapshot on ``attempt.head``; raise to give up
-        (a conflict when the change no longer applies to that head)."""
+    def write(self, io: FileIO, attempt: Attempt, deletes: Deletes | None = None) -> WrittenIndex:
+        """Write the list or root of the new snapshot on ``attempt.head``, with ``deletes`` marked
+        DELETED; raise to give up (a conflict when the change no longer applies to that head)."""
+
+    @abstractmethod
+    def write_appended(self, io: FileIO, md: TableMetadata, folder: str, files: dict[int, list[DataFile]],
+                       snapshot_id: int, written: list[str]) -> None:
+        """Write what an append of ``files`` (partition spec id -> data files) needs before the
+        commit and list it in this layout (v1-v3: one manifest of ADDED entries per spec; v4: root
+        entries, or new leaves past write.v4.root-max-added-files)."""
+
+    @abstractmethod
+    def appended_paths(self, md: TableMetadata, folder: str, files: dict[int, list[DataFile]], snapshot_id: int,
+                       more_manifests: int = 0) -> list[str]:
+        """What :meth:`write_appended` and :meth:`write` would write, for a dry run."""

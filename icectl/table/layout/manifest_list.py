@@ -4,21 +4,29 @@ The new snapshot's manifests (written before the commit, their sequence numbers 
 come first, then every manifest of the branch head that they do not replace, as Java's
 ``SnapshotProducer`` orders them. The list writer assigns the snapshot's sequence number to the
 new manifests and, in v3, ``first_row_id`` ranges to data manifests that lack one.
+
+Deleted files (Java's ``MergingSnapshotProducer.delete`` through ``ManifestFilterManager``): each
+head manifest holding one is rewritten at every attempt with its live entries, those files
+DELETED by the new snapshot (sequence numbers kept), the others EXISTING; the rewritten manifests
+replace the originals in the list. Every file to delete must be live on the head.
+
+An append (add-files, a cherry-picked append) writes one manifest of ADDED entries per partition
+spec, ``<commit>-m<i>.avro`` with ``i`` from 0 (:meth:`ManifestListLayout.write_appended`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import ClassVar
 
-from icectl.codec.manifest_writer import write_manifest_list
-from icectl.spec.manifest import ManifestFile
+from icectl.codec.manifest_writer import UNASSIGNED_SEQ, write_manifest, write_manifest_list
+from icectl.spec.manifest import DataFile, ManifestContent, ManifestEntry, ManifestEntryStatus, ManifestFile
 from icectl.spec.metadata import TableMetadata
 from icectl.spec.snapshots import Snapshot
 from icectl.storage import FileIO, join
-from icectl.table.layout import Attempt, SnapshotLayout, WrittenIndex
-from icectl.table.scan import manifests_of
+from icectl.table.layout import Attempt, Deletes, SnapshotLayout, WrittenIndex, deleted_key
+from icectl.table.scan import iter_entries, manifests_of
 
 HeadManifests = Callable[[TableMetadata, Snapshot], list[ManifestFile]]
 
@@ -33,6 +41,33 @@ def manifest_path(metadata_dir: str, commit_id: str, index: int) -> str:
     return join(metadata_dir, f"{commit_id}-m{index}.avro")
 
 
+def as_existing(e: ManifestEntry) -> ManifestEntry:
+    """The entry as a rewritten manifest holds it: EXISTING, its own snapshot id and sequence
+    numbers, and (v3 data) its first_row_id, all explicit (already inherited by the reader)."""
+    return ManifestEntry(ManifestEntryStatus.EXISTING, e.snapshot_id, e.sequence_number, e.file_sequence_number,
+                         e.data_file)
+
+
+def holding(md: TableMetadata, head: Snapshot | None, io: FileIO,
+            deletes: Deletes) -> dict[str, tuple[ManifestFile, list[ManifestEntry]]]:
+    """The head's manifests holding a file of ``deletes``, each with its live entries; raises
+    ``deletes.missing`` when a file is not live on the head."""
+    wanted = deletes.keys()
+    manifests = manifests_of(md, head, io) if head is not None else []
+    by_manifest: dict[str, tuple[ManifestFile, list[ManifestEntry]]] = {}
+    found: set[tuple[str, int, str | None]] = set()
+    for m, e in iter_entries(md, io, manifests, live_only=True):
+        by_manifest.setdefault(m.manifest_path, (m, []))[1].append(e)
+        key = deleted_key(e.data_file)
+        if key in wanted:
+            found.add(key)
+    missing = sorted(k[0] for k in wanted.keys() - found)
+    if missing:
+        raise deletes.missing(missing)
+    return {path: (m, entries) for path, (m, entries) in by_manifest.items()
+            if any(deleted_key(e.data_file) in wanted for e in entries)}
+
+
 @dataclass
 class ManifestListLayout(SnapshotLayout):
     """The head's manifests, minus ``replaced``, after ``added``."""
@@ -45,8 +80,9 @@ class ManifestListLayout(SnapshotLayout):
     # The head's manifests; the default reads them. An operation passes its own to check them
     # (and raise when its change no longer applies) or to reuse what it read when planning.
     head_manifests: HeadManifests | None = None
+    _rewritten: int = field(default=0, init=False, repr=False)  # manifests rewritten by earlier attempts
 
-    def write(self, io: FileIO, attempt: Attempt) -> WrittenIndex:
+    def write(self, io: FileIO, attempt: Attempt, deletes: Deletes | None = None) -> WrittenIndex:
         base, head = attempt.base, attempt.head
         if head is None:
             current: list[ManifestFile] = []
@@ -54,10 +90,63 @@ class ManifestListLayout(SnapshotLayout):
             current = self.head_manifests(base, head)
         else:
             current = manifests_of(base, head, io)
-        kept = [m for m in current if m.manifest_path not in self.replaced]
-        result = write_manifest_list([*self.added, *kept], format_version=base.format_version,
+        rewritten, files = self._rewrite_deletes(io, attempt, deletes) if deletes and deletes.files else ({}, [])
+        replaced = set(self.replaced) | rewritten.keys()
+        kept = [m for m in current if m.manifest_path not in replaced]
+        result = write_manifest_list([*self.added, *rewritten.values(), *kept], format_version=base.format_version,
                                      snapshot_id=attempt.snapshot_id, parent_snapshot_id=attempt.parent_id,
                                      sequence_number=attempt.sequence_number, first_row_id=attempt.first_row_id)
         path = manifest_list_path(attempt.metadata_dir, attempt.snapshot_id, attempt.number, self.commit_id)
         io.write(path, result.data)
-        return WrittenIndex(path, result.added_rows, len(kept))
+        return WrittenIndex(path, result.added_rows, len(kept), tuple(files))
+
+    def _rewrite_deletes(self, io: FileIO, attempt: Attempt,
+                         deletes: Deletes) -> tuple[dict[str, ManifestFile], list[str]]:
+        """The head's manifests holding a deleted file, rewritten for this attempt (old path -> new
+        manifest), and the paths written."""
+        base, wanted = attempt.base, deletes.keys()
+        out: dict[str, ManifestFile] = {}
+        written: list[str] = []
+        for old, (m, entries) in holding(base, attempt.head, io, deletes).items():
+            spec = base.spec_by_id(m.partition_spec_id)
+            assert spec is not None
+            rows = [ManifestEntry(ManifestEntryStatus.DELETED, attempt.snapshot_id, e.sequence_number,
+                                  e.file_sequence_number, e.data_file)
+                    if deleted_key(e.data_file) in wanted else as_existing(e) for e in entries]
+            result = write_manifest(rows, schema=base.schema(), spec=spec, partition_type=base.partition_type(spec),
+                                    format_version=base.format_version, content=m.content,
+                                    snapshot_id=attempt.snapshot_id)
+            path = manifest_path(attempt.metadata_dir, self.commit_id, len(self.added) + self._rewritten)
+            self._rewritten += 1
+            written.append(path)
+            io.write(path, result.data)
+            # A new manifest of this snapshot (its sequence number assigned at commit); no first_row_id: a
+            # rewritten data manifest gets a new range, as in Java (its EXISTING entries keep their own).
+            out[old] = result.to_manifest_file(path, len(result.data), m.partition_spec_id, attempt.snapshot_id,
+                                               UNASSIGNED_SEQ)
+        return out, written
+
+    def would_rewrite(self, io: FileIO, md: TableMetadata, head: Snapshot | None, deletes: Deletes) -> int:
+        """How many head manifests :meth:`write` would rewrite for ``deletes`` (for a dry run)."""
+        return len(holding(md, head, io, deletes)) if deletes.files and head is not None else 0
+
+    def write_appended(self, io: FileIO, md: TableMetadata, folder: str, files: dict[int, list[DataFile]],
+                       snapshot_id: int, written: list[str]) -> None:
+        added = []
+        for i, (spec_id, fs) in enumerate(sorted(files.items())):
+            spec = md.spec_by_id(spec_id)
+            assert spec is not None
+            path = manifest_path(folder, self.commit_id, i)
+            written.append(path)
+            entries = [ManifestEntry(ManifestEntryStatus.ADDED, snapshot_id, None, None, f) for f in fs]
+            result = write_manifest(entries, schema=md.schema(), spec=spec, partition_type=md.partition_type(spec),
+                                    format_version=md.format_version, content=ManifestContent.DATA,
+                                    snapshot_id=snapshot_id)
+            io.write(path, result.data)
+            added.append(result.to_manifest_file(path, len(result.data), spec_id, snapshot_id, UNASSIGNED_SEQ))
+        self.added = added
+
+    def appended_paths(self, md: TableMetadata, folder: str, files: dict[int, list[DataFile]], snapshot_id: int,
+                       more_manifests: int = 0) -> list[str]:
+        return [*(manifest_path(folder, self.commit_id, i) for i in range(len(files) + more_manifests)),
+                manifest_list_path(folder, snapshot_id, 1, self.commit_id)]

@@ -38,22 +38,28 @@ from icectl.codec.root_manifest import (
     ManifestStats,
     V4Manifest,
     VersionInfo,
+    content_entry_of,
     live_manifest_dvs,
     manifest_dv_entry,
     read_v4_manifest,
     write_v4_manifest,
 )
 from icectl.errors import CommitConflictError, IcectlError, RefusedError
-from icectl.spec.manifest import ManifestContent, ManifestEntryStatus
+from icectl.spec.manifest import DataFile, ManifestContent, ManifestEntry, ManifestEntryStatus
 from icectl.spec.metadata import TableMetadata
 from icectl.spec.properties import V4_ROOT_MAX_ADDED_FILES
 from icectl.spec.schema import IcebergType, StructType
 from icectl.spec.snapshots import Snapshot
 from icectl.storage import FileIO, join
-from icectl.table.layout import Attempt, SnapshotLayout, WrittenIndex
-from icectl.table.scan_v4 import dv_positions, partition_field_types, read_root
+from icectl.table.layout import Attempt, Deletes, SnapshotLayout, WrittenIndex
+from icectl.table.scan_v4 import dv_positions, partition_field_types, read_leaf, read_root, tree_manifests
 
 EXISTING, ADDED, DELETED = ManifestEntryStatus.EXISTING, ManifestEntryStatus.ADDED, ManifestEntryStatus.DELETED
+
+
+def appends_to_leaf(md: TableMetadata, file_count: int) -> bool:
+    """Whether a v4 append of ``file_count`` files goes into new leaves rather than the root."""
+    return file_count > root_max_added_files(md)
 
 
 def root_max_added_files(md: TableMetadata) -> int:
@@ -167,7 +173,7 @@ class RootLayout(SnapshotLayout):
     # when its change no longer applies) or to reuse what it read when planning.
     head_root: Callable[[TableMetadata, Snapshot], V4Manifest] | None = None
 
-    def write(self, io: FileIO, attempt: Attempt) -> WrittenIndex:
+    def write(self, io: FileIO, attempt: Attempt, deletes: Deletes | None = None) -> WrittenIndex:
         base, head = attempt.base, attempt.head
         if base.format_version < 4:
             raise RefusedError(f"table {attempt.table} is not format v4 anymore")
@@ -175,11 +181,64 @@ class RootLayout(SnapshotLayout):
             root = self.head_root(base, head)
         else:
             root = head_root(base, head, io, self.branch)
-        entries, added_rows, kept = self.entries(base, root, attempt.snapshot_id, attempt.sequence_number, io)
+        layout = self._with_deletes(io, base, head, deletes) if deletes and deletes.files else self
+        entries, added_rows, kept = layout.entries(base, root, attempt.snapshot_id, attempt.sequence_number, io)
         data = encode_root(base, entries, attempt.snapshot_id, attempt.sequence_number, attempt.parent_id)
         path = root_path(attempt.metadata_dir, attempt.snapshot_id)
         io.write(path, data)
         return WrittenIndex(path, added_rows, kept)
+
+    def _with_deletes(self, io: FileIO, base: TableMetadata, head: Snapshot | None, deletes: Deletes) -> RootLayout:
+        """This change with ``deletes`` found on the head: a root-level file becomes a DELETED root
+        entry, a leaf's file a position in that leaf's manifest DV (layout page section 8)."""
+        wanted = {root_file_key(f.file_path, ContentType(int(f.content)), f.referenced_data_file): f.file_path
+                  for f in deletes.files}
+        root_files = set(self.removed_root_files)
+        leaf_rows = {leaf: BitMap64(rows) for leaf, rows in self.removed_leaf_rows.items()}
+        found: set[RootFileKey] = set()
+        for m in tree_manifests(base, head, io) if head is not None else []:
+            if m.root_entries is not None:
+                rows: list[tuple[int, ManifestEntry]] = [(-1, e) for e in m.root_entries if e.is_live]
+            else:
+                dv = m.deleted_positions or BitMap64()
+                rows = [(i, e) for i, e in enumerate(read_leaf(base, io, m, base.partition_type(m.partition_spec_id)))
+                        if e.is_live and i not in dv]
+            for i, e in rows:
+                f = e.data_file
+                key = root_file_key(f.file_path, ContentType(int(f.content)), f.referenced_data_file)
+                if key not in wanted:
+                    continue
+                found.add(key)
+                if i < 0:
+                    root_files.add(key)
+                else:
+                    leaf_rows.setdefault(m.manifest_path, BitMap64()).add(i)
+        missing = sorted(wanted[k] for k in wanted.keys() - found)
+        if missing:
+            raise deletes.missing(missing)
+        return dataclasses.replace(self, removed_root_files=root_files, removed_leaf_rows=leaf_rows)
+
+    def write_appended(self, io: FileIO, md: TableMetadata, folder: str, files: dict[int, list[DataFile]],
+                       snapshot_id: int, written: list[str]) -> None:
+        to_leaf = appends_to_leaf(md, sum(map(len, files.values())))
+        for spec_id, fs in sorted(files.items()):
+            ptype = md.partition_type(spec_id)
+            root_entries = [content_entry_of(ManifestEntry(ManifestEntryStatus.ADDED, None, None, None, f), spec_id,
+                                             ptype) for f in fs]
+            if not to_leaf:
+                self.added.extend(root_entries)
+                continue
+            path = join(folder, f"{uuid.uuid4()}-m{len(self.new_leaves)}.avro")
+            written.append(path)
+            leaf = write_leaf(io, md, path, root_entries, ManifestContent.DATA, spec_id)
+            assert leaf.manifest_stats is not None
+            self.new_leaves.append(NewLeaf(leaf, leaf.manifest_stats.added_rows_count))
+
+    def appended_paths(self, md: TableMetadata, folder: str, files: dict[int, list[DataFile]], snapshot_id: int,
+                       more_manifests: int = 0) -> list[str]:
+        leaves = len(files) if appends_to_leaf(md, sum(map(len, files.values()))) else 0
+        return [*(join(folder, f"<uuid>-m{i}.avro") for i in range(leaves)),
+                join(folder, f"root-{snapshot_id}-<uuid>.avro")]
 
     def entries(self, base: TableMetadata, root: V4Manifest, snapshot_id: int, seq: int,
                 io: FileIO) -> tuple[list[ContentEntry], int, int]:

@@ -300,7 +300,7 @@ def test_config_cache_section() -> None:
 
 
 def test_the_readme_example_sets_the_cache() -> None:
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text()
     example = re.findall(r"```toml\n(.*?)```", readme, flags=re.S)[0]
     c = parse_config(tomllib.loads(example)).cache
     assert (c.dir, c.max_bytes) == (os.path.expanduser("~/.cache/icectl"), 2 * 1024**3)

@@ -243,7 +243,7 @@ assert len(list(walk_files(io, d, lambda n: True))) == 3
 assert io.delete(d + "/a/m.avro") and not io.delete(d + "/a/m.avro")
 assert "fsspec" not in sys.modules, "fsspec was imported"
 """
-    repo = Path(__file__).resolve().parents[2]
+    repo = Path(__file__).resolve().parents[3]
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
                          env={**os.environ, "PYTHONPATH": str(repo)})
     assert run.returncode == 0, run.stderr

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import pickle
 import shutil
 from pathlib import Path
 
 import pytest
 from support.forge import forge_commit
+from typer.testing import CliRunner
 
+from icectl.cli.app import app
 from icectl.errors import CorruptInputError, ExitCode, RefusedError
 from icectl.spec.metadata import TableMetadata
 from icectl.spec.snapshots import SnapshotRef
@@ -103,3 +106,28 @@ def test_a_copied_metadata_file_is_refused_for_register(tmp_path: Path) -> None:
     # a catalog table keeping its metadata files in write.metadata.path: that folder is their home
     elsewhere = md.replace(properties={**md.properties, "write.metadata.path": str(copy / "metadata")})
     check_metadata_home(str(copy / "metadata" / "v1.metadata.json"), elsewhere)
+
+
+def test_the_gate_sits_in_the_tables_fileio(tmp_path: Path) -> None:
+    """Issue 28: no writer can forget the gate. A copied table's ``table.io`` refuses every change
+    (write, delete, mkdir, atomic replace, no-replace rename) before touching the store, also in the
+    copy a Spark executor unpickles; reads stay free, and the original's FileIO writes."""
+    original = tmp_path / "t"
+    assert CliRunner().invoke(app, ["create", str(original), "--schema", "id long"]).exit_code == 0
+    copy = tmp_path / "copy"
+    shutil.copytree(original, copy)
+    before = sorted(p.name for p in (original / "metadata").iterdir())
+    table = load_table(str(copy))
+    target = str(original / "metadata" / "x.bin")
+    changes = [lambda io: io.write(target, b"x"), lambda io: io.delete(str(original / "metadata" / before[0])),
+               lambda io: io.makedirs(str(original / "new")), lambda io: io.write_atomic(target, b"x"),
+               lambda io: io.write_if_absent(target, b"x")]
+    for io in (table.io, pickle.loads(pickle.dumps(table.io))):
+        for change in changes:
+            with pytest.raises(RefusedError, match="is not the location its metadata names"):
+                change(io)
+        assert io.read(table.metadata_location)  # reading is not gated
+    assert sorted(p.name for p in (original / "metadata").iterdir()) == before and not (original / "new").exists()
+    home = load_table(str(original))
+    home.io.write(target, b"x")  # at home: written
+    assert (original / "metadata" / "x.bin").read_bytes() == b"x"

@@ -197,9 +197,9 @@ def test_empty_table_and_refusals(tmp_path: Path) -> None:
     sid = t.metadata.current_snapshot().snapshot_id
     commit(t, lambda md: ref_change("v1", SnapshotRef(sid, "tag")))
     res = runner.invoke(app, ["compact", d, "--branch", "v1"])
-    assert res.exit_code == 2 and "is a tag" in res.stderr
+    assert res.exit_code == 6 and "is a tag" in res.stderr  # one branch_head for every writer: a tag is refused
     res = runner.invoke(app, ["compact", d, "--branch", "nope"])
-    assert res.exit_code == 3 and "no branch named 'nope'" in res.stderr
+    assert res.exit_code == 3 and "has no branch 'nope'" in res.stderr
     for args in (["--content", "dvs"], ["--target-size", "lots"], ["--min-manifests", "0"], ["--sort-by", "x"]):
         res = runner.invoke(app, ["compact", d, *args])
         assert res.exit_code == 2, (args, res.stderr)

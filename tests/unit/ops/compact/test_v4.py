@@ -254,7 +254,7 @@ def test_options_filters_and_refusals(v4: tuple[Path, list[str]], tmp_path: Path
     t = load_table(str(d))
     head = t.metadata.current_snapshot_id
     commit(t, lambda md: ref_change("v1", SnapshotRef(head, "tag")))  # type: ignore[arg-type]
-    icectl("compact", str(d), "--branch", "v1", expect=ExitCode.USAGE)
+    icectl("compact", str(d), "--branch", "v1", expect=ExitCode.REFUSED)  # a tag: refused, as by every writer
     out = icectl("compact", str(d), "--spec-id", "0", "--content", "data")
     assert out["manifests_created"] == 1 and out["root_files_flushed"] == 1
     only_leaves(d)

@@ -232,7 +232,7 @@ def _manifest_list_in_history(t: Tbl, sid: int) -> Any:
 # --------------------------------------------------------------------------- a real kill, Spark judges
 
 HERE = Path(__file__).resolve().parent
-TESTS = HERE.parents[1]  # tests/: support/ and the test packages import from here
+TESTS = HERE.parents[2]  # tests/: support/ and the test packages import from here
 
 
 def _start_killed_expire(*cli_args: str) -> subprocess.Popen[str]:

@@ -177,7 +177,7 @@ def test_stale_partition_statistics_recommend_computing_them(appends: Path) -> N
 
 
 def test_the_readme_lists_every_threshold_with_its_default(appends: Path) -> None:
-    section = (Path(__file__).resolve().parents[3] / "README.md").read_text().split("### Table health", 1)[1]
+    section = (Path(__file__).resolve().parents[4] / "README.md").read_text().split("### Table health", 1)[1]
     block = re.search(r"```toml\n(.*?)```", section, re.S)
     assert block
     documented = check_config(tomllib.loads(block.group(1))["health"], "README.md")

@@ -19,6 +19,7 @@ from typer.testing import CliRunner
 
 import icectl.ops.snapshots as ms
 from icectl.cli.app import app
+from icectl.codec.manifest_reader import read_manifest_list
 from icectl.config import load_config
 from icectl.errors import CommitConflictError, NotFoundError, RefusedError
 from icectl.ops.add_files import add_files
@@ -31,12 +32,13 @@ from icectl.ops.snapshots import (
     rollback,
     set_current,
 )
-from icectl.ops.snapshots.cherrypick import rewrite_deletes
 from icectl.spec.manifest import ManifestContent
 from icectl.spec.metadata import TableMetadata
 from icectl.spec.snapshots import SnapshotRef
 from icectl.table import Table, load_table
 from icectl.table.commit import commit
+from icectl.table.layout import Attempt, Deletes
+from icectl.table.layout.manifest_list import ManifestListLayout
 from icectl.table.scan import iter_entries, manifests_of
 from unit.table.test_commit import write_sql_config
 
@@ -520,19 +522,30 @@ def test_dynamic_overwrite_pick_checks_replaced_partitions(tmp_path: Path) -> No
 
 
 def test_overwrite_pick_refuses_files_main_no_longer_has(tmp_path: Path) -> None:
-    """Java's failMissingDeletePaths: every file the overwrite deletes must still be live on main."""
+    """Java's failMissingDeletePaths: every file the overwrite deletes must still be live on main.
+    The manifest-list layout's deletes (what cherry-pick commits through) check it on the head."""
     h = build(tmp_path)
     t = h.table()
-    head = t.metadata.current_snapshot()
-    source = t.metadata.snapshots_by_id[h.ids["s3"]]
-    written: list[str] = []
+    md, head = t.metadata, t.metadata.current_snapshot()
+    by_path = {e.data_file.file_path: e.data_file for s in md.snapshots
+               for _, e in iter_entries(md, t.io, manifests_of(md, s, t.io))}
+    attempt = Attempt(t.identifier, md, head, 99, md.last_sequence_number + 1, None, 1, t.metadata_folder)
+
+    def refused(paths: list[str]) -> RefusedError:
+        return RefusedError(f"not in main any more: {paths[0]}")
+
+    layout = ManifestListLayout("c", [])
     with pytest.raises(RefusedError, match="not in main any more"):
-        rewrite_deletes(t, t.metadata, head, source, {h.files["s3"]}, "c", 0, 1, written)
-    assert written == []
+        layout.write(t.io, attempt, Deletes([by_path[h.files["s3"]]], missing=refused))
+    assert not list((tmp_path / "t" / "metadata").glob("c-m*.avro"))  # refused before any manifest is written
     # a live file: its manifest is rewritten, the file DELETED, the rest EXISTING
-    new, replaced = rewrite_deletes(t, t.metadata, head, source, {h.files["s2"]}, "c0ffee", 0, 99, written)
-    assert len(new) == 1 and len(replaced) == 1 and written == [new[0].manifest_path]
-    assert new[0].deleted_files_count == 1 and new[0].existing_files_count == 0
+    index = ManifestListLayout("c0ffee", []).write(t.io, attempt, Deletes([by_path[h.files["s2"]]]))
+    assert len(index.files) == 1 and index.files[0].endswith("c0ffee-m0.avro")
+    listed = read_manifest_list(t.io.read(index.path), format_version=md.format_version)
+    rewritten = [m for m in listed if m.manifest_path == index.files[0]]
+    assert len(rewritten) == 1 and rewritten[0].deleted_files_count == 1 and rewritten[0].existing_files_count == 0
+    replaced = {m.manifest_path for m in manifests_of(md, head, t.io)} - {m.manifest_path for m in listed}
+    assert len(replaced) == 1  # the head manifest that held the file is replaced by its rewrite
 
 
 def test_a_delete_that_can_no_longer_fast_forward_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
