@@ -49,6 +49,28 @@ class Catalog(Protocol):
         """How to load, commit to and create the table ``namespace.table``."""
         ...
 
+    @property
+    def table_is_its_folder(self) -> bool:
+        """Whether a table of this catalog is the folder its location names (a Hadoop warehouse:
+        a created table's location must be that folder), rather than a pointer to metadata anywhere."""
+        ...
+
+    @property
+    def server_writes_metadata(self) -> bool:
+        """Whether a server writes the table's metadata files (REST): a ``vN.metadata.json`` at the
+        table's location that is its current file is its own, not a second table."""
+        ...
+
+
+def folder_table_operations(table_dir: str, io: FileIO, identifier: str, *,
+                            allow_unsafe_object_store: bool = False) -> TableOperations:
+    """The operations of the file-system table in ``table_dir`` (a table addressed by its folder or
+    a ``vN.metadata.json`` in its ``metadata/``): Java's HadoopTableOperations."""
+    return FileSystemOperations(table_dir, io, identifier, allow_unsafe_object_store)
+
+
+SERVER_WRITTEN_TYPES = frozenset({"rest"})  # config types whose catalog's server_writes_metadata is True
+
 
 def open_catalog(config: Config, io: FileIO, name: str | None = None) -> Catalog:
     # The SQL, REST and Glue clients are imported when a catalog of their type is opened: a path
@@ -132,7 +154,7 @@ def find_in_catalog(catalog: Catalog, namespace: tuple[str, ...], table: str) ->
     current = ops.refresh()
     where = TableAddress(metadata_location=current.location, identifier=".".join((*namespace, table)),
                          catalog=catalog.name, namespace=namespace, name=table,
-                         table_dir=ops.table_dir if isinstance(ops, FileSystemOperations) else None)
+                         table_dir=ops.table_dir)
     return FoundTable(where, ops.io, catalog, current)
 
 

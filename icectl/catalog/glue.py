@@ -78,6 +78,14 @@ class GlueCatalog:
     source: str | None = None  # the config file, for messages
     _client: Any = field(default=None, repr=False)
 
+    @property
+    def table_is_its_folder(self) -> bool:
+        return False
+
+    @property
+    def server_writes_metadata(self) -> bool:
+        return False
+
     @classmethod
     def from_config(cls, cc: CatalogConfig, io: FileIO) -> GlueCatalog:
         source = cc.source

@@ -54,6 +54,14 @@ class HadoopCatalog:
     warehouse: str
     io: FileIO
 
+    @property
+    def table_is_its_folder(self) -> bool:
+        return True
+
+    @property
+    def server_writes_metadata(self) -> bool:
+        return False
+
     def table_dir(self, namespace: tuple[str, ...], table: str) -> str:
         return join(self.warehouse, *namespace, table)
 
@@ -118,6 +126,12 @@ class HadoopCatalog:
                 if self.is_table(join(base, n))]
 
 
+# A writer that checks, then renames (Java's HadoopTableOperations on a local disk) can replace
+# a new metadata version if it checked just before it was published. Its window is short: a
+# command that deletes after its commit lets at least this long pass and looks again.
+LOCAL_SETTLE_SECONDS = 0.5
+
+
 @dataclass
 class FileSystemOperations(LocalCommits):
     """HadoopTableOperations for a table directory (local or object storage)."""
@@ -136,6 +150,38 @@ class FileSystemOperations(LocalCommits):
     @property
     def metadata_dir(self) -> str:
         return metadata_dir(self.table_dir)
+
+    # -- capabilities (icectl.catalog.operations.TableOperations)
+
+    @property
+    def entry_is_metadata_files(self) -> bool:
+        return True
+
+    @property
+    def max_format_version(self) -> int | None:
+        return None
+
+    @property
+    def register_checks_namespace(self) -> bool:
+        return False  # the namespace is a folder: made when the table's folder is
+
+    def settle_seconds(self) -> float:
+        # A local file system's mtime may be coarse: a commit replacing ours within that window
+        # could be missed by the read-back; object stores order writes.
+        return LOCAL_SETTLE_SECONDS if scheme_of(self.table_dir) == "file" else 0.0
+
+    def current_pointer(self) -> str | None:
+        return None
+
+    def delete_pointer(self, expected_location: str) -> bool:
+        raise NotImplementedError("a file-system table's entry is its version files: drop deletes them")
+
+    def describe_entry(self, name: str, location: str) -> str:
+        return f"the version files and version-hint.text in {self.metadata_dir}"
+
+    def describe_register(self, name: str, location: str, metadata: TableMetadata) -> str:
+        v1 = f"v1{metadata_extension(metadata_codec(metadata.properties))}"
+        return f"{join(self.metadata_dir, v1)} (a copy of {location}) and its version-hint.text"
 
     def refresh(self) -> Current:
         for attempt in range(REFRESH_ATTEMPTS):

@@ -85,6 +85,9 @@ class TableOperations(Protocol):
     def identifier(self) -> str: ...  # read-only: catalog tables derive it from namespace and name
 
     io: FileIO
+    # A file-system table on object storage commits only with a conditional PUT unless allowed
+    # (--allow-unsafe-object-store); other catalogs swap pointers and ignore it.
+    allow_unsafe_object_store: bool
 
     def refresh(self) -> Current:
         """The table's current metadata, read fresh (NotFoundError when the table does not exist)."""
@@ -110,6 +113,54 @@ class TableOperations(Protocol):
         when another writer moved it; NotFoundError when it is gone already). The files stay,
         except a file-system table's version files and hint, which are its catalog entry: their
         paths are returned (empty for every other catalog)."""
+        ...
+
+    # -- capabilities: what differs between catalogs, asked of the operations (never their class)
+
+    @property
+    def table_dir(self) -> str | None:
+        """The folder whose version files are the table's catalog entry (a file-system table); None
+        for a catalog that keeps a pointer elsewhere."""
+        ...
+
+    @property
+    def entry_is_metadata_files(self) -> bool:
+        """Whether the catalog entry is the table's own metadata files (file-system tables): dropping
+        it without deleting files leaves everything in place, and ``write.metadata.path`` cannot move them."""
+        ...
+
+    @property
+    def max_format_version(self) -> int | None:
+        """The highest format version the catalog can hold (REST: 3), None when any."""
+        ...
+
+    @property
+    def register_checks_namespace(self) -> bool:
+        """Whether register must first check the namespace exists (Glue, REST: their servers accept
+        any name; Java's catalogs refuse a missing namespace)."""
+        ...
+
+    def settle_seconds(self) -> float:
+        """How long after a commit to wait before reading the table back to check it was not replaced
+        (a local file system's coarse mtime: 0.5 s; 0 where a commit is a compare-and-swap)."""
+        ...
+
+    def current_pointer(self) -> str | None:
+        """The metadata file the entry names, read without loading it (pointer catalogs: SQL, Glue);
+        None where there is no such pointer (a file-system table's entry is its files; REST loads
+        through its server). NotFoundError when there is no such table."""
+        ...
+
+    def delete_pointer(self, expected_location: str) -> bool:
+        """Remove the entry while it still names ``expected_location`` (pointer catalogs only)."""
+        ...
+
+    def describe_entry(self, name: str, location: str) -> str:
+        """What the entry of table ``name`` at metadata ``location`` is, for dry runs of drop."""
+        ...
+
+    def describe_register(self, name: str, location: str, metadata: TableMetadata) -> str:
+        """What registering ``location`` as ``name`` would write, for a dry run."""
         ...
 
 
@@ -195,7 +246,44 @@ def unsafe_object_store_allowed(flag: bool) -> bool:
 # Pointer-swap catalogs
 
 
-class CatalogTable:
+class PointerCapabilities:
+    """The capabilities (see :class:`TableOperations`) of every catalog that is no file-system table."""
+
+    allow_unsafe_object_store: bool = False  # file-system tables only; set alike on every kind
+
+    @property
+    def table_dir(self) -> str | None:
+        return None
+
+    @property
+    def entry_is_metadata_files(self) -> bool:
+        return False
+
+    @property
+    def max_format_version(self) -> int | None:
+        return None
+
+    @property
+    def register_checks_namespace(self) -> bool:
+        return True
+
+    def settle_seconds(self) -> float:
+        return 0.0
+
+    def current_pointer(self) -> str | None:
+        return None
+
+    def delete_pointer(self, expected_location: str) -> bool:
+        raise NotImplementedError("this catalog keeps no pointer to delete")
+
+    def describe_entry(self, name: str, location: str) -> str:
+        return f"the catalog entry {name} (pointing at {location})"
+
+    def describe_register(self, name: str, location: str, metadata: TableMetadata) -> str:
+        return f"a catalog entry {name} pointing at {location}"
+
+
+class CatalogTable(PointerCapabilities):
     """Operations of a table a catalog names ``namespace.table`` (every catalog but file-system paths)."""
 
     namespace: tuple[str, ...]

@@ -150,6 +150,14 @@ class RestCatalog:
         except NotFoundError as e:
             raise self._no_namespace(namespace, e) from e
 
+    @property
+    def table_is_its_folder(self) -> bool:
+        return False
+
+    @property
+    def server_writes_metadata(self) -> bool:
+        return True
+
     def _no_namespace(self, namespace: tuple[str, ...], e: NotFoundError) -> NotFoundError:
         return NotFoundError(f"namespace {'.'.join(namespace)} not found in REST catalog {self.name}: {e.message}",
                              hint="list the namespaces with 'icectl list'")
@@ -202,6 +210,10 @@ class RestOperations(CatalogTable):
     @property
     def url(self) -> str:
         return self.catalog.table_url(self.namespace, self.name)
+
+    @property
+    def max_format_version(self) -> int | None:
+        return MAX_REST_FORMAT_VERSION
 
     def _ident(self) -> dict[str, Any]:
         return {"namespace": list(self.namespace), "name": self.name}

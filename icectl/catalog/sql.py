@@ -65,6 +65,14 @@ class SqlCatalog:
             raise CorruptInputError(f"catalog '{cc.name}': {e.message}", path=source, hint=e.hint) from None
 
     @property
+    def table_is_its_folder(self) -> bool:
+        return False
+
+    @property
+    def server_writes_metadata(self) -> bool:
+        return False
+
+    @property
     def db_path(self) -> str:
         """Where the catalog lives, for messages (a SQLite path, or a PostgreSQL URL without password)."""
         return self.db.where
@@ -255,6 +263,10 @@ class SqlOperations(MetastoreOperations):
     @property
     def pointer_store(self) -> str:
         return self.catalog.db_path
+
+    @property
+    def register_checks_namespace(self) -> bool:
+        return False  # a JDBC catalog registers into any namespace name, as Java's does
 
     def current_pointer(self) -> str:
         return self.catalog.load_metadata_location(self.namespace, self.name)

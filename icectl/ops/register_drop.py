@@ -34,18 +34,8 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from icectl.catalog import Catalog, is_metadata_file
-from icectl.catalog.hadoop import FileSystemOperations, check_table_dir_name, version_of
-from icectl.catalog.hadoop_layout import VERSION_HINT
-from icectl.catalog.operations import (
-    CommitFailedError,
-    Current,
-    MetastoreOperations,
-    TableOperations,
-    metadata_codec,
-    metadata_extension,
-)
-from icectl.catalog.rest import MAX_REST_FORMAT_VERSION, RestOperations
-from icectl.catalog.sql import SqlOperations
+from icectl.catalog.hadoop_layout import VERSION_HINT, check_table_dir_name, version_of
+from icectl.catalog.operations import CommitFailedError, Current, TableOperations
 from icectl.errors import (
     CommitConflictError,
     CorruptInputError,
@@ -192,11 +182,7 @@ def register_table(catalog: Catalog, identifier: str | Sequence[str], metadata_f
                        "of one keep the files the others reach")
         res.warnings.append(res.warning)
     if dry_run:
-        if isinstance(ops, FileSystemOperations):
-            v1 = f"v1{metadata_extension(metadata_codec(md.properties))}"
-            res.would_write = [f"{join(ops.metadata_dir, v1)} (a copy of {location}) and its version-hint.text"]
-        else:
-            res.would_write = [f"a catalog entry {full} pointing at {location}"]
+        res.would_write = [ops.describe_register(full, location, md)]
         res.title = f"Would register {full} at {location}"
         return res
     registered, _ = ops.register(location, md)
@@ -214,13 +200,15 @@ def _check_register_target(catalog: Catalog, ops: TableOperations, namespace: tu
         pass
     else:
         raise RefusedError(f"table {full} already exists", hint="choose another name, or drop the table first")
-    if isinstance(ops, FileSystemOperations) and WRITE_METADATA_PATH in md.properties:
+    if ops.entry_is_metadata_files and WRITE_METADATA_PATH in md.properties:
         raise RefusedError(f"{WRITE_METADATA_PATH} is set in the metadata: a file-system table cannot keep its "
                            "metadata elsewhere", hint="register it in a SQL, REST or Glue catalog")
-    if isinstance(ops, RestOperations) and md.format_version > MAX_REST_FORMAT_VERSION:
-        raise RefusedError(f"cannot register a format version {md.format_version} table in REST catalog "
-                           f"{catalog.name}: the REST protocol has no representation of v4 root manifests")
-    if not isinstance(ops, (FileSystemOperations, SqlOperations)):
+    highest = ops.max_format_version
+    if highest is not None and md.format_version > highest:
+        raise RefusedError(f"cannot register a format version {md.format_version} table in catalog {catalog.name}: "
+                           f"it holds format versions up to {highest} (the REST protocol has no representation "
+                           "of v4 root manifests)")
+    if ops.register_checks_namespace:
         catalog.list_tables(namespace)  # Glue and REST: NotFoundError for a missing namespace, as Java
 
 
@@ -386,8 +374,7 @@ def _refuse_shared(table: Table, current: Current, plan: _Plan, allow: tuple[str
 def _drop(table: Table, *, purge: bool, dry_run: bool, workers: int, allow_shared: tuple[str, ...]) -> DropResult:
     check_table_home(table)  # a copy's folder: dropping or purging it would act on the metadata of another table
     ops = operations_for(table)
-    file_system = isinstance(ops, FileSystemOperations)
-    if file_system and not purge:
+    if ops.entry_is_metadata_files and not purge:
         raise RefusedError(
             f"{table.identifier} is a file-system table: it has no catalog entry apart from its metadata "
             "files, so dropping it without --purge would leave every file in place and no way back (Spark's "
@@ -437,10 +424,10 @@ def drop_unreadable_entry(catalog: Catalog, identifier: str | Sequence[str], why
     its server) raise ``why`` itself."""
     namespace, name = _split(identifier)
     ops = catalog.table_operations(namespace, name)
-    if not isinstance(ops, MetastoreOperations):
+    location = ops.current_pointer()  # NotFoundError when there is no such table at all
+    if location is None:  # no pointer to drop: a file-system table's entry is its files, REST loads via its server
         raise why
     full = ".".join((*namespace, name))
-    location = ops.current_pointer()  # NotFoundError when there is no such table at all
     res = DropResult(table=full, dry_run=dry_run, purge=False, metadata_location=location)
     res.warnings = [f"the metadata of {full} cannot be read ({why.one_line()}); only its catalog entry "
                     "is dropped, every file is kept"]
@@ -457,10 +444,7 @@ def drop_unreadable_entry(catalog: Catalog, identifier: str | Sequence[str], why
 
 
 def _dry_run(res: DropResult, table: Table, ops: TableOperations, current: Current, plan: _Plan | None) -> DropResult:
-    if isinstance(ops, FileSystemOperations):
-        res.would_drop = f"the version files and version-hint.text in {ops.metadata_dir}"
-    else:
-        res.would_drop = f"the catalog entry {table.identifier} (pointing at {current.location})"
+    res.would_drop = ops.describe_entry(table.identifier, current.location)
     if plan is None:
         res.title = f"Would drop {table.identifier} (its files are kept)"
         return res

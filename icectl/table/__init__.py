@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from icectl.catalog import Catalog, FoundTable, TableAddress, find_in_catalog, find_table
-from icectl.catalog.hadoop import is_version_file
+from icectl.catalog.hadoop_layout import is_version_file
 from icectl.config import Config, load_config
 from icectl.errors import CorruptInputError, IcectlError, NotFoundError, RefusedError, UsageError
 from icectl.spec.metadata import TableMetadata, parse_table_metadata

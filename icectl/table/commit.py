@@ -24,8 +24,8 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from icectl.catalog import Catalog, looks_like_path, open_catalog, split_identifier
-from icectl.catalog.hadoop import FileSystemOperations, HadoopCatalog, check_table_dir_name, is_version_file
+from icectl.catalog import Catalog, folder_table_operations, looks_like_path, open_catalog, split_identifier
+from icectl.catalog.hadoop_layout import check_table_dir_name, is_version_file
 from icectl.catalog.operations import CommitFailedError, CommitStateUnknownError, LocalCommits, TableOperations
 from icectl.config import Config, load_config
 from icectl.errors import CommitConflictError, IcectlError, RefusedError, UsageError
@@ -159,18 +159,19 @@ def operations_for(table: Table, *, allow_unsafe_object_store: bool = False) -> 
     if address.catalog is not None and address.name is not None:
         catalog = table.catalog or open_catalog(load_config(), table.io, address.catalog)
         ops = catalog.table_operations(address.namespace, address.name)
-        if isinstance(ops, FileSystemOperations):
-            ops.allow_unsafe_object_store = allow_unsafe_object_store
+        ops.allow_unsafe_object_store = allow_unsafe_object_store
         return ops
     if address.table_dir is not None:
-        return FileSystemOperations(address.table_dir, table.io, table.identifier, allow_unsafe_object_store)
+        return folder_table_operations(address.table_dir, table.io, table.identifier,
+                                       allow_unsafe_object_store=allow_unsafe_object_store)
     location = address.metadata_location
     directory = parent(location)
     if is_version_file(basename(location)) and basename(directory) == "metadata":
         table_dir = parent(directory)
         if scheme_of(table_dir) == "file":
             table_dir = local_path(table_dir)
-        return FileSystemOperations(table_dir, table.io, table.identifier, allow_unsafe_object_store)
+        return folder_table_operations(table_dir, table.io, table.identifier,
+                                       allow_unsafe_object_store=allow_unsafe_object_store)
     raise RefusedError(f"cannot commit to {address.identifier}: a metadata file outside a table's "
                        "metadata/ directory does not say which table pointer to update, so a concurrent "
                        "commit could be lost", path=location,
@@ -282,7 +283,7 @@ def create_table(where: str | Catalog, identifier: str | Sequence[str] | None, m
         table_dir = os.path.abspath(local_path(where)) if scheme_of(where) == "file" else where.rstrip("/")
         io = io or FileIO(s3=(config or load_config()).s3)
         metadata = _with_location(metadata, table_dir, strict=True)
-        ops: TableOperations = FileSystemOperations(table_dir, io, where)
+        ops: TableOperations = folder_table_operations(table_dir, io, where)
     else:
         catalog, namespace, name = _catalog_target(where, identifier, config, io)
         for part in (*namespace, name):
@@ -292,7 +293,7 @@ def create_table(where: str | Catalog, identifier: str | Sequence[str] | None, m
             if scheme_of(default) == "file":
                 default = os.path.abspath(local_path(default))  # a relative warehouse names the same place
             # A file-system table lives where its directory is; other catalogs only point at it.
-            metadata = _with_location(metadata, default, strict=isinstance(catalog, HadoopCatalog))
+            metadata = _with_location(metadata, default, strict=catalog.table_is_its_folder)
         ops = catalog.table_operations(namespace, name)
     location, created = ops.create(metadata)
     return CommitResult(location, created, 1)

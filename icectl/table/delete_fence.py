@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from urllib.parse import urlparse
 
 from icectl.catalog import is_metadata_file
-from icectl.catalog.hadoop import version_of
+from icectl.catalog.hadoop_layout import version_of
 from icectl.errors import CorruptInputError, IcectlError, NotFoundError
 from icectl.spec.metadata import TableMetadata
 from icectl.spec.properties import OWN_PATH_PROPERTIES, WRITE_METADATA_PATH

@@ -36,11 +36,8 @@ import os
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
-from icectl.catalog import Catalog, open_catalog, walk_tables
-from icectl.catalog.hadoop import FileSystemOperations, current_version, is_version_file
-from icectl.catalog.hadoop_layout import VERSION_HINT
-from icectl.catalog.operations import MetastoreOperations
-from icectl.catalog.rest import RestCatalog
+from icectl.catalog import SERVER_WRITTEN_TYPES, Catalog, open_catalog, walk_tables
+from icectl.catalog.hadoop_layout import VERSION_HINT, current_version, is_version_file
 from icectl.config import Config, active_config
 from icectl.errors import AccessDeniedError, CorruptInputError, IcectlError, NotFoundError, RefusedError
 from icectl.spec.manifest import ManifestFile
@@ -350,11 +347,11 @@ def _server_owned(table: Table, config: Config) -> bool:
     """Whether a catalog server writes the table's metadata files itself (REST): then a
     ``vN.metadata.json`` at its location that is its current file is its own. Not so for the
     pointer-swap catalogs (SQL, Glue), where such a file is a folder table registered twice."""
-    if isinstance(table.catalog, RestCatalog):
+    if table.catalog is not None and table.catalog.server_writes_metadata:
         return True
     name = table.address.catalog
     entry = config.catalogs.get(name) if name is not None else None
-    return entry is not None and entry.type == "rest"
+    return entry is not None and entry.type in SERVER_WRITTEN_TYPES
 
 
 def _own_paths(md: TableMetadata) -> list[str]:
@@ -436,17 +433,15 @@ def _catalog_entries(config: Config, name: str, io: FileIO, me: str | None, own:
         if key == me:
             continue
         ops = catalog.table_operations(ident[:-1], ident[-1])
-        if isinstance(ops, FileSystemOperations) and own and file_identity(ops.table_dir).rstrip("/") == own:
+        if ops.table_dir is not None and own and file_identity(ops.table_dir).rstrip("/") == own:
             continue  # this table itself, found through a warehouse
         try:
             current = ops.refresh()
         except IcectlError as e:
-            pointer = None
-            if isinstance(ops, MetastoreOperations):
-                try:
-                    pointer = ops.current_pointer()
-                except IcectlError:
-                    pointer = None
+            try:
+                pointer = ops.current_pointer()  # a pointer catalog's entry, read without the metadata
+            except IcectlError:
+                pointer = None
             if pointer and home and (_under(file_identity(pointer), home) or file_identity(pointer) == home):
                 raise RefusedError(f"cannot read {name}.{full} ({e.one_line()}), whose metadata lies in this table's "
                                    "location: it may share files with it; nothing deleted", path=pointer,
@@ -456,7 +451,7 @@ def _catalog_entries(config: Config, name: str, io: FileIO, me: str | None, own:
         why = judge(current.metadata, current.location)
         if why is None:
             continue
-        folder = ops.table_dir if isinstance(ops, FileSystemOperations) else None
+        folder = ops.table_dir
         aliases = {f"{name}.{full}", full}
         if folder:
             aliases.add(folder)

@@ -27,7 +27,6 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from icectl.catalog.hadoop import FileSystemOperations
 from icectl.engine.spark_reach import doomed_files, executor_deletes, spark_engine, supports
 from icectl.errors import ExitCode, IcectlError, RefusedError, StorageError
 from icectl.ops.expire.leftovers import Leftovers, leftover_snapshots
@@ -36,7 +35,7 @@ from icectl.ops.expire.retention import ExpirePolicy, Retention, apply_retention
 from icectl.spec.metadata import TableMetadata
 from icectl.spec.snapshots import PartitionStatisticsFile, StatisticsFile
 from icectl.spec.updates import TableChange
-from icectl.storage import FileIO, scheme_of
+from icectl.storage import FileIO
 from icectl.table import Table
 from icectl.table.commit import commit, operations_for
 from icectl.table.delete_fence import file_identity, identity_cache, table_fence
@@ -177,12 +176,6 @@ def _report_kept(res: ExpireResult, kept: FileSet, table: Table) -> str:
             "(--allow-external-deletes deletes them)")
 
 
-# A writer that checks, then renames (Java's HadoopTableOperations on a local disk) can replace
-# our new metadata version if it checked just before we published. Its window is short; before
-# deleting anything we let at least this long pass since our commit and look again.
-_SETTLE_SECONDS = 0.5
-
-
 def _commit_lost(table: Table, expired: list[int], *, committed_at: float) -> str | None:
     """Why the expiry is not (or no longer) in the table, or ``None`` when it is.
 
@@ -190,8 +183,7 @@ def _commit_lost(table: Table, expired: list[int], *, committed_at: float) -> st
     before ours: its files are live again and nothing may be deleted.
     """
     ops = operations_for(table)
-    if isinstance(ops, FileSystemOperations) and scheme_of(ops.table_dir) == "file":
-        time.sleep(max(0.0, _SETTLE_SECONDS - (time.monotonic() - committed_at)))
+    time.sleep(max(0.0, ops.settle_seconds() - (time.monotonic() - committed_at)))
     current = ops.refresh().metadata  # a failure to read deletes nothing (the caller's except)
     back = [i for i in expired if current.snapshot_by_id(i) is not None]
     if back:

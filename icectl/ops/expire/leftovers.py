@@ -20,7 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from icectl.catalog.hadoop import version_of
+from icectl.catalog.hadoop_layout import version_of
 from icectl.errors import CorruptInputError, IcectlError, NotFoundError
 from icectl.spec.metadata import TableMetadata, metadata_json
 from icectl.storage import FileIO, parent

@@ -15,14 +15,18 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from icectl.catalog import open_catalog, walk_tables
 from icectl.catalog.glue import GlueCatalog
-from icectl.catalog.operations import CommitFailedError, LocalCommits
-from icectl.config import Config, parse_config
+from icectl.catalog.operations import CommitFailedError, LocalCommits, now_ms
+from icectl.config import CATALOG_TYPES, Config, parse_config
 from icectl.errors import ExitCode, NotFoundError, RefusedError
+from icectl.ops.add_files import add_files
 from icectl.ops.create.metadata import new_table_metadata
+from icectl.ops.expire import ExpirePolicy, expire_snapshots
 from icectl.ops.register_drop import drop_table, register_table
 from icectl.spec.metadata import TableMetadata
 from icectl.spec.requirements import RequirementFailedError
@@ -311,3 +315,69 @@ def test_drop_purge_deletes_every_metadata_file_after_the_entry_and_refuses_gc_d
     with pytest.raises(NotFoundError):
         load_table(ident, config, io)
     assert not any(io.exists(f) for f in files)
+
+
+# Which config type each kind is: every type of config.CATALOG_TYPES needs a kind here (issue 28).
+KIND_TYPES = {"hadoop": "hadoop", "sqlite": "sql", "postgres": "sql", "rest": "rest", "glue": "glue"}
+
+
+def test_every_catalog_type_runs_this_contract() -> None:
+    """A fifth catalog type without a kind (and a real server behind it) fails here, instead of
+    falling into someone's ``else`` branch unseen."""
+    assert set(KIND_TYPES) == set(KINDS)
+    assert set(CATALOG_TYPES) <= set(KIND_TYPES.values()), sorted(set(CATALOG_TYPES) - set(KIND_TYPES.values()))
+
+
+def test_capabilities_say_what_the_catalog_is(config: Config) -> None:
+    """What differs between catalogs is asked of the operations (never their class): each kind's
+    answers, and register/drop/expire act on them (the tests above and below)."""
+    io = io_for(config)
+    ident = created_table(config, io)
+    _, ns, name = ident.split(".")
+    catalog = open_catalog(config, io, "c")
+    ops = catalog.table_operations((ns,), name)
+    kind = config.catalog("c").type
+    folder_table = kind == "hadoop"
+    assert ops.entry_is_metadata_files is folder_table and catalog.table_is_its_folder is folder_table
+    assert (ops.table_dir is not None) is folder_table
+    assert ops.max_format_version == (3 if kind == "rest" else None)
+    assert ops.register_checks_namespace is (kind in ("rest", "glue"))
+    assert catalog.server_writes_metadata is (kind == "rest")
+    assert ops.settle_seconds() == (0.5 if folder_table else 0.0)  # the warehouse here is a local folder
+    current = ops.refresh()
+    pointer = ops.current_pointer()
+    assert (pointer is not None) is (kind in ("sql", "glue"))
+    if pointer is not None:
+        assert pointer.removeprefix("file:") == current.location.removeprefix("file:")
+    assert current.location in ops.describe_entry(ident, current.location) or folder_table
+
+
+def test_expire_removes_old_snapshots_and_their_files_in_every_catalog(config: Config, tmp_path: Path) -> None:
+    """Three appends through the catalog, then expire keeping the last one: the two older manifest
+    lists go, the current one and every data file (all still live) stay, and the catalog's entry
+    names the new metadata."""
+    io = io_for(config)
+    ident = created_table(config, io)
+    table = load_table(ident, config, io)
+    location = table.metadata.location
+    assert location
+    files = []
+    for i in range(3):
+        buf = pa.BufferOutputStream()
+        pq.write_table(pa.table({"id": pa.array([i], pa.int64()), "name": [f"n{i}"]}), buf)
+        path = f"{location.rstrip('/')}/data/f{i}.parquet"
+        io.write(path, buf.getvalue().to_pybytes())
+        files.append(path)
+        add_files(load_table(ident, config, io), [path])
+    table = load_table(ident, config, io)
+    snaps = table.metadata.snapshots
+    assert len(snaps) == 3
+    lists = [s.manifest_list for s in snaps]
+    before = table.metadata_location
+    res = expire_snapshots(table, ExpirePolicy(older_than_ms=now_ms() + 1000, retain_last=1))
+    assert res.exit_code == 0, res.failures
+    after = load_table(ident, config, io)
+    assert [s.snapshot_id for s in after.metadata.snapshots] == [snaps[-1].snapshot_id]
+    assert after.metadata_location != before  # the entry moved on
+    assert not any(io.exists(p) for p in lists[:2] if p) and lists[2] and io.exists(lists[2])
+    assert all(io.exists(f) for f in files)  # every data file is still live
