@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_for
 from contextlib import contextmanager
@@ -57,7 +57,7 @@ _END: Any = object()
 
 
 def ordered_map(fn: Callable[[T], R], items: Iterable[T], *, workers: int = READ_WORKERS, ahead: int | None = None,
-                pool: Executor | None = None, wait: bool = False) -> Iterator[R]:
+                pool: Executor | None = None, wait: bool = False) -> Generator[R, None, None]:
     """``fn`` of each item, run in threads, yielded in the items' order.
 
     At most ``ahead`` items (default: twice ``workers``, at least 2) are taken from ``items`` and not

@@ -18,11 +18,9 @@ core functions take :func:`active`. A library caller that never sets one gets th
 
 from __future__ import annotations
 
-import os
+import functools
 import pickle
-from collections import deque
 from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
-from concurrent.futures import Future
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -30,7 +28,7 @@ from typing import Any, TypeVar
 
 from icectl import progress
 from icectl.errors import IcectlError, UsageError
-from icectl.threads import streaming_pool
+from icectl.threads import READ_WORKERS, ordered_map
 
 S = TypeVar("S")
 T = TypeVar("T")
@@ -41,7 +39,6 @@ ENGINES = ("local", "spark")
 # at 20,000 manifests (2M entries) Spark local[2] already beat the local engine on the same two cores for
 # inspect files and validate (benchmarks/bench_spark_engine.py, README), and a cluster has more cores.
 SPARK_SUGGESTED_MANIFESTS = 20_000
-LOCAL_WORKERS = min(16, 4 * (os.cpu_count() or 2))
 
 
 @dataclass(frozen=True)
@@ -125,7 +122,7 @@ class Engine:
 class LocalEngine(Engine):
     """Threads of this process with a bounded read-ahead: memory stays flat however many items."""
 
-    workers: int = LOCAL_WORKERS
+    workers: int = READ_WORKERS
     name: str = field(default="local", init=False)
 
     def map(self, fn: Callable[[S, T], R], items: Sequence[T], *, shared: S, description: str,
@@ -133,25 +130,12 @@ class LocalEngine(Engine):
         todo = list(items)
         if not todo:
             return
-        with (progress.task(description, len(todo)) as advance,
-              streaming_pool(min(self.workers, len(todo))) as pool):
-            pending: deque[Future[R]] = deque()
-            it = iter(todo)
-            ahead = max(2, self.workers * 2)
-            for item in it:
-                pending.append(pool.submit(fn, shared, item))
-                if len(pending) >= ahead:
-                    break
-            while pending:
-                got = pending.popleft().result()
+        with progress.task(description, len(todo)) as advance:
+            for got in ordered_map(functools.partial(fn, shared), todo, workers=self.workers):
                 advance(1)
-                nxt = next(it, _END)
-                if nxt is not _END:
-                    pending.append(pool.submit(fn, shared, nxt))  # type: ignore[arg-type]
                 yield got
 
 
-_END = object()
 _LOCAL = LocalEngine()
 _active: ContextVar[Engine] = ContextVar("icectl_engine", default=_LOCAL)
 

@@ -14,7 +14,7 @@ written and committed), which :mod:`icectl.ops.compact.report` makes the command
 from __future__ import annotations
 
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from contextlib import closing
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -31,8 +31,7 @@ from icectl.table.commit import discard_on_failure
 from icectl.table.layout import SnapshotLayout, WrittenIndex
 from icectl.table.layout.manifest_list import manifest_path
 from icectl.table.snapshot_writer import SnapshotChange, write_snapshot
-
-WRITE_WORKERS = 8
+from icectl.threads import WRITE_WORKERS, ordered_map
 
 
 class StalePlanError(CommitConflictError):
@@ -155,9 +154,10 @@ def write_bins(table: Table, plan: P, write_one: Callable[[G, Bin, str], W], ver
             # Executors write the files (paths chosen here, so the discard above covers them).
             written.extend(write_on_engine(engine, write_one, jobs, f"writing {what}"))
         else:
-            with progress.task(f"writing {what}", len(jobs)) as advance, \
-                    ThreadPoolExecutor(max(1, min(WRITE_WORKERS, len(jobs)))) as pool:
-                for w in pool.map(lambda job: write_one(*job), jobs):
+            # wait=True: on a failure no write is still under way when the discard above runs
+            results = ordered_map(lambda job: write_one(*job), jobs, workers=WRITE_WORKERS, wait=True)
+            with progress.task(f"writing {what}", len(jobs)) as advance, closing(results):
+                for w in results:
                     written.append(w)
                     advance(1)
         for g in plan.rewritten:
