@@ -18,6 +18,7 @@ from typing import Any
 from icectl import progress
 from icectl.catalog import find_table
 from icectl.config import Config
+from icectl.engine import Engine, active
 from icectl.errors import CorruptInputError, ExitCode, IcectlError, NotFoundError
 from icectl.results import NOT_JSON, UNSET, Part, RowsResult, Unset
 from icectl.spec.manifest import ManifestContent, ManifestFile
@@ -177,8 +178,10 @@ def _raw_json(io: FileIO, location: str) -> Any:
 
 
 def validate_address(address: str, config: Config, io: FileIO, *, all_snapshots: bool = False, deep: bool = False,
-                     rules: Iterable[str] | None = None, skip: Iterable[str] | None = None) -> ValidationResult:
-    """Validate the table at any accepted address; metadata too broken to load is reported, not raised."""
+                     rules: Iterable[str] | None = None, skip: Iterable[str] | None = None,
+                     engine: Engine | None = None) -> ValidationResult:
+    """Validate the table at any accepted address; metadata too broken to load is reported, not raised.
+    ``engine``: where the manifests are checked (None: :func:`icectl.engine.active`)."""
     enabled = select_rules(rules, skip)
     found = find_table(address, config, io)
     where, io = found.address, found.io
@@ -195,20 +198,22 @@ def validate_address(address: str, config: Config, io: FileIO, *, all_snapshots:
         e.path = e.path or location
         raise
     table = Table(address=where, metadata=metadata, io=io, catalog=found.catalog)
-    return _run(table, reporter, raw, all_snapshots=all_snapshots, deep=deep, raw_checked=True)
+    return _run(table, reporter, raw, all_snapshots=all_snapshots, deep=deep, raw_checked=True, engine=engine)
 
 
 def validate_table(table: Table, *, all_snapshots: bool = False, deep: bool = False,
-                   rules: Iterable[str] | None = None, skip: Iterable[str] | None = None) -> ValidationResult:
+                   rules: Iterable[str] | None = None, skip: Iterable[str] | None = None,
+                   engine: Engine | None = None) -> ValidationResult:
     """Check ``table`` against every enabled rule: its metadata, then the current snapshot's (or, with
-    ``all_snapshots``, every snapshot's) manifest lists and manifests; ``deep`` also opens the files."""
+    ``all_snapshots``, every snapshot's) manifest lists and manifests; ``deep`` also opens the files.
+    ``engine``: where the manifests are checked (None: :func:`icectl.engine.active`)."""
     reporter = Reporter(select_rules(rules, skip))
     raw = _raw_json(table.io, table.metadata_location)
-    return _run(table, reporter, raw, all_snapshots=all_snapshots, deep=deep, raw_checked=False)
+    return _run(table, reporter, raw, all_snapshots=all_snapshots, deep=deep, raw_checked=False, engine=engine)
 
 
 def _run(table: Table, reporter: Reporter, raw: Any, *, all_snapshots: bool, deep: bool,
-         raw_checked: bool) -> ValidationResult:
+         raw_checked: bool, engine: Engine | None) -> ValidationResult:
     t0 = time.perf_counter()
     md = table.metadata
     ctx = Context(md, table.io, table.metadata_location, reporter, deep=deep, raw=raw)
@@ -221,7 +226,7 @@ def _run(table: Table, reporter: Reporter, raw: Any, *, all_snapshots: bool, dee
     else:
         current = md.current_snapshot()
         snapshots = [current] if current is not None else []
-    listed, v4 = _check_snapshots(ctx, snapshots)
+    listed, v4 = _check_snapshots(ctx, snapshots, engine or active())
     entries = sum(s.entries for s in ctx.summaries.values()) + v4.entries
     if deep:
         # A leaf's rows under a manifest DV are not live in that root: v4 snapshots bring their own list.
@@ -310,7 +315,7 @@ def _is_v4(snap: Snapshot) -> bool:
     return snap.root_manifest is not None  # with a manifest list too: v4.snapshot-manifest-key says so
 
 
-def _check_snapshots(ctx: Context, snapshots: list[Snapshot]) -> tuple[set[str], v4_rules.V4State]:
+def _check_snapshots(ctx: Context, snapshots: list[Snapshot], engine: Engine) -> tuple[set[str], v4_rules.V4State]:
     """Snapshot by snapshot: its list, the manifests no earlier snapshot listed, then the per-snapshot rules.
 
     Only per-manifest summaries are kept, never whole manifest lists, so memory stays small with
@@ -322,7 +327,7 @@ def _check_snapshots(ctx: Context, snapshots: list[Snapshot]) -> tuple[set[str],
     lowest: dict[str, manifest_list_rules.Listing] = {}
     v4 = v4_rules.V4State()
     reuse = ListReuse()
-    remote = engine_read.start(ctx, snapshots)  # None on the local engine
+    remote = engine_read.start(ctx, snapshots, engine)  # None on an engine that runs in this process
     with progress.task("checking snapshots", len(snapshots)) as advance:
         try:
             _walk(ctx, snapshots, advance, checked, lowest, v4, reuse, remote)
