@@ -34,6 +34,7 @@ from pyroaring import BitMap64
 from icectl import progress
 from icectl.catalog.hadoop import FileSystemOperations
 from icectl.codec.manifest_reader import read_manifest_list, scan_manifest_list_paths
+from icectl.engine import Engine, active, using
 from icectl.engine.spark_reach import doomed_files, spark_engine, supports
 from icectl.errors import ExitCode, IcectlError, RefusedError, StorageError
 from icectl.ops.expire.delete import delete_files
@@ -445,9 +446,12 @@ def _commit_lost(table: Table, expired: list[int], *, committed_at: float) -> st
 
 def expire_snapshots(table: Table, policy: ExpirePolicy, *, dry_run: bool = False, max_deletes: int | None = None,
                      allow_external_deletes: bool = False, max_concurrent_deletes: int = 8,
-                     now_ms: int | None = None) -> ExpireResult:
-    """Expire snapshots by policy, commit, then delete the files no retained snapshot reaches."""
-    with identity_cache():  # every reachable file's identity is asked for, many of them often
+                     now_ms: int | None = None, engine: Engine | None = None) -> ExpireResult:
+    """Expire snapshots by policy, commit, then delete the files no retained snapshot reaches.
+    ``engine``: where reachability is judged and files deleted (None: :func:`icectl.engine.active`); it is
+    the run's engine below (``spark_engine()``) until reachability takes it as an argument."""
+    # every reachable file's identity is asked for, many of them often
+    with identity_cache(), using(engine or active()):
         return _expire_snapshots(table, policy, dry_run=dry_run, max_deletes=max_deletes,
                                  allow_external_deletes=allow_external_deletes,
                                  max_concurrent_deletes=max_concurrent_deletes, now_ms=now_ms)
