@@ -1,6 +1,8 @@
 """``--engine``, ``--spark-master``, ``--spark-conf`` (and ``--executor-deletes`` where files are deleted):
 declared once, added by :func:`icectl.cli.framework.command` (``engine=True`` or ``"deletes"``) to
-expire-snapshots, remove-orphan-files, compact, inspect files|entries|partitions and validate."""
+expire-snapshots, remove-orphan-files, compact, inspect files|entries|partitions and validate.
+``--engine`` is the parameter ``engine_name``: ``engine`` is the opened engine the framework passes
+to the command function."""
 
 from __future__ import annotations
 
@@ -29,14 +31,14 @@ ExecutorDeletesOpt = Annotated[bool, typer.Option(
                                "deletes them, a bounded number at a time, after every check).")]
 
 ENGINE_PARAMS: dict[str, tuple[Any, Any]] = {
-    "engine": (EngineOpt, None), "spark_master": (SparkMasterOpt, None), "spark_conf": (SparkConfOpt, None)}
+    "engine_name": (EngineOpt, None), "spark_master": (SparkMasterOpt, None), "spark_conf": (SparkConfOpt, None)}
 DELETE_ENGINE_PARAMS: dict[str, tuple[Any, Any]] = {**ENGINE_PARAMS,
                                                     "executor_deletes": (ExecutorDeletesOpt, False)}
 
 
 def settings_from(given: dict[str, Any], config: EngineConfig) -> EngineSettings:
     """The :class:`icectl.engine.EngineSettings` of the options given, over the config's ``[engine]``."""
-    name = given.get("engine") or config.default
+    name = given.get("engine_name") or config.default
     master = given.get("spark_master") or config.master
     conf = (*config.conf.items(), *parse_spark_conf(given.get("spark_conf") or ()))
     settings = EngineSettings(name=name, master=master, conf=tuple(dict(conf).items()),

@@ -32,6 +32,10 @@ def command(group: typer.Typer, name: str, *, view: bool | str = False, engine: 
     Commands never print or exit themselves: this wrapper is the only place that does.
     ``view=True`` (a rows view) adds ``--columns --where --sort --limit --format --no-pager`` to the
     command's options, once for all views; ``view="document"`` adds ``--no-pager`` alone.
+    ``engine=True`` (``"deletes"``: with ``--executor-deletes``) adds the engine options, opens the
+    run's engine and passes it to the command function's ``engine`` parameter (not a CLI option),
+    which hands it to the operation; the engine is also the run's context value
+    (:func:`icectl.engine.active`) for the code that reads it.
     """
 
     def decorator(fn: F) -> F:
@@ -40,6 +44,10 @@ def command(group: typer.Typer, name: str, *, view: bool | str = False, engine: 
         engine_params = (engine_options.DELETE_ENGINE_PARAMS if engine == "deletes"
                          else engine_options.ENGINE_PARAMS if engine else {})
         added.update(engine_params)
+        takes_engine = bool(engine) and "engine" in inspect.signature(fn).parameters
+        if engine and not takes_engine:
+            raise TypeError(f"command {name!r}: engine=True passes the run's engine to an 'engine' parameter, "
+                            f"which {fn.__name__} lacks")
 
         @functools.wraps(fn)
         def wrapper(*args: Any, **kw: Any) -> None:
@@ -55,6 +63,8 @@ def command(group: typer.Typer, name: str, *, view: bool | str = False, engine: 
                 reporter = _terminal_reporter()
                 with progress.reporting(reporter), engines.using(run_engine or engines.active()):
                     mark = run_engine.mark() if run_engine is not None else None
+                    if takes_engine:
+                        kw["engine"] = run_engine
                     result = fn(*args, **kw)
                     if run_engine is not None:
                         result = _with_engine_report(result, run_engine, mark)
@@ -65,8 +75,8 @@ def command(group: typer.Typer, name: str, *, view: bool | str = False, engine: 
                     if result is not None:
                         render(result, as_json=as_json or view_options.wants_json(options),
                                options=options)  # rows stream, so reading goes on here
-                    note = (spark_suggestion(reporter.most_manifests, run_engine.name)
-                            if reporter is not None and run_engine is not None and not given.get("engine") else None)
+                    note = (spark_suggestion(reporter.most_manifests, run_engine.name) if reporter is not None
+                            and run_engine is not None and not given.get("engine_name") else None)
                     if note:
                         print_error(note)
                 code = getattr(result, "exit_code", 0)
@@ -97,10 +107,20 @@ def command(group: typer.Typer, name: str, *, view: bool | str = False, engine: 
 
         if added:
             view_options.add_params(wrapper, fn, added)
+        if takes_engine:
+            _hide_param(wrapper, "engine")
         group.command(name, **kwargs)(wrapper)
         return fn
 
     return decorator
+
+
+def _hide_param(wrapper: Callable[..., Any], name: str) -> None:
+    """``wrapper`` without the parameter ``name`` for typer: the framework fills it, not the command line."""
+    sig = inspect.signature(wrapper)
+    wrapper.__signature__ = sig.replace(  # type: ignore[attr-defined]
+        parameters=[p for p in sig.parameters.values() if p.name != name])
+    wrapper.__annotations__ = {k: v for k, v in wrapper.__annotations__.items() if k != name}
 
 
 def _with_engine_report(result: Any, engine: engines.Engine, mark: Any) -> Any:

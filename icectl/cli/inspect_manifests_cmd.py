@@ -9,6 +9,7 @@ import typer
 
 from icectl.cli.framework import command, open_table
 from icectl.cli.options import JsonOpt, RefOpt, SnapshotOpt, TableArg
+from icectl.engine import Engine
 from icectl.ops.inspect import tree as inspect_v4
 from icectl.ops.inspect import views as core
 from icectl.results import RowsResult
@@ -38,9 +39,11 @@ def files_view(
     = core.ContentFilter.ALL,
     metrics: MetricsOpt = False,
     json_output: JsonOpt = False,
+    engine: Engine | None = None,
 ) -> RowsResult:
     """Live data, delete and DV files of a snapshot (Spark's `files`)."""
-    return core.file_rows(open_table(table), snapshot_id=snapshot, ref=ref, content=content, metrics=metrics)
+    return core.file_rows(open_table(table), snapshot_id=snapshot, ref=ref, content=content, metrics=metrics,
+                          engine=engine)
 
 
 def entries_view(
@@ -49,16 +52,18 @@ def entries_view(
     ref: RefOpt = None,
     metrics: MetricsOpt = False,
     json_output: JsonOpt = False,
+    engine: Engine | None = None,
 ) -> RowsResult:
     """Manifest entries with status and sequence numbers, deleted ones included (Spark's `entries`)."""
-    return core.entry_rows(open_table(table), snapshot_id=snapshot, ref=ref, metrics=metrics)
+    return core.entry_rows(open_table(table), snapshot_id=snapshot, ref=ref, metrics=metrics, engine=engine)
 
 
 def partitions_view(
-    table: TableArg, snapshot: SnapshotOpt = None, ref: RefOpt = None, json_output: JsonOpt = False
+    table: TableArg, snapshot: SnapshotOpt = None, ref: RefOpt = None, json_output: JsonOpt = False,
+    engine: Engine | None = None,
 ) -> RowsResult:
     """Record and file counts per partition (Spark's `partitions`)."""
-    return core.partition_rows(open_table(table), snapshot_id=snapshot, ref=ref)
+    return core.partition_rows(open_table(table), snapshot_id=snapshot, ref=ref, engine=engine)
 
 
 def dvs_view(

@@ -12,6 +12,7 @@ from icectl.cli.catalog_cmd import CatalogOpt
 from icectl.cli.each_table import each_table
 from icectl.cli.framework import command, load_config_and_io
 from icectl.cli.options import AllTablesOpt, DryRunOpt, JsonOpt, TableOrNamespaceArg
+from icectl.engine import Engine
 from icectl.errors import UsageError
 from icectl.ops.compact.manifests import compact
 from icectl.ops.compact.plan import CompactOptions, parse_size
@@ -48,6 +49,7 @@ def register(app: typer.Typer) -> None:
             "--max-concurrent-deletes", help="Files deleted in parallel.")] = 8,
         dry_run: DryRunOpt = False,
         json_output: JsonOpt = False,
+        engine: Engine | None = None,
     ) -> Result | MultiResult:
         """Expire snapshots by retention policy, then delete the files no retained snapshot reaches.
 
@@ -63,7 +65,7 @@ def register(app: typer.Typer) -> None:
                               retain_last=retain_last, snapshot_ids=tuple(snapshot_id or ()),
                               clean_expired_metadata=clean_expired_metadata)
         kw = {"dry_run": dry_run, "max_deletes": max_deletes, "allow_external_deletes": allow_external_deletes,
-              "max_concurrent_deletes": max_concurrent_deletes, "now_ms": now}
+              "max_concurrent_deletes": max_concurrent_deletes, "now_ms": now, "engine": engine}
         if all_tables:
             if policy.snapshot_ids:
                 raise UsageError("--snapshot-id names one table's snapshots; it cannot go with --all")
@@ -96,6 +98,7 @@ def register(app: typer.Typer) -> None:
         branch: Annotated[str, typer.Option("--branch", help="The branch whose head is compacted.")] = "main",
         dry_run: DryRunOpt = False,
         json_output: JsonOpt = False,
+        engine: Engine | None = None,
     ) -> Result | MultiResult:
         """Rewrite and merge manifests (data and delete manifests) into few, clustered ones.
 
@@ -114,7 +117,7 @@ def register(app: typer.Typer) -> None:
         config, io = load_config_and_io()
         if all_tables:
             return MultiResult("compact", each_table(config, io, catalog, table, "compact",
-                                                      lambda t: compact(t, options, dry_run=dry_run)))
+                                                      lambda t: compact(t, options, dry_run=dry_run, engine=engine)))
         if table is None:
             raise UsageError("give a TABLE, or --all")
-        return compact(load_table(table, config, io), options, dry_run=dry_run)
+        return compact(load_table(table, config, io), options, dry_run=dry_run, engine=engine)

@@ -11,6 +11,7 @@ from icectl.cli.catalog_cmd import CatalogOpt
 from icectl.cli.each_table import each_table
 from icectl.cli.framework import command, load_config_and_io
 from icectl.cli.options import AllTablesOpt, DryRunOpt, JsonOpt, TableOrNamespaceArg
+from icectl.engine import Engine
 from icectl.errors import UsageError
 from icectl.ops.orphans import parse_equal_map, remove_orphan_files
 from icectl.results import MultiResult, Result
@@ -53,6 +54,7 @@ def register(app: typer.Typer) -> None:
             "--max-concurrent-deletes", help="Files deleted in parallel.")] = 8,
         dry_run: DryRunOpt = False,
         json_output: JsonOpt = False,
+        engine: Engine | None = None,
     ) -> Result | MultiResult:
         """Delete the files under the table location that no snapshot or metadata file of the table reaches.
 
@@ -76,7 +78,8 @@ def register(app: typer.Typer) -> None:
             return remove_orphan_files(
                 t, older_than_ms=cutoff, location=location, prefix_mismatch_mode=prefix_mismatch_mode.strip().lower(),
                 equal_schemes=schemes, equal_authorities=authorities, max_deletes=max_deletes,
-                max_concurrent_deletes=max_concurrent_deletes, dry_run=dry_run, allow_recent=allow_recent, now_ms=now)
+                max_concurrent_deletes=max_concurrent_deletes, dry_run=dry_run, allow_recent=allow_recent, now_ms=now,
+                engine=engine)
 
         if all_tables:
             if location is not None:

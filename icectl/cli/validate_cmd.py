@@ -9,6 +9,7 @@ import typer
 from icectl.cli.complete import complete_table
 from icectl.cli.framework import command, load_config_and_io
 from icectl.cli.options import JsonOpt
+from icectl.engine import Engine
 from icectl.errors import UsageError
 from icectl.results import RowsResult
 from icectl.validate import list_rules, validate_address
@@ -36,6 +37,7 @@ def register(app: typer.Typer) -> None:
         list_rules_: Annotated[bool, typer.Option(
             "--list-rules", help="Print the rule catalogue and exit.")] = False,
         json_output: JsonOpt = False,
+        engine: Engine | None = None,
     ) -> RowsResult:
         """Check a table against the spec: metadata, manifest lists, manifests, deletes (and files with --deep).
 
@@ -48,4 +50,4 @@ def register(app: typer.Typer) -> None:
             raise UsageError("give a TABLE, or --list-rules")
         config, io = load_config_and_io()
         return validate_address(table, config, io, all_snapshots=all_snapshots, deep=deep, rules=rule,
-                                skip=skip).to_result(verbose=verbose)
+                                skip=skip, engine=engine).to_result(verbose=verbose)

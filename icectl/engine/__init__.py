@@ -5,32 +5,46 @@ and validate is the same everywhere: one function applied to each of many items 
 decode, a bin of entries to write), each item on its own. An :class:`Engine` runs such a function
 over the items and gives the results back in order:
 
-- :class:`LocalEngine`: threads of this process, a bounded read-ahead (what icectl always did);
+- :class:`LocalEngine`: threads of this process, a bounded read-ahead (:func:`icectl.threads.ordered_map`,
+  the one ordered parallel map every local path uses);
 - :class:`icectl.engine.spark.SparkEngine`: Spark tasks (``mapInArrow`` over the items), the results
   streamed back to the driver in order; set algebra as Spark joins (:mod:`icectl.engine.spark_reach`).
 
 Everything that decides (plans, the commit and its retries, the delete fence, what stays reachable)
 runs on the driver in the code both engines share: an engine only runs the functions it is given.
 
-The engine of a run is a context value, as progress reporting is: ``with using(engine): ...``, and
-core functions take :func:`active`. A library caller that never sets one gets the local engine.
+**How an operation gets its engine.** Explicitly: an operation whose heavy part can run on an
+engine takes ``engine: Engine | None = None``, and the command framework passes the run's engine
+(``command(..., engine=True)`` in :mod:`icectl.cli.framework`; the command function declares an
+``engine`` parameter and hands it on). ``None`` means :func:`active`, the context value a library
+caller may set with ``with using(engine): ...``; one that never sets it gets the local engine.
+The framework sets the context value too, for the code that still reads it (the Spark set algebra
+of expire-snapshots and remove-orphan-files, reached through :mod:`icectl.engine.spark_reach`).
+
+**What an operation may ask an engine.** Its capabilities, never its class: an operation or a
+validate module does not test ``isinstance(engine, LocalEngine / SparkEngine)``.
+
+- :meth:`Engine.map`: run a function over items, results in order;
+- :attr:`Engine.runs_in_process`: True when the functions run in this process, on its threads (the
+  local engine). The caller then takes its in-process path (for a manifest read, the read-ahead
+  of :mod:`icectl.table.scan`, which shares the manifest cache and the decoder processes) instead
+  of shipping each item as a task: the results are the same, the in-process path is cheaper here;
+- :meth:`Engine.report`, :meth:`Engine.mark`, :meth:`Engine.report_since`: what the JSON says of a run.
 """
 
 from __future__ import annotations
 
-import os
+import functools
 import pickle
-from collections import deque
 from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
-from concurrent.futures import Future
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 from icectl import progress
 from icectl.errors import IcectlError, UsageError
-from icectl.threads import streaming_pool
+from icectl.threads import READ_WORKERS, ordered_map
 
 S = TypeVar("S")
 T = TypeVar("T")
@@ -41,7 +55,6 @@ ENGINES = ("local", "spark")
 # at 20,000 manifests (2M entries) Spark local[2] already beat the local engine on the same two cores for
 # inspect files and validate (benchmarks/bench_spark_engine.py, README), and a cluster has more cores.
 SPARK_SUGGESTED_MANIFESTS = 20_000
-LOCAL_WORKERS = min(16, 4 * (os.cpu_count() or 2))
 
 
 @dataclass(frozen=True)
@@ -102,6 +115,9 @@ class Engine:
     """
 
     name = "local"
+    #: The functions run in this process, on its threads: callers take their in-process path
+    #: (see the module docstring). False for an engine that ships items elsewhere as tasks.
+    runs_in_process: ClassVar[bool] = False
 
     def map(self, fn: Callable[[S, T], R], items: Sequence[T], *, shared: S, description: str,
             range_keys: Sequence[Any] | None = None) -> Generator[R, None, None]:
@@ -125,33 +141,21 @@ class Engine:
 class LocalEngine(Engine):
     """Threads of this process with a bounded read-ahead: memory stays flat however many items."""
 
-    workers: int = LOCAL_WORKERS
+    workers: int = READ_WORKERS
     name: str = field(default="local", init=False)
+    runs_in_process: ClassVar[bool] = True
 
     def map(self, fn: Callable[[S, T], R], items: Sequence[T], *, shared: S, description: str,
             range_keys: Sequence[Any] | None = None) -> Generator[R, None, None]:
         todo = list(items)
         if not todo:
             return
-        with (progress.task(description, len(todo)) as advance,
-              streaming_pool(min(self.workers, len(todo))) as pool):
-            pending: deque[Future[R]] = deque()
-            it = iter(todo)
-            ahead = max(2, self.workers * 2)
-            for item in it:
-                pending.append(pool.submit(fn, shared, item))
-                if len(pending) >= ahead:
-                    break
-            while pending:
-                got = pending.popleft().result()
+        with progress.task(description, len(todo)) as advance:
+            for got in ordered_map(functools.partial(fn, shared), todo, workers=self.workers):
                 advance(1)
-                nxt = next(it, _END)
-                if nxt is not _END:
-                    pending.append(pool.submit(fn, shared, nxt))  # type: ignore[arg-type]
                 yield got
 
 
-_END = object()
 _LOCAL = LocalEngine()
 _active: ContextVar[Engine] = ContextVar("icectl_engine", default=_LOCAL)
 

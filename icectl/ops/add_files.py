@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Iterable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -55,6 +54,7 @@ from icectl.table.layout.root import RootLayout, appends_to_leaf
 from icectl.table.scan import iter_entries, manifests_of
 from icectl.table.snapshot_writer import SnapshotChange, branch_head, write_snapshot
 from icectl.table.write_guard import check_writable
+from icectl.threads import ordered_map
 
 
 @dataclass
@@ -203,8 +203,7 @@ def plan_add_files(table: Table, paths: Iterable[str], branch: str = "main", *,
     schema, spec = md.schema(), md.spec()
     head = branch_head(md, branch, table.identifier, create_branch=create_branch)  # before reading any file
     files = expand_paths(table.io, paths)
-    with ThreadPoolExecutor(max_workers=min(16, len(files))) as pool:
-        read = list(pool.map(lambda p: read_data_file(table.io, p, schema, spec), files))
+    read = list(ordered_map(lambda p: read_data_file(table.io, p, schema, spec), files))
     existing = _existing_paths(table, md, files, head)
     if existing:
         raise RefusedError(f"{existing[0]} is already in table {table.identifier}",

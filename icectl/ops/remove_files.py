@@ -9,7 +9,6 @@ way. No leaf is rewritten (the proposal forbids copy-on-write in a data-changing
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -27,10 +26,10 @@ from icectl.table import Table
 from icectl.table.commit import new_snapshot_id
 from icectl.table.layout import Deletes
 from icectl.table.layout.root import RootLayout, head_root
-from icectl.table.scan import DEFAULT_WORKERS
 from icectl.table.scan_v4 import TreeManifest, read_leaf, tree_manifests
 from icectl.table.snapshot_writer import SnapshotChange, branch_head, write_snapshot
 from icectl.table.write_guard import check_writable
+from icectl.threads import ordered_map
 
 
 @dataclass
@@ -154,8 +153,7 @@ def remove_files(table: Table, paths: Sequence[str] = (), *, where: Sequence[str
                                     for pf, v in zip(ptype.fields, f.partition or (), strict=False)}))
 
     # Leaves are read in parallel (I/O-bound, above all on object storage), in root order.
-    with ThreadPoolExecutor(max_workers=max(1, min(DEFAULT_WORKERS, len(manifests)))) as pool:
-        rows = list(pool.map(lambda m: list(_live_rows(md, table, m)), manifests))
+    rows = list(ordered_map(lambda m: list(_live_rows(md, table, m)), manifests))
     for m, live in zip(manifests, rows, strict=True):
         if m.content == ManifestContent.DATA:
             for i, e in live:

@@ -18,7 +18,6 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections import Counter
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -40,11 +39,12 @@ from icectl.table import Table
 from icectl.table.commit import discard_on_failure, new_snapshot_id
 from icectl.table.layout.root import column_types, encode_root, root_path
 from icectl.table.manifest_read import manifest_entries
-from icectl.table.scan import DEFAULT_WORKERS, iter_entries, manifests_of
+from icectl.table.scan import iter_entries, manifests_of
 from icectl.table.scan_v4 import TreeManifest, read_tree_entries, tree_manifests
 from icectl.table.snapshot_writer import check_counters, commit_snapshots, new_snapshot
 from icectl.table.summary import SummaryBuilder
 from icectl.table.write_guard import check_writable
+from icectl.threads import ordered_map
 
 
 @dataclass
@@ -244,10 +244,9 @@ def _live_keys_both(md: TableMetadata, upgraded: TableMetadata, io: FileIO, mani
         return b, a
 
     paths = sorted(olds.keys() | news.keys())
-    with ThreadPoolExecutor(max_workers=max(1, min(DEFAULT_WORKERS, len(paths)))) as pool:
-        for b, a in pool.map(read, paths):
-            before.update(b)
-            after.update(a)
+    for b, a in ordered_map(read, paths):
+        before.update(b)
+        after.update(a)
     return before, after
 
 

@@ -16,6 +16,7 @@ from icectl.storage.identity import FileIdentity, local_identity, object_identit
 from icectl.storage.listing import ListedFile, walk_files
 from icectl.storage.local import LOCAL_FILES, native
 from icectl.storage.paths import S3_SCHEMES, basename, join, local_path, parent, scheme_of
+from icectl.threads import LIST_WORKERS
 
 # Base classes (by name: importing botocore or aiohttp costs start-up) of the errors object storage
 # raises when it is unreachable or refuses: botocore's transport and service errors, aiohttp's.
@@ -242,7 +243,8 @@ class FileIO:
                 return []
         return [basename(str(e)) for e in entries]
 
-    def walk_files(self, location: str, accept: Callable[[str], bool], *, workers: int = 8) -> Iterator[ListedFile]:
+    def walk_files(self, location: str, accept: Callable[[str], bool], *,
+                   workers: int = LIST_WORKERS) -> Iterator[ListedFile]:
         """Every file under the folder ``location`` with its modification time: :func:`walk_files`."""
         return walk_files(self, location, accept, workers=workers)
 

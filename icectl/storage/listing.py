@@ -7,12 +7,12 @@ import queue
 import stat
 import threading
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from icectl.errors import IcectlError, NotFoundError, StorageError
 from icectl.storage.paths import basename, local_path, scheme_of
+from icectl.threads import LIST_WORKERS, streaming_pool
 
 if TYPE_CHECKING:
     from icectl.storage.fileio import FileIO
@@ -33,7 +33,7 @@ _LIST_BATCH = 512  # files handed from a listing worker to the consumer at a tim
 
 
 def walk_files(io: FileIO, location: str, accept: Callable[[str], bool], *,
-               workers: int = 8) -> Iterator[ListedFile]:
+               workers: int = LIST_WORKERS) -> Iterator[ListedFile]:
     """Every file under the folder ``location``, streamed; folders listed in parallel (the first
     levels on the caller's thread until there are ``workers`` folders, as Java's driver does).
 
@@ -95,24 +95,23 @@ def _parallel(scan: Callable[[tuple[str, str] | None], tuple[list[ListedFile], l
             put(None)
 
     # Never joined on exit (icectl.threads): an abandoned listing may be closed by the garbage collector.
-    pool = ThreadPoolExecutor(max(1, min(workers, len(folders))), thread_name_prefix="icectl-list")
-    try:
-        for f in folders:
-            pool.submit(run, f)
-        running = len(folders)
-        while running:
-            item = out.get()
-            if item is None:
-                running -= 1
-            elif isinstance(item, BaseException):
-                if isinstance(item, IcectlError):
-                    raise item
-                raise StorageError(f"storage error listing {location}: {item}", path=location) from item
-            else:
-                yield from item
-    finally:
-        stop.set()
-        pool.shutdown(wait=False, cancel_futures=True)
+    with streaming_pool(min(workers, len(folders)), thread_name_prefix="icectl-list") as pool:
+        try:
+            for f in folders:
+                pool.submit(run, f)
+            running = len(folders)
+            while running:
+                item = out.get()
+                if item is None:
+                    running -= 1
+                elif isinstance(item, BaseException):
+                    if isinstance(item, IcectlError):
+                        raise item
+                    raise StorageError(f"storage error listing {location}: {item}", path=location) from item
+                else:
+                    yield from item
+        finally:
+            stop.set()  # before the pool's exit: on Ctrl-C it waits for the listings, which stop at this
 
 
 def _local_entry(entry: os.DirEntry[str], path: str) -> ListedFile | None:

@@ -49,6 +49,7 @@ from icectl.table import Table, read_table_metadata
 from icectl.table.delete_fence import file_identity, table_fence, table_folder
 from icectl.table.scan import iter_entries, manifests_of
 from icectl.table.scan_v4 import leaf_rows, tree_files
+from icectl.threads import READ_WORKERS
 
 WAREHOUSE_DEPTH = 3  # folders below a folder table's warehouse walked for tables
 WAREHOUSE_FOLDERS = 2000  # at most this many folders of it listed
@@ -156,7 +157,7 @@ def reach_of(md: TableMetadata, metadata_location: str, io: FileIO, notes: list[
         guarded(m.manifest_path, lambda m=m: leaf(m))  # type: ignore[misc]
 
     def entries(batch: list[ManifestFile]) -> None:
-        for _m, e in iter_entries(md, io, batch, fields={"file_path"}, workers=min(16, max(1, len(batch)))):
+        for _m, e in iter_entries(md, io, batch, fields={"file_path"}, workers=READ_WORKERS):
             add(e.data_file.file_path)
 
     try:

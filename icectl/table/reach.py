@@ -19,7 +19,6 @@ snapshot: one snapshot's manifest DV never hides a row that another retained sna
 from __future__ import annotations
 
 from collections.abc import Iterable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,6 +34,7 @@ from icectl.storage import FileIO
 from icectl.table.delete_fence import check_absolute, check_snapshot_lists, file_identity
 from icectl.table.scan import iter_entries, manifests_of
 from icectl.table.scan_v4 import TreeFiles, leaf_rows, tree_files
+from icectl.threads import ordered_map
 
 # Java's delete order (content files, manifests, manifest lists, statistics files); the result's
 # JSON keys are deleted_<category>_count.
@@ -174,8 +174,8 @@ def reachable_files(md: TableMetadata, snapshot_ids: Iterable[int], io: FileIO,
     version = md.format_version
     check_snapshot_lists(version, snaps)  # v1-v3: no relative path is ever resolved (nor read)
     manifests: dict[str, None] = {}
-    with progress.task("reading manifest lists", len(snaps)) as advance, ThreadPoolExecutor(16) as pool:
-        for s, paths in zip(snaps, pool.map(paths_of, snaps), strict=True):
+    with progress.task("reading manifest lists", len(snaps)) as advance:
+        for s, paths in zip(snaps, ordered_map(paths_of, snaps), strict=True):
             if s.manifest_list:
                 out.add(s.manifest_list, "manifest_lists")
             for p in paths:
@@ -232,8 +232,8 @@ def _tree_reach(md: TableMetadata, roots: list[Snapshot], io: FileIO, cache: Rea
     manifest DVs; None: some snapshot removes none), since a row stays reachable while any of
     them keeps it."""
     todo = [s for s in roots if (s.root_manifest or "") not in cache.trees]
-    with progress.task("reading root manifests", len(todo)) as advance, ThreadPoolExecutor(16) as pool:
-        for s, t in zip(todo, pool.map(lambda s: tree_files(md, s, io), todo), strict=True):
+    with progress.task("reading root manifests", len(todo)) as advance:
+        for s, t in zip(todo, ordered_map(lambda s: tree_files(md, s, io), todo), strict=True):
             cache.trees[s.root_manifest or ""] = t
             advance(1)
     leaves: dict[str, tuple[ManifestFile, BitMap64 | None]] = {}
@@ -254,8 +254,8 @@ def _leaf_contents(md: TableMetadata, io: FileIO, cache: ReadCache, out: FileSet
                    leaves: dict[str, tuple[ManifestFile, BitMap64 | None]]) -> None:
     """Add the live rows of each leaf that are not removed (``leaves``: from :func:`_tree_reach`)."""
     todo = [m for p, (m, _dv) in leaves.items() if p not in cache.leaf_rows]
-    with progress.task("reading leaf manifests", len(todo)) as advance, ThreadPoolExecutor(16) as pool:
-        for m, rows in zip(todo, pool.map(lambda m: leaf_rows(md, io, m), todo), strict=True):
+    with progress.task("reading leaf manifests", len(todo)) as advance:
+        for m, rows in zip(todo, ordered_map(lambda m: leaf_rows(md, io, m), todo), strict=True):
             cache.leaf_rows[m.manifest_path] = rows
             advance(1)
     for p, (_m, removed) in leaves.items():

@@ -7,10 +7,7 @@ never held whole.
 
 from __future__ import annotations
 
-import os
-from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, TypeVar
 
 from icectl import progress
@@ -24,12 +21,11 @@ from icectl.spec.snapshots import Snapshot
 from icectl.storage import FileIO
 from icectl.table.manifest_read import ReadOptions, batch_options, manifest_arrow, manifest_entries, manifest_list
 from icectl.table.scan_v4 import TreeManifest, read_tree_entries, tree_manifests, v4_leaf_reader
-from icectl.threads import streaming_pool
+from icectl.threads import READ_WORKERS, ordered_map
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
-DEFAULT_WORKERS = min(16, 4 * (os.cpu_count() or 2))
 _T = TypeVar("_T")
 
 
@@ -73,7 +69,7 @@ def iter_entries(
     *,
     fields: Iterable[str] | None = None,
     live_only: bool = False,
-    workers: int = DEFAULT_WORKERS,
+    workers: int = READ_WORKERS,
     use_cache: bool = True,
 ) -> Iterator[tuple[ManifestFile, ManifestEntry]]:
     """Entries of the given manifests, in order, each with the manifest it came from.
@@ -97,7 +93,7 @@ def iter_entries(
 
 def iter_manifest_tables(
     metadata: TableMetadata, io: FileIO, manifests: Iterable[ManifestFile], *,
-    workers: int = DEFAULT_WORKERS, use_cache: bool = True,
+    workers: int = READ_WORKERS, use_cache: bool = True,
 ) -> Iterator[tuple[ManifestFile, pa.Table | list[ManifestEntry]]]:
     """Each manifest as its Arrow table (:func:`icectl.codec.manifest_arrow.manifest_table`: every
     entry, DELETED ones included), in order; as entries when it has no table (a v4 root group or
@@ -122,26 +118,11 @@ def _read_ahead(metadata: TableMetadata, manifests: Iterable[ManifestFile],
         return
     ptypes = {sid: metadata.partition_type(sid) for sid in {m.partition_spec_id for m in todo}}
     options = batch_options(todo, use_cache=use_cache)
-    with (progress.task("reading manifests", len(todo)) as advance,
-          streaming_pool(min(workers, len(todo))) as pool):
-        pending: deque[tuple[ManifestFile, Future[_T]]] = deque()
-        ahead = max(2, workers * 2)  # bounded read-ahead: memory stays flat however big the table
-
-        def submit(m: ManifestFile) -> None:
-            pending.append((m, pool.submit(read, m, ptypes[m.partition_spec_id], options)))
-
-        it = iter(todo)
-        for m in it:
-            submit(m)
-            if len(pending) >= ahead:
-                break
-        while pending:
-            m, fut = pending.popleft()
-            got = fut.result()
+    with progress.task("reading manifests", len(todo)) as advance:
+        # bounded read-ahead (icectl.threads.ordered_map): memory stays flat however big the table
+        for m, got in zip(todo, ordered_map(lambda m: read(m, ptypes[m.partition_spec_id], options), todo,
+                                            workers=workers), strict=True):
             advance(1)
-            nxt = next(it, None)
-            if nxt is not None:
-                submit(nxt)
             yield m, got
 
 
@@ -154,7 +135,7 @@ def delete_manifests(manifests: Iterable[ManifestFile]) -> list[ManifestFile]:
 
 
 def check_manifests_intact(io: FileIO, manifests: Sequence[ManifestFile], listed_in: str | None,
-                           workers: int = DEFAULT_WORKERS, *, probe: bool = True) -> None:
+                           workers: int = READ_WORKERS, *, probe: bool = True) -> None:
     """Refuse (:class:`CorruptInputError`, naming the first in list order) unless every manifest
     exists, is ``manifest_length`` bytes long and opens as Avro: magic, header and the trailing sync
     marker (:func:`probe_avro_file`, two small reads). Records are not decoded, so this is cheap
@@ -177,8 +158,7 @@ def check_manifests_intact(io: FileIO, manifests: Sequence[ManifestFile], listed
             return f"manifest {path} cannot be read: {e.message}"
         return None
 
-    with ThreadPoolExecutor(max_workers=max(1, min(workers, len(manifests)))) as pool:
-        problem = next((p for p in pool.map(one, manifests) if p is not None), None)
+    problem = next((p for p in ordered_map(one, manifests, workers=workers) if p is not None), None)
     if problem is not None:
         where = f" (listed in {listed_in})" if listed_in else ""
         raise CorruptInputError(f"{problem}{where}", hint="nothing was written; 'icectl validate' lists every problem")

@@ -11,15 +11,14 @@ import gzip
 import itertools
 import json
 import time
-from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
 from icectl import progress
 from icectl.catalog import find_table
 from icectl.config import Config
+from icectl.engine import Engine, active
 from icectl.errors import CorruptInputError, ExitCode, IcectlError, NotFoundError
 from icectl.results import NOT_JSON, UNSET, Part, RowsResult, Unset
 from icectl.spec.manifest import ManifestContent, ManifestFile
@@ -27,7 +26,7 @@ from icectl.spec.metadata import TableMetadata
 from icectl.spec.snapshots import Snapshot
 from icectl.storage import FileIdentity, FileIO
 from icectl.table import Table
-from icectl.table.scan import DEFAULT_WORKERS
+from icectl.threads import ordered_map
 from icectl.validate import (
     delete_rules,
     engine_read,
@@ -58,7 +57,6 @@ __all__ = ["CATALOGUE", "Finding", "FirstFinding", "Rule", "RuleCount", "RuleSum
            "ValidationResult", "catalogue_markdown", "list_rules", "rule_summaries", "validate_address",
            "validate_table"]
 
-_AHEAD = max(2, DEFAULT_WORKERS * 2)  # bounded read-ahead: memory stays flat however big the table
 COLUMNS = ["severity", "rule", "file", "entry", "message", "values"]
 
 
@@ -180,8 +178,10 @@ def _raw_json(io: FileIO, location: str) -> Any:
 
 
 def validate_address(address: str, config: Config, io: FileIO, *, all_snapshots: bool = False, deep: bool = False,
-                     rules: Iterable[str] | None = None, skip: Iterable[str] | None = None) -> ValidationResult:
-    """Validate the table at any accepted address; metadata too broken to load is reported, not raised."""
+                     rules: Iterable[str] | None = None, skip: Iterable[str] | None = None,
+                     engine: Engine | None = None) -> ValidationResult:
+    """Validate the table at any accepted address; metadata too broken to load is reported, not raised.
+    ``engine``: where the manifests are checked (None: :func:`icectl.engine.active`)."""
     enabled = select_rules(rules, skip)
     found = find_table(address, config, io)
     where, io = found.address, found.io
@@ -198,20 +198,22 @@ def validate_address(address: str, config: Config, io: FileIO, *, all_snapshots:
         e.path = e.path or location
         raise
     table = Table(address=where, metadata=metadata, io=io, catalog=found.catalog)
-    return _run(table, reporter, raw, all_snapshots=all_snapshots, deep=deep, raw_checked=True)
+    return _run(table, reporter, raw, all_snapshots=all_snapshots, deep=deep, raw_checked=True, engine=engine)
 
 
 def validate_table(table: Table, *, all_snapshots: bool = False, deep: bool = False,
-                   rules: Iterable[str] | None = None, skip: Iterable[str] | None = None) -> ValidationResult:
+                   rules: Iterable[str] | None = None, skip: Iterable[str] | None = None,
+                   engine: Engine | None = None) -> ValidationResult:
     """Check ``table`` against every enabled rule: its metadata, then the current snapshot's (or, with
-    ``all_snapshots``, every snapshot's) manifest lists and manifests; ``deep`` also opens the files."""
+    ``all_snapshots``, every snapshot's) manifest lists and manifests; ``deep`` also opens the files.
+    ``engine``: where the manifests are checked (None: :func:`icectl.engine.active`)."""
     reporter = Reporter(select_rules(rules, skip))
     raw = _raw_json(table.io, table.metadata_location)
-    return _run(table, reporter, raw, all_snapshots=all_snapshots, deep=deep, raw_checked=False)
+    return _run(table, reporter, raw, all_snapshots=all_snapshots, deep=deep, raw_checked=False, engine=engine)
 
 
 def _run(table: Table, reporter: Reporter, raw: Any, *, all_snapshots: bool, deep: bool,
-         raw_checked: bool) -> ValidationResult:
+         raw_checked: bool, engine: Engine | None) -> ValidationResult:
     t0 = time.perf_counter()
     md = table.metadata
     ctx = Context(md, table.io, table.metadata_location, reporter, deep=deep, raw=raw)
@@ -224,7 +226,7 @@ def _run(table: Table, reporter: Reporter, raw: Any, *, all_snapshots: bool, dee
     else:
         current = md.current_snapshot()
         snapshots = [current] if current is not None else []
-    listed, v4 = _check_snapshots(ctx, snapshots)
+    listed, v4 = _check_snapshots(ctx, snapshots, engine or active())
     entries = sum(s.entries for s in ctx.summaries.values()) + v4.entries
     if deep:
         # A leaf's rows under a manifest DV are not live in that root: v4 snapshots bring their own list.
@@ -253,6 +255,9 @@ def _file_sequence_bounds(ctx: Context, lowest: dict[str, manifest_list_rules.Li
                                 snapshot_sequence_number=snap.sequence_number)
 
 
+_Planned = tuple[str | None, int, ManifestFile, str | None, "engine_read.Checked | None"]
+
+
 @dataclass
 class _ListRead:
     """A snapshot's manifest list (v4: root) as fetched: its bytes (or the error met), or what the
@@ -263,9 +268,9 @@ class _ListRead:
     stored: StoredList | None = None
 
 
-def _fetch_lists(ctx: Context, pool: ThreadPoolExecutor,
-                 snapshots: list[Snapshot]) -> Iterator[tuple[Snapshot, _ListRead]]:
-    """Each snapshot with its manifest list's (v4: root's) bytes, fetched a few snapshots ahead in threads."""
+def _fetch_lists(ctx: Context, snapshots: list[Snapshot]) -> Iterator[tuple[Snapshot, _ListRead]]:
+    """Each snapshot with its manifest list's (v4: root's) bytes, fetched a few snapshots ahead in threads
+    (:func:`icectl.threads.ordered_map`: a bounded read-ahead, memory stays flat however big the table)."""
 
     lists = ctx.lists  # made here, not in the threads
     cached = outcome_cache.outcome_base(ctx) is not None  # the same runs keep lists
@@ -287,23 +292,13 @@ def _fetch_lists(ctx: Context, pool: ThreadPoolExecutor,
                 return _ListRead(data, before if identity_of(ctx, path) == before else None)
         return _ListRead(data)
 
-    pending: deque[tuple[Snapshot, Future[_ListRead] | None]] = deque()
-    it = iter(snapshots)
+    def one(snap: Snapshot) -> tuple[Snapshot, _ListRead]:
+        path = snap.root_manifest if _is_v4(snap) else snap.manifest_list
+        if path and not _is_v4(snap) and manifest_list_rules.is_relative(ctx, path):
+            path = None  # never resolved against the working directory: read_list reports it
+        return snap, (fetch(path, not _is_v4(snap)) if path else _ListRead())
 
-    def submit() -> None:
-        snap = next(it, None)
-        if snap is not None:
-            path = snap.root_manifest if _is_v4(snap) else snap.manifest_list
-            if path and not _is_v4(snap) and manifest_list_rules.is_relative(ctx, path):
-                path = None  # never resolved against the working directory: read_list reports it
-            pending.append((snap, pool.submit(fetch, path, not _is_v4(snap)) if path else None))
-
-    for _ in range(_AHEAD):
-        submit()
-    while pending:
-        snap, fut = pending.popleft()
-        submit()
-        yield snap, (fut.result() if fut is not None else _ListRead())
+    yield from ordered_map(one, snapshots)
 
 
 def _read_now(ctx: Context, path: str) -> _ListRead:
@@ -320,7 +315,7 @@ def _is_v4(snap: Snapshot) -> bool:
     return snap.root_manifest is not None  # with a manifest list too: v4.snapshot-manifest-key says so
 
 
-def _check_snapshots(ctx: Context, snapshots: list[Snapshot]) -> tuple[set[str], v4_rules.V4State]:
+def _check_snapshots(ctx: Context, snapshots: list[Snapshot], engine: Engine) -> tuple[set[str], v4_rules.V4State]:
     """Snapshot by snapshot: its list, the manifests no earlier snapshot listed, then the per-snapshot rules.
 
     Only per-manifest summaries are kept, never whole manifest lists, so memory stays small with
@@ -332,11 +327,10 @@ def _check_snapshots(ctx: Context, snapshots: list[Snapshot]) -> tuple[set[str],
     lowest: dict[str, manifest_list_rules.Listing] = {}
     v4 = v4_rules.V4State()
     reuse = ListReuse()
-    remote = engine_read.start(ctx, snapshots)  # None on the local engine
-    with (progress.task("checking snapshots", len(snapshots)) as advance,
-          ThreadPoolExecutor(max_workers=DEFAULT_WORKERS) as pool):
+    remote = engine_read.start(ctx, snapshots, engine)  # None on an engine that runs in this process
+    with progress.task("checking snapshots", len(snapshots)) as advance:
         try:
-            _walk(ctx, pool, snapshots, advance, checked, lowest, v4, reuse, remote)
+            _walk(ctx, snapshots, advance, checked, lowest, v4, reuse, remote)
         finally:
             if remote is not None:
                 remote.close()
@@ -346,15 +340,15 @@ def _check_snapshots(ctx: Context, snapshots: list[Snapshot]) -> tuple[set[str],
     return checked, v4
 
 
-def _walk(ctx: Context, pool: ThreadPoolExecutor, snapshots: list[Snapshot], advance: Callable[[int], None],
+def _walk(ctx: Context, snapshots: list[Snapshot], advance: Callable[[int], None],
           checked: set[str], lowest: dict[str, manifest_list_rules.Listing], v4: v4_rules.V4State, reuse: ListReuse,
           remote: Remote | None) -> None:
     """The loop of :func:`_check_snapshots`; ``remote``: the engine's checks of the manifests, taken
     where this loop would check each itself (None: the local engine, which checks them here)."""
-    for snap, got in _fetch_lists(ctx, pool, snapshots):
+    for snap, got in _fetch_lists(ctx, snapshots):
         advance(1)
         if _is_v4(snap):
-            v4_rules.check_root_snapshot(ctx, v4, pool, snap, got.data)
+            v4_rules.check_root_snapshot(ctx, v4, snap, got.data)
             continue
         manifests = reuse.rebuild(got.stored) if got.stored is not None else None
         if got.stored is not None:
@@ -380,7 +374,7 @@ def _walk(ctx: Context, pool: ThreadPoolExecutor, snapshots: list[Snapshot], adv
                     readable = manifest_list_rules.check_manifest_file(ctx, snap.manifest_list, m, i)
                 if readable:
                     new.append((snap.manifest_list, i, m))
-        _read_manifests(ctx, pool, new, remote)
+        _read_manifests(ctx, new, remote)
         _per_list_rules(ctx, snap, manifests, fresh, earlier, lowest)
         reuse.remember(snap, manifests, k, earlier, snap.manifest_list, got.identity)
         if got.data is not None and snap.manifest_list is not None:  # read and decoded in this run
@@ -410,38 +404,34 @@ def _recheck_row(ctx: Context, list_path: str | None, m: ManifestFile, ordinal: 
         manifest_list_rules.check_against_entries(ctx, list_path, m, ordinal, s.totals, ptype, None)
 
 
-def _read_manifests(ctx: Context, pool: ThreadPoolExecutor, todo: list[tuple[str | None, int, ManifestFile]],
+def _read_manifests(ctx: Context, todo: list[tuple[str | None, int, ManifestFile]],
                     remote: Remote | None = None) -> None:
-    """Check each manifest of ``todo``; reads run ahead in the pool's threads, checks in this one.
+    """Check each manifest of ``todo``; reads run ahead in threads, checks in this one.
     A manifest whose outcome the cache holds for this very version and context is not checked
     again: its stored findings are reported in their order (see :mod:`.outcome_cache`). A manifest
     the engine checked (``remote``) has its findings replayed here, in the same place."""
-    pending: deque[tuple[str | None, int, ManifestFile, str | None, Future[Fetched] | engine_read.Checked]] = deque()
-    it = iter(todo)
 
-    def submit() -> None:
-        nxt = next(it, None)
-        if nxt is not None:
-            done = remote.manifest(nxt[2].manifest_path) if remote is not None else None
-            if done is not None:
-                pending.append((*nxt, None, done))
-                return
-            key = outcome_cache.outcome_key(ctx, nxt[0], nxt[2], nxt[1])
-            pending.append((*nxt, key, pool.submit(fetch, ctx, nxt[2], key)))
+    def planned() -> Iterator[_Planned]:  # on this thread, as the map takes them: the engine's results in order
+        for list_path, i, m in todo:
+            done = remote.manifest(m.manifest_path) if remote is not None else None
+            key = outcome_cache.outcome_key(ctx, list_path, m, i) if done is None else None
+            yield list_path, i, m, key, done
 
-    for _ in range(_AHEAD):
-        submit()
-    while pending:
-        list_path, i, m, key, fut = pending.popleft()
-        submit()
-        if isinstance(fut, engine_read.Checked):
-            summary = engine_read.outcome(ctx, fut, list_path, i, m)
+    def read(p: _Planned) -> tuple[_Planned, Fetched | engine_read.Checked | NotFoundError]:
+        if p[4] is not None:
+            return p, p[4]
+        try:
+            return p, fetch(ctx, p[2], p[3])
+        except NotFoundError as e:  # gone since its size was taken
+            return p, e
+
+    for (list_path, i, m, key, _done), got in ordered_map(read, planned()):
+        if isinstance(got, engine_read.Checked):
+            summary = engine_read.outcome(ctx, got, list_path, i, m)
+        elif isinstance(got, NotFoundError):
+            report_missing(ctx, list_path, i, m)
+            continue
         else:
-            try:
-                got = fut.result()
-            except NotFoundError:  # gone since its size was taken
-                report_missing(ctx, list_path, i, m)
-                continue
             summary = check_fetched(ctx, list_path, m, i, key, got)
         if summary is not None:  # None: unreadable, reported; the rest goes on
             ctx.summaries[m.manifest_path] = summary

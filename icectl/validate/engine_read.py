@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from icectl.engine import Engine, LocalEngine, active, pack_error, unpack_error
+from icectl.engine import Engine, pack_error, unpack_error
 from icectl.errors import IcectlError, NotFoundError
 from icectl.spec.manifest import ManifestFile
 from icectl.spec.metadata import TableMetadata
@@ -154,10 +154,10 @@ def outcome(ctx: Context, got: Checked, list_path: str | None, ordinal: int, m: 
     return got.summary
 
 
-def start(ctx: Context, snapshots: list[Snapshot]) -> Remote | None:
-    """The engine's checks of every distinct listed manifest, under way; None on the local engine."""
-    engine = active()
-    if isinstance(engine, LocalEngine):
+def start(ctx: Context, snapshots: list[Snapshot], engine: Engine) -> Remote | None:
+    """The engine's checks of every distinct listed manifest, under way; None on an engine that runs in
+    this process (:attr:`~icectl.engine.Engine.runs_in_process`: the walk checks each manifest itself)."""
+    if engine.runs_in_process:
         return None
     seen: set[str] = set()
     planned: list[Planned] = []

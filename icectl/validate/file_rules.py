@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pyarrow.parquet as pq
 
 from icectl import progress
 from icectl.errors import IcectlError, NotFoundError
-from icectl.table.scan import DEFAULT_WORKERS
+from icectl.threads import ordered_map
 from icectl.validate.context import Context, LiveFile
 from icectl.validate.rules import Rule, Severity, rule
 
@@ -58,9 +57,8 @@ def check_files(ctx: Context, files: Iterable[LiveFile]) -> None:
     todo = list(unique.values())
     if not todo:
         return
-    with progress.task("checking files", len(todo)) as advance, \
-            ThreadPoolExecutor(max_workers=min(DEFAULT_WORKERS, len(todo))) as pool:
-        for f, problems in zip(todo, pool.map(lambda f: _check_one(ctx, f), todo), strict=True):
+    with progress.task("checking files", len(todo)) as advance:
+        for f, problems in zip(todo, ordered_map(lambda f: _check_one(ctx, f), todo), strict=True):
             advance(1)
             manifest_path = f.entry.rsplit("#", 1)[0]
             for r, message, values in problems:

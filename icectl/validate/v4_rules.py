@@ -14,9 +14,7 @@ blob does not match is ``deletes.dv-blob-matches``, ...), with the root as the f
 from __future__ import annotations
 
 import dataclasses
-from collections import deque
 from collections.abc import Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,8 +44,8 @@ from icectl.spec.manifest import (
 from icectl.spec.schema import IcebergType
 from icectl.spec.snapshots import Snapshot
 from icectl.spec.values import from_bytes
-from icectl.table.scan import DEFAULT_WORKERS
 from icectl.table.scan_v4 import partition_field_types
+from icectl.threads import ordered_map
 from icectl.validate import delete_rules, manifest_rules
 from icectl.validate.context import Context, LiveFile, ManifestSummary
 from icectl.validate.manifest_list_rules import (
@@ -115,7 +113,6 @@ FIRST_ROW_IDS = rule("v4.first-row-ids", E,
 
 # A root's manifest entries compare with their leaves under v4 ids.
 LEAF_RULES = ListRules(counts=MANIFEST_STATS_MATCH, min_sequence_number=MANIFEST_STATS_MATCH, content=CONTENT_TYPES)
-_AHEAD = max(2, DEFAULT_WORKERS * 2)
 _KIND = {DATA: ManifestContent.DATA, DELETES: ManifestContent.DELETES}
 
 
@@ -294,23 +291,9 @@ def _check_v4_leaf(ctx: Context, root: str, ordinal: int, m: ManifestFile, kv: d
     return summary
 
 
-def _read_leaves(ctx: Context, pool: ThreadPoolExecutor,
-                 todo: list[tuple[int, ManifestFile]]) -> Iterator[tuple[int, ManifestFile, bytes]]:
-    """Leaves' bytes, read a few ahead in the pool's threads."""
-    pending: deque[tuple[int, ManifestFile, Future[bytes]]] = deque()
-    it = iter(todo)
-
-    def submit() -> None:
-        nxt = next(it, None)
-        if nxt is not None:
-            pending.append((*nxt, pool.submit(ctx.io.read, nxt[1].manifest_path)))
-
-    for _ in range(_AHEAD):
-        submit()
-    while pending:
-        i, m, fut = pending.popleft()
-        data = fut.result()
-        submit()
+def _read_leaves(ctx: Context, todo: list[tuple[int, ManifestFile]]) -> Iterator[tuple[int, ManifestFile, bytes]]:
+    """Leaves' bytes, read a few ahead in threads."""
+    for (i, m), data in zip(todo, ordered_map(lambda t: ctx.io.read(t[1].manifest_path), todo), strict=True):
         yield i, m, data
 
 
@@ -335,7 +318,7 @@ def _check_leaf(ctx: Context, state: V4State, root: str, i: int, m: ManifestFile
 # --------------------------------------------------------------------------- roots
 
 
-def check_root_snapshot(ctx: Context, state: V4State, pool: ThreadPoolExecutor, snap: Snapshot,
+def check_root_snapshot(ctx: Context, state: V4State, snap: Snapshot,
                         data: bytes | NotFoundError | None) -> None:
     """Every v4 rule of one snapshot: its root, the leaves no earlier root listed, the per-snapshot rules."""
     md, rep = ctx.metadata, ctx.reporter
@@ -369,7 +352,7 @@ def check_root_snapshot(ctx: Context, state: V4State, pool: ThreadPoolExecutor, 
     for i, (r, e) in enumerate(zip(raw, entries, strict=True)):
         _entry_rules(ctx, r, root, i, ROOT)
         _root_entry_rules(ctx, snap, root, i, r, e)
-    leaves = _root_leaves(ctx, state, pool, snap, root, entries)
+    leaves = _root_leaves(ctx, state, snap, root, entries)
     dvs = manifest_dvs(ctx, root, entries, leaves)
     groups = _root_files(ctx, snap, root, len(data), entries)
     summaries: list[ManifestSummary] = []
@@ -445,7 +428,7 @@ def _root_entry_rules(ctx: Context, snap: Snapshot, root: str, i: int, raw: Cont
                    added_snapshot_id=snap.snapshot_id)
 
 
-def _root_leaves(ctx: Context, state: V4State, pool: ThreadPoolExecutor, snap: Snapshot, root: str,
+def _root_leaves(ctx: Context, state: V4State, snap: Snapshot, root: str,
                  entries: list[ContentEntry]) -> dict[str, tuple[int, ManifestFile]]:
     """Check the root's live leaves (each read once per run); leaf path -> (root ordinal, row)."""
     live: dict[str, tuple[int, ManifestFile]] = {}
@@ -462,7 +445,7 @@ def _root_leaves(ctx: Context, state: V4State, pool: ThreadPoolExecutor, snap: S
             todo.append((i, m))
         else:
             _recheck_stats(ctx, state, root, i, m)
-    for i, m, data in _read_leaves(ctx, pool, todo):
+    for i, m, data in _read_leaves(ctx, todo):
         _check_leaf(ctx, state, root, i, m, data)
     return live
 

@@ -205,7 +205,7 @@ def test_the_spark_engine_keeps_shared_files_too(spark: Any, spark_clone: Callab
     import icectl.engine as engines
     from icectl.config import load_config, set_active_config
     from icectl.ops.expire import ExpirePolicy, expire_snapshots
-    from icectl.ops.remove_orphan_files import remove_orphan_files
+    from icectl.ops.orphans import remove_orphan_files
     from icectl.table import load_table
 
     config = config_file(tmp_path, spark_warehouse)

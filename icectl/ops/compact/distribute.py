@@ -1,5 +1,6 @@
-"""Compaction's heavy part on the run's engine (:func:`icectl.engine.active`): reading the manifests
-(v4: leaves) of the groups being rewritten, and writing the new ones.
+"""Compaction's heavy part on the run's engine (the ``engine`` given to :func:`~icectl.ops.compact.manifests.compact`,
+else :func:`icectl.engine.active`): reading the manifests (v4: leaves) of the groups being rewritten, and writing
+the new ones.
 
 With the local engine nothing here changes how compaction runs (threads of this process, as
 always). With the Spark engine:

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from icectl.codec.manifest_writer import UNASSIGNED_SEQ
-from icectl.engine import active
+from icectl.engine import Engine, active
 from icectl.errors import CorruptInputError, IcectlError, NotFoundError
 from icectl.ops.compact.distribute import BinJob, BinWriter, map_distinct
 from icectl.ops.compact.plan import (
@@ -104,8 +104,9 @@ class WrittenManifest:
 # --------------------------------------------------------------------------- 1. plan
 
 
-def plan_compaction(table: Table, options: CompactOptions, metadata: TableMetadata | None = None) -> CompactPlan:
-    """Group, decide, read and roll (nothing is written)."""
+def plan_compaction(table: Table, options: CompactOptions, metadata: TableMetadata | None = None,
+                    engine: Engine | None = None) -> CompactPlan:
+    """Group, decide, read (on ``engine``; None: :func:`icectl.engine.active`) and roll (nothing is written)."""
     options.check()
     md = metadata or table.metadata
     target = options.target_size or table_target_size(md)
@@ -136,7 +137,7 @@ def plan_compaction(table: Table, options: CompactOptions, metadata: TableMetada
                            if head else None)
     check_manifests_intact(table.io, [m for m in manifests if m.manifest_path in replaced],
                            head.manifest_list if head else None, probe=False)
-    _read_groups(table, md, rewritten)
+    _read_groups(table, md, rewritten, engine or active())
     for g in groups:
         if g.rewrite:
             shape = shapes[g.spec_id, int(g.content)]
@@ -164,7 +165,7 @@ def _live_manifests(table: Table, md: TableMetadata, head: Snapshot) -> list[Man
     return manifests
 
 
-def _read_groups(table: Table, md: TableMetadata, groups: list[GroupPlan]) -> None:
+def _read_groups(table: Table, md: TableMetadata, groups: list[GroupPlan], engine: Engine) -> None:
     """Every entry of the manifests to replace (all fields: they are copied, not referenced).
     Entries no writer can have written (negative sizes, counts beyond the record count) are
     refused rather than copied into the new snapshot."""
@@ -172,8 +173,7 @@ def _read_groups(table: Table, md: TableMetadata, groups: list[GroupPlan]) -> No
     todo = [m for g in groups for m in g.manifests]
     single = single_valued_ids(md.schemas)
     ordinals: dict[str, int] = {}
-    engine = active()
-    entries = iter_entries(md, table.io, todo) if engine.name == "local" else (
+    entries = iter_entries(md, table.io, todo) if engine.runs_in_process else (
         (m, e) for m, es in map_distinct(engine, read_manifest_task, todo, _path, shared=(md, table.io),
                                          description="reading manifests") for e in es)
     for m, e in entries:
@@ -247,13 +247,13 @@ def verify_group(md: TableMetadata, io: FileIO, group: GroupPlan, written: Seque
                           "same live files as the manifests they replace; nothing was committed")
 
 
-def write_compaction(table: Table, plan: CompactPlan) -> list[WrittenManifest]:
+def write_compaction(table: Table, plan: CompactPlan, engine: Engine | None = None) -> list[WrittenManifest]:
     """Write the new manifests and check their content; returns them in manifest-list order."""
     md = plan.metadata
     writer: BinWriter[GroupPlan, tuple[TableMetadata, FileIO, int], ManifestFile, WrittenManifest]
     writer = BinWriter(write_manifest_task, (md, table.io, plan.snapshot_id),
                        lambda g, b, mf: WrittenManifest(mf, g, len(b.entries)))
-    return write_bins(table, plan, writer, lambda g, ws: verify_group(md, table.io, g, ws), "manifests")
+    return write_bins(table, plan, writer, lambda g, ws: verify_group(md, table.io, g, ws), "manifests", engine)
 
 
 def write_manifest_task(shared: tuple[TableMetadata, FileIO, int], job: BinJob) -> ManifestFile:
@@ -303,16 +303,18 @@ def _layout(table: Table, plan: CompactPlan, written: list[WrittenManifest],
 
 
 def compact(table: Table, options: CompactOptions, *, dry_run: bool = False,
-            on_planned: Callable[[Any], None] | None = None) -> CompactResult:
-    """Compact the manifests of a branch head (see the module docstring).
+            on_planned: Callable[[Any], None] | None = None, engine: Engine | None = None) -> CompactResult:
+    """Compact the manifests of a branch head (see the module docstring), reading and writing them on
+    ``engine`` (None: :func:`icectl.engine.active`).
 
     ``on_planned`` runs after the new manifests are written, before the commit (tests use it to
     commit as a concurrent writer would).
     """
     check_writable(table)
     if table.metadata.format_version >= 4:  # roots and leaves (icectl.ops.compact.v4)
-        return compact_result(run_compaction(table, options, V4_STEPS, dry_run=dry_run, on_planned=on_planned))
-    return compact_result(run_compaction(table, options, STEPS, dry_run=dry_run, on_planned=on_planned))
+        return compact_result(run_compaction(table, options, V4_STEPS, dry_run=dry_run, on_planned=on_planned,
+                                             engine=engine))
+    return compact_result(run_compaction(table, options, STEPS, dry_run=dry_run, on_planned=on_planned, engine=engine))
 
 
 STEPS: Steps[CompactPlan, WrittenManifest] = Steps(

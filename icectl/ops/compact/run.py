@@ -14,12 +14,12 @@ written and committed), which :mod:`icectl.ops.compact.report` makes the command
 from __future__ import annotations
 
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from contextlib import closing
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
 from icectl import progress
-from icectl.engine import active
+from icectl.engine import Engine, active
 from icectl.errors import CommitConflictError
 from icectl.ops.compact.distribute import BinWriter, write_on_engine
 from icectl.ops.compact.plan import Bin, CompactOptions, GroupPlan
@@ -31,8 +31,7 @@ from icectl.table.commit import discard_on_failure
 from icectl.table.layout import SnapshotLayout, WrittenIndex
 from icectl.table.layout.manifest_list import manifest_path
 from icectl.table.snapshot_writer import SnapshotChange, write_snapshot
-
-WRITE_WORKERS = 8
+from icectl.threads import WRITE_WORKERS, ordered_map
 
 
 class StalePlanError(CommitConflictError):
@@ -128,8 +127,8 @@ class Compaction(Generic[P, W]):
 class Steps(Generic[P, W]):
     """One format's compaction, as the loop calls it."""
 
-    plan: Callable[[Table, CompactOptions, TableMetadata | None], P]
-    write: Callable[[Table, P], list[W]]  # write and verify the new manifests (deleted again on failure)
+    plan: Callable[[Table, CompactOptions, TableMetadata | None, Engine], P]  # reads on the engine
+    write: Callable[[Table, P, Engine], list[W]]  # write and verify the new manifests (deleted again on failure)
     # The layout of the new snapshot, and the head it builds on; heads of other writers' commits
     # the plan is re-applied on are appended to the list.
     layout: Callable[[Table, P, list[W], list[int]], tuple[SnapshotLayout, Callable[[TableMetadata], Snapshot | None]]]
@@ -137,27 +136,28 @@ class Steps(Generic[P, W]):
 
 
 def write_bins(table: Table, plan: P, write_one: Callable[[G, Bin, str], W], verify: Callable[[G, list[W]], None],
-               what: str) -> list[W]:
+               what: str, engine: Engine | None = None) -> list[W]:
     """Write one manifest per bin of every rewritten group (in parallel), then verify each group
     against what it replaces; returns them in listing order. On failure every path goes, also
     those a failed pool task may have left half-done.
 
-    A :class:`~icectl.ops.compact.distribute.BinWriter` runs on the active engine's executors
-    when that is not the local engine; the verification stays here, the same for both."""
+    A :class:`~icectl.ops.compact.distribute.BinWriter` runs on the engine's executors (``None``: the
+    active engine) unless it runs in this process; the verification stays here, the same for both."""
     jobs: list[tuple[Any, Bin, str]] = []
     for g in plan.rewritten:
         for b in g.bins:
             jobs.append((g, b, plan.manifest_path(len(jobs))))
     written: list[W] = []
-    engine = active()
+    engine = engine or active()
     with discard_on_failure(table.io, [path for _, _, path in jobs]):
-        if isinstance(write_one, BinWriter) and engine.name != "local":
+        if isinstance(write_one, BinWriter) and not engine.runs_in_process:
             # Executors write the files (paths chosen here, so the discard above covers them).
             written.extend(write_on_engine(engine, write_one, jobs, f"writing {what}"))
         else:
-            with progress.task(f"writing {what}", len(jobs)) as advance, \
-                    ThreadPoolExecutor(max(1, min(WRITE_WORKERS, len(jobs)))) as pool:
-                for w in pool.map(lambda job: write_one(*job), jobs):
+            # wait=True: on a failure no write is still under way when the discard above runs
+            results = ordered_map(lambda job: write_one(*job), jobs, workers=WRITE_WORKERS, wait=True)
+            with progress.task(f"writing {what}", len(jobs)) as advance, closing(results):
+                for w in results:
                     written.append(w)
                     advance(1)
         for g in plan.rewritten:
@@ -192,19 +192,21 @@ def commit_plan(table: Table, steps: Steps[P, W], plan: P, written: list[W],
 
 
 def run_compaction(table: Table, options: CompactOptions, steps: Steps[P, W], *, dry_run: bool = False,
-                   on_planned: Callable[[P], None] | None = None) -> Compaction[P, W]:
+                   on_planned: Callable[[P], None] | None = None, engine: Engine | None = None) -> Compaction[P, W]:
     """Plan, then write, verify and commit; plan once more when the plan went stale meanwhile.
+    ``engine``: where manifests are read and written (None: :func:`icectl.engine.active`).
 
     ``on_planned`` runs after the new manifests are written, before the commit (tests use it to
     commit as a concurrent writer would).
     """
-    plan = steps.plan(table, options, None)
+    engine = engine or active()
+    plan = steps.plan(table, options, None, engine)
     if dry_run or not plan.commits:
         return Compaction(plan, dry_run)
     replanned = False
     while True:
         try:
-            written = steps.write(table, plan)
+            written = steps.write(table, plan, engine)
             outcome = commit_plan(table, steps, plan, written, on_planned)
             break
         except StalePlanError as e:
@@ -212,7 +214,7 @@ def run_compaction(table: Table, options: CompactOptions, steps: Steps[P, W], *,
                 raise CommitConflictError(f"compacting {table.identifier} lost to concurrent {steps.rivals} twice "
                                           f"({e.message})", hint="run it again when the other writer is done") from e
             replanned = True
-            plan = steps.plan(table, options, e.fresh)
+            plan = steps.plan(table, options, e.fresh, engine)
             if not plan.commits:
                 return Compaction(plan, False, replanned=True)
     return Compaction(plan, False, written, outcome, replanned)

@@ -49,7 +49,7 @@ from icectl.codec.root_manifest import (
     manifest_file_of,
     write_v4_manifest,
 )
-from icectl.engine import active
+from icectl.engine import Engine, active
 from icectl.errors import CorruptInputError, IcectlError, NotFoundError, RefusedError
 from icectl.ops.compact.distribute import BinJob, BinWriter, map_distinct
 from icectl.ops.compact.plan import (
@@ -202,8 +202,10 @@ def _keeps(m: ManifestFileRow, target: int) -> bool:
     return m.manifest_length >= KEEP_FILL * target and not oversized
 
 
-def plan_v4_compaction(table: Table, options: CompactOptions, metadata: TableMetadata | None = None) -> V4CompactPlan:
-    """Group the root, decide, read the inputs and roll them (nothing is written)."""
+def plan_v4_compaction(table: Table, options: CompactOptions, metadata: TableMetadata | None = None,
+                       engine: Engine | None = None) -> V4CompactPlan:
+    """Group the root, decide, read the inputs (on ``engine``; None: :func:`icectl.engine.active`) and roll
+    them (nothing is written)."""
     options.check()
     md = metadata or table.metadata
     target = options.target_size or table_target_size(md)
@@ -248,7 +250,7 @@ def plan_v4_compaction(table: Table, options: CompactOptions, metadata: TableMet
                                     len(shape.encode([]))))
     leaves_kept = {(g.spec_id, int(g.content)): [m for m in leaves.get((g.spec_id, int(g.content)), [])
                                                  if m not in g.manifests] for g in groups}
-    _read_inputs(table, md, [g for g in groups if g.rewrite], dv_entries)
+    _read_inputs(table, md, [g for g in groups if g.rewrite], dv_entries, engine or active())
     for g in groups:
         if not g.rewrite:
             continue
@@ -313,14 +315,15 @@ def _decide_group(key: tuple[int, int], leaves: list[ManifestFileRow], files: li
     return g
 
 
-def _read_inputs(table: Table, md: TableMetadata, groups: list[V4GroupPlan], dvs: dict[str, ContentEntry]) -> None:
+def _read_inputs(table: Table, md: TableMetadata, groups: list[V4GroupPlan], dvs: dict[str, ContentEntry],
+                 engine: Engine) -> None:
     """The live rows of every replaced leaf (manifest DV applied, DELETED rows dropped) and of the
     root-level files flushed; all fields, since they are copied."""
     jobs = [LeafJob(m, g.spec_id, dvs.get(m.manifest_path)) for g in groups for m in g.manifests]
     owner = {m.manifest_path: g for g in groups for m in g.manifests}
     single = single_valued_ids(md.schemas)
-    # The active engine: threads of this process, or Spark tasks (each distinct leaf read once).
-    for job, (rows, dv) in map_distinct(active(), read_leaf_task, jobs, _leaf_path, shared=(md, table.io),
+    # The run's engine: threads of this process, or Spark tasks (each distinct leaf read once).
+    for job, (rows, dv) in map_distinct(engine, read_leaf_task, jobs, _leaf_path, shared=(md, table.io),
                                         description="reading leaves"):
         g, m = owner[job.manifest.manifest_path], job.manifest
         if dv is not None:
@@ -422,13 +425,13 @@ def _first_row_id(content: ManifestContent, entries: Sequence[ManifestEntry]) ->
     return min(e.data_file.first_row_id for e in entries)  # type: ignore[type-var]
 
 
-def write_v4_compaction(table: Table, plan: V4CompactPlan) -> list[WrittenLeaf]:
+def write_v4_compaction(table: Table, plan: V4CompactPlan, engine: Engine | None = None) -> list[WrittenLeaf]:
     """Write the new leaves and check their content; returns them in root order."""
     md = plan.metadata
     shared = LeafWriteShared(md, table.io, plan.snapshot_id, md.unified_partition_type(), column_types(md))
     writer: BinWriter[V4GroupPlan, LeafWriteShared, ContentEntry, WrittenLeaf] = BinWriter(
         write_leaf_task, shared, lambda g, b, entry: WrittenLeaf(entry, g, len(b.entries)))
-    return write_bins(table, plan, writer, lambda g, ws: verify_v4_group(md, table.io, g, ws), "leaves")
+    return write_bins(table, plan, writer, lambda g, ws: verify_v4_group(md, table.io, g, ws), "leaves", engine)
 
 
 @dataclass(frozen=True)

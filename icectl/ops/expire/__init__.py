@@ -24,9 +24,9 @@ another retained snapshot still reaches.
 from __future__ import annotations
 
 import time
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from icectl.engine import Engine, active, using
 from icectl.engine.spark_reach import doomed_files, executor_deletes, spark_engine, supports
 from icectl.errors import ExitCode, IcectlError, RefusedError, StorageError
 from icectl.ops.expire.leftovers import Leftovers, leftover_snapshots
@@ -44,6 +44,7 @@ from icectl.table.deletes import delete_file_set
 from icectl.table.neighbours import Neighbours, find_neighbours
 from icectl.table.reach import FileSet, ReadCache, manifest_paths, reachable_files, statistics_files
 from icectl.table.write_guard import check_writable
+from icectl.threads import STAT_WORKERS, ordered_map
 
 
 def files_to_delete(before: TableMetadata, expired: list[int], after: TableMetadata, io: FileIO,
@@ -97,33 +98,33 @@ def _leftover_files(leftovers: Leftovers, io: FileIO, skip: set[str]) -> FileSet
     """
     out = FileSet()
     cache = ReadCache()
-    with ThreadPoolExecutor(16) as pool:
-        for md, ids in leftovers.by_metadata():
-            snaps = [s for s in (md.snapshot_by_id(i) for i in ids) if s is not None]
-            heads = [s.root_manifest or s.manifest_list for s in snaps]
-            try:
-                present = list(pool.map(lambda p: p is None or io.exists(p), heads))
-                snaps = [s for s, ok in zip(snaps, present, strict=True) if ok]
-                paths = sorted({p for s in snaps if not s.root_manifest
-                                for p in manifest_paths(md, s, io, cache, shortcut=True)} - skip)
-                missing = {p for p, ok in zip(paths, pool.map(io.exists, paths), strict=True) if not ok}
-                got, _ = reachable_files(md, [s.snapshot_id for s in snaps], io, skip_manifests=skip | missing,
-                                         cache=cache, shortcut=True)
-            except (IcectlError, OSError, ValueError) as e:  # e.g. a scheme with no storage support
-                why = e.one_line() if isinstance(e, IcectlError) else f"{type(e).__name__}: {e}"
-                leftovers.notes.append(f"files of earlier expired snapshots {sorted(ids)[:3]} left for a later "
-                                       f"run: {why[:300]}")
-                continue
-            alive = {s.snapshot_id for s in snaps}
-            leftovers.on_disk.update(alive)
-            stats: tuple[StatisticsFile | PartitionStatisticsFile, ...] = (*md.statistics, *md.partition_statistics)
-            for st in stats:
-                if st.snapshot_id in alive:
-                    got.add(st.statistics_path, "statistics_files")
-            gone_keys = {file_identity(p) for p in missing}  # FileSet keys are file identities
-            for k, v in got.files.items():
-                if k not in gone_keys:
-                    out.files.setdefault(k, v)
+    for md, ids in leftovers.by_metadata():
+        snaps = [s for s in (md.snapshot_by_id(i) for i in ids) if s is not None]
+        heads = [s.root_manifest or s.manifest_list for s in snaps]
+        try:
+            present = list(ordered_map(lambda p: p is None or io.exists(p), heads, workers=STAT_WORKERS))
+            snaps = [s for s, ok in zip(snaps, present, strict=True) if ok]
+            paths = sorted({p for s in snaps if not s.root_manifest
+                            for p in manifest_paths(md, s, io, cache, shortcut=True)} - skip)
+            missing = {p for p, ok in zip(paths, ordered_map(io.exists, paths, workers=STAT_WORKERS), strict=True)
+                       if not ok}
+            got, _ = reachable_files(md, [s.snapshot_id for s in snaps], io, skip_manifests=skip | missing,
+                                     cache=cache, shortcut=True)
+        except (IcectlError, OSError, ValueError) as e:  # e.g. a scheme with no storage support
+            why = e.one_line() if isinstance(e, IcectlError) else f"{type(e).__name__}: {e}"
+            leftovers.notes.append(f"files of earlier expired snapshots {sorted(ids)[:3]} left for a later "
+                                   f"run: {why[:300]}")
+            continue
+        alive = {s.snapshot_id for s in snaps}
+        leftovers.on_disk.update(alive)
+        stats: tuple[StatisticsFile | PartitionStatisticsFile, ...] = (*md.statistics, *md.partition_statistics)
+        for st in stats:
+            if st.snapshot_id in alive:
+                got.add(st.statistics_path, "statistics_files")
+        gone_keys = {file_identity(p) for p in missing}  # FileSet keys are file identities
+        for k, v in got.files.items():
+            if k not in gone_keys:
+                out.files.setdefault(k, v)
     return out
 
 
@@ -194,9 +195,12 @@ def _commit_lost(table: Table, expired: list[int], *, committed_at: float) -> st
 
 def expire_snapshots(table: Table, policy: ExpirePolicy, *, dry_run: bool = False, max_deletes: int | None = None,
                      allow_external_deletes: bool = False, max_concurrent_deletes: int = 8,
-                     now_ms: int | None = None) -> ExpireResult:
-    """Expire snapshots by policy, commit, then delete the files no retained snapshot reaches."""
-    with identity_cache():  # every reachable file's identity is asked for, many of them often
+                     now_ms: int | None = None, engine: Engine | None = None) -> ExpireResult:
+    """Expire snapshots by policy, commit, then delete the files no retained snapshot reaches.
+    ``engine``: where reachability is judged and files deleted (None: :func:`icectl.engine.active`); it is
+    the run's engine below (``spark_engine()``) until reachability takes it as an argument."""
+    # every reachable file's identity is asked for, many of them often
+    with identity_cache(), using(engine or active()):
         return _expire_snapshots(table, policy, dry_run=dry_run, max_deletes=max_deletes,
                                  allow_external_deletes=allow_external_deletes,
                                  max_concurrent_deletes=max_concurrent_deletes, now_ms=now_ms)

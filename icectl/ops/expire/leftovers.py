@@ -16,7 +16,6 @@ data file, garbage) is skipped with a note; a missing file is skipped silently (
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,6 +24,7 @@ from icectl.errors import CorruptInputError, IcectlError, NotFoundError
 from icectl.spec.metadata import TableMetadata, metadata_json
 from icectl.storage import FileIO, parent
 from icectl.table.delete_fence import file_identity
+from icectl.threads import STAT_WORKERS, ordered_map
 
 
 @dataclass
@@ -137,8 +137,7 @@ def _names_present_leftover(io: FileIO, doc: dict[str, Any], current: TableMetad
         heads.append(head)
     todo = [h for h in dict.fromkeys(heads) if h not in out.heads]
     if todo:
-        with ThreadPoolExecutor(16) as pool:
-            out.heads.update(zip(todo, pool.map(lambda h: _exists(io, h), todo), strict=True))
+        out.heads.update(zip(todo, ordered_map(lambda h: _exists(io, h), todo, workers=STAT_WORKERS), strict=True))
     return any(out.heads[h] for h in heads)
 
 

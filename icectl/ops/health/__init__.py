@@ -17,7 +17,6 @@ import math
 import time
 from collections import Counter
 from collections.abc import Mapping
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from icectl.errors import CorruptInputError, IcectlError, NotFoundError, RefusedError
@@ -38,10 +37,10 @@ from icectl.spec.snapshots import Snapshot, ancestors_of
 from icectl.storage import FileIO
 from icectl.table import Table
 from icectl.table.scan import manifests_of
+from icectl.threads import STAT_WORKERS, ordered_map
 
 TIMELINE_BUCKETS = 30
 ORPHAN_SAMPLE = 10
-STAT_WORKERS = 16
 
 
 def table_health(table: Table, *, name: str | None = None, config_thresholds: Mapping[str, float | int] | None = None,
@@ -126,8 +125,7 @@ def _sizes(io: FileIO, paths: list[str]) -> list[int | None]:
 
     if not paths:
         return []
-    with ThreadPoolExecutor(max_workers=min(STAT_WORKERS, len(paths))) as pool:
-        return list(pool.map(one, paths))
+    return list(ordered_map(one, paths, workers=STAT_WORKERS))
 
 
 def _metadata_files(table: Table) -> dict[str, Any]:

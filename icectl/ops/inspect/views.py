@@ -13,7 +13,7 @@ from enum import Enum
 from typing import Any
 
 from icectl.codec.puffin import decode_deletion_vector
-from icectl.engine import LocalEngine, active
+from icectl.engine import Engine, active
 from icectl.errors import CorruptInputError, IcectlError
 from icectl.ops.inspect.distributed import (
     PARTITION_FIELDS,
@@ -236,8 +236,10 @@ def _wanted_fields(metrics: bool) -> set[str]:
 
 
 def file_rows(table: Table, *, snapshot_id: int | None = None, ref: str | None = None,
-              content: ContentFilter = ContentFilter.ALL, metrics: bool = False) -> RowsResult:
-    """Spark's ``files``: the live (ADDED or EXISTING) files of a snapshot, data then deletes."""
+              content: ContentFilter = ContentFilter.ALL, metrics: bool = False,
+              engine: Engine | None = None) -> RowsResult:
+    """Spark's ``files``: the live (ADDED or EXISTING) files of a snapshot, data then deletes.
+    ``engine``: where the manifests are decoded (None: :func:`icectl.engine.active`)."""
     md = table.metadata
     snap = _snapshot_or_none(table, snapshot_id, ref)
     manifests = manifests_of(md, snap, table.io) if snap else []
@@ -246,7 +248,7 @@ def file_rows(table: Table, *, snapshot_id: int | None = None, ref: str | None =
     elif content == ContentFilter.DELETES:
         manifests = [m for m in manifests if m.content == ManifestContent.DELETES]
     mapper = PartitionMapper(md)
-    engine = active()
+    run_on = engine or active()
 
     def rows() -> Iterator[dict[str, Any]]:
         for m, e in iter_entries(md, table.io, manifests, fields=_wanted_fields(metrics), live_only=True):
@@ -255,10 +257,10 @@ def file_rows(table: Table, *, snapshot_id: int | None = None, ref: str | None =
     def json_text(encode: Callable[[Any], str]) -> Iterator[str]:
         return file_rows_json(md, table.io, manifests, mapper, encode, metrics)
 
-    if not isinstance(engine, LocalEngine):  # each manifest's rows built where the engine decodes it
+    if not run_on.runs_in_process:  # each manifest's rows built where the engine decodes it
         task = ViewTask(md, table.io, metrics)
-        rows = lambda: engine_rows(engine, task, manifests)  # noqa: E731
-        json_text = lambda encode: engine_json(engine, task, manifests, encode)  # noqa: E731
+        rows = lambda: engine_rows(run_on, task, manifests)  # noqa: E731
+        json_text = lambda encode: engine_json(run_on, task, manifests, encode)  # noqa: E731
     return RowsResult("files", f"Files of {table.identifier}", _file_columns(md, metrics), rows(),
                       view_meta(table, snapshot_id=snap.snapshot_id if snap else None),
                       json_text=json_text, column_info=FILE_INFO, terminal_columns=FILE_TERMINAL,
@@ -266,13 +268,14 @@ def file_rows(table: Table, *, snapshot_id: int | None = None, ref: str | None =
 
 
 def entry_rows(table: Table, *, snapshot_id: int | None = None, ref: str | None = None,
-               metrics: bool = False) -> RowsResult:
-    """Spark's ``entries``: every entry of the snapshot's manifests, DELETED ones included."""
+               metrics: bool = False, engine: Engine | None = None) -> RowsResult:
+    """Spark's ``entries``: every entry of the snapshot's manifests, DELETED ones included.
+    ``engine``: where the manifests are decoded (None: :func:`icectl.engine.active`)."""
     md = table.metadata
     snap = _snapshot_or_none(table, snapshot_id, ref)
     manifests = manifests_of(md, snap, table.io) if snap else []
     mapper = PartitionMapper(md)
-    engine = active()
+    run_on = engine or active()
 
     def rows() -> Iterator[dict[str, Any]]:
         for m, e in iter_entries(md, table.io, manifests, fields=_wanted_fields(metrics)):
@@ -281,10 +284,10 @@ def entry_rows(table: Table, *, snapshot_id: int | None = None, ref: str | None 
     def json_text(encode: Callable[[Any], str]) -> Iterator[str]:
         return entry_rows_json(md, table.io, manifests, mapper, encode, metrics)
 
-    if not isinstance(engine, LocalEngine):  # each manifest's rows built where the engine decodes it
+    if not run_on.runs_in_process:  # each manifest's rows built where the engine decodes it
         task = ViewTask(md, table.io, metrics, entries=True)
-        rows = lambda: engine_rows(engine, task, manifests)  # noqa: E731
-        json_text = lambda encode: engine_json(engine, task, manifests, encode)  # noqa: E731
+        rows = lambda: engine_rows(run_on, task, manifests)  # noqa: E731
+        json_text = lambda encode: engine_json(run_on, task, manifests, encode)  # noqa: E731
     return RowsResult("entries", f"Manifest entries of {table.identifier}",
                       ["status", "snapshot_id", "sequence_number", "file_sequence_number", "manifest_path",
                        "data_file"], rows(), view_meta(table, snapshot_id=snap.snapshot_id if snap else None),
@@ -295,20 +298,22 @@ def entry_rows(table: Table, *, snapshot_id: int | None = None, ref: str | None 
                                                                 "record_count", "file_size_in_bytes")}})
 
 
-def partition_rows(table: Table, *, snapshot_id: int | None = None, ref: str | None = None) -> RowsResult:
-    """Spark's ``partitions``: per unified partition, counts of live data and delete files."""
+def partition_rows(table: Table, *, snapshot_id: int | None = None, ref: str | None = None,
+                   engine: Engine | None = None) -> RowsResult:
+    """Spark's ``partitions``: per unified partition, counts of live data and delete files.
+    ``engine``: where the manifests are decoded (None: :func:`icectl.engine.active`)."""
     md = table.metadata
     snap = _snapshot_or_none(table, snapshot_id, ref)
     manifests = manifests_of(md, snap, table.io) if snap else []
     mapper = PartitionMapper(md)
     partitioned = bool(mapper.unified.fields)
-    engine = active()
-    if isinstance(engine, LocalEngine):
+    run_on = engine or active()
+    if run_on.runs_in_process:
         groups: dict[tuple[Any, ...], dict[str, Any]] = {}
         fold_partitions(groups, mapper, {s.snapshot_id: s for s in md.snapshots},
                         iter_entries(md, table.io, manifests, fields=PARTITION_FIELDS, live_only=True))
     else:  # per-manifest partial sums on the engine, merged here in manifest order
-        groups = engine_partitions(engine, ViewTask(md, table.io), manifests)
+        groups = engine_partitions(run_on, ViewTask(md, table.io), manifests)
     cols = ["record_count", "file_count", "total_data_file_size_in_bytes", "position_delete_record_count",
             "position_delete_file_count", "equality_delete_record_count", "equality_delete_file_count",
             "last_updated_at", "last_updated_snapshot_id"]

@@ -49,6 +49,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from icectl import progress
+from icectl.engine import Engine, active, using
 from icectl.engine.spark_reach import executor_deletes, orphan_candidates, spark_engine, supports, valid_frame
 from icectl.errors import IcectlError, RefusedError, StorageError, UsageError
 from icectl.ops.orphans.result import RemoveOrphanFilesResult
@@ -386,11 +387,13 @@ def remove_orphan_files(table: Table, *, older_than_ms: int | None = None, locat
                         prefix_mismatch_mode: str = "error", equal_schemes: Mapping[str, str] | None = None,
                         equal_authorities: Mapping[str, str] | None = None, max_deletes: int | None = None,
                         max_concurrent_deletes: int = 8, dry_run: bool = False, allow_recent: bool = False,
-                        now_ms: int | None = None) -> RemoveOrphanFilesResult:
+                        now_ms: int | None = None, engine: Engine | None = None) -> RemoveOrphanFilesResult:
     """Find the files under ``location`` (default: the table location) that no metadata of the
     table reaches and that were last modified before ``older_than_ms`` (default: 3 days ago);
-    delete them unless ``dry_run``. See the module doc for the rules."""
-    with identity_cache():
+    delete them unless ``dry_run``. See the module doc for the rules. ``engine``: where the valid
+    files are judged and files deleted (None: :func:`icectl.engine.active`); it is the run's engine
+    below (``spark_engine()``) until reachability takes it as an argument."""
+    with identity_cache(), using(engine or active()):
         return _remove_orphan_files(
             table, older_than_ms=older_than_ms, location=location, mode=prefix_mismatch_mode,
             equal_schemes=equal_schemes, equal_authorities=equal_authorities, max_deletes=max_deletes,

@@ -10,6 +10,7 @@ import threading
 import time
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -19,6 +20,7 @@ from icectl.cli.framework import spark_suggestion
 from icectl.config import parse_config
 from icectl.engine import (
     SPARK_SUGGESTED_MANIFESTS,
+    Engine,
     EngineSettings,
     LocalEngine,
     active,
@@ -30,6 +32,8 @@ from icectl.engine import (
 from icectl.engine.shipping import package_zip
 from icectl.errors import CommitConflictError, CorruptInputError, IcectlError, NotFoundError, UsageError
 from icectl.storage import FileIO, S3Settings
+from icectl.table import load_table
+from unit.ops.test_upgrade import icectl, parquet
 
 
 def test_spark_conf_pairs_keep_order_and_the_last_value() -> None:
@@ -164,3 +168,68 @@ def test_an_abandoned_stream_closes_without_waiting_for_its_threads() -> None:
         assert not closer.is_alive(), "closing the stream waited for reads nobody will take"
     finally:
         release.set()
+
+
+ENGINE_COMMANDS = [  # (argv after the table, the module the command calls through, the operation's name there)
+    (["expire-snapshots"], "icectl.cli.maintenance_cmd", "expire_snapshots"),
+    (["compact"], "icectl.cli.maintenance_cmd", "compact"),
+    (["remove-orphan-files"], "icectl.cli.orphan_cmd", "remove_orphan_files"),
+    (["validate"], "icectl.cli.validate_cmd", "validate_address"),
+    (["inspect", "files"], "icectl.ops.inspect.views", "file_rows"),
+    (["inspect", "entries"], "icectl.ops.inspect.views", "entry_rows"),
+    (["inspect", "partitions"], "icectl.ops.inspect.views", "partition_rows"),
+]
+
+
+class _ElsewhereEngine(LocalEngine):
+    """An engine the framework opened that is not the default one (as --engine spark gives)."""
+
+    runs_in_process = False
+
+
+@pytest.mark.parametrize(("argv", "module", "op"), ENGINE_COMMANDS, ids=[" ".join(c[0]) for c in ENGINE_COMMANDS])
+def test_the_command_framework_passes_the_runs_engine_to_the_operation(
+        table: str, monkeypatch: pytest.MonkeyPatch, argv: list[str], module: str, op: str) -> None:
+    """command(..., engine=True) hands the engine it opened to the operation's ``engine`` argument (issue 28),
+    and keeps it the context value for library code that reads engine.active()."""
+    import importlib
+
+    import icectl.engine
+
+    opened = _ElsewhereEngine(workers=1)
+    monkeypatch.setattr(icectl.engine, "open_engine", lambda settings: opened)
+    seen: dict[str, Any] = {}
+
+    def operation(*args: Any, **kw: Any) -> Any:
+        seen.update(engine=kw.get("engine"), active=active())
+        raise UsageError("stop here")
+
+    monkeypatch.setattr(importlib.import_module(module), op, operation)
+    r = CliRunner().invoke(app, [*argv, table])
+    assert r.exit_code == 2 and "stop here" in r.stderr, r.output
+    assert seen["engine"] is opened, f"{' '.join(argv)} did not pass the engine: {seen}"
+    assert seen["active"] is opened
+
+
+def test_an_engine_that_ships_its_items_takes_the_engine_path_whatever_its_class(tmp_path: Path) -> None:
+    """Operations ask Engine.runs_in_process, not the engine's class: a LocalEngine subclass that says it
+    runs elsewhere gets the items as tasks (inspect partitions' per-manifest sums)."""
+    from icectl.ops.inspect import views
+
+    calls: list[str] = []
+
+    class Recording(_ElsewhereEngine):
+        def map(self, fn: Any, items: Any, *, shared: Any, description: str, range_keys: Any = None) -> Any:
+            calls.append(description)
+            return super().map(fn, items, shared=shared, description=description, range_keys=range_keys)
+
+    assert LocalEngine().runs_in_process and not Recording().runs_in_process and not Engine.runs_in_process
+    d = tmp_path / "t"
+    icectl("create", str(d), "--schema", "id long, ts timestamptz", "--partition-by", "days(ts)")
+    for day in (1, 2):
+        icectl("add-files", str(d), parquet(tmp_path / f"{day}.parquet", range(day * 10, day * 10 + 3), day))
+    table = load_table(str(d))
+    local = views.partition_rows(table, engine=LocalEngine())
+    shipped = views.partition_rows(table, engine=Recording(workers=2))
+    assert calls, "the engine was not asked to run the manifests"
+    assert list(shipped.rows) == list(local.rows) and len(list(local.rows)) == 2

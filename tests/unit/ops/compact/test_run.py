@@ -28,12 +28,12 @@ class Script:
         self.planned_on: list[Any] = []
         self.writes = 0
 
-    def plan(self, _table: Any, _options: CompactOptions, fresh: Any) -> FakePlan:
+    def plan(self, _table: Any, _options: CompactOptions, fresh: Any, _engine: Any) -> FakePlan:
         self.planned_on.append(fresh)
         work = fresh is None or self.work_after_replan
         return fake_plan([group([manifest("/a", 1), manifest("/b", 1)], rewrite=work, live=2)])
 
-    def write(self, _table: Any, _plan: FakePlan) -> list[FakeWritten]:
+    def write(self, _table: Any, _plan: FakePlan, _engine: Any) -> list[FakeWritten]:
         self.writes += 1
         if self.writes <= self.stale:
             raise StalePlanError(f"changed meanwhile ({self.writes})", fresh=f"fresh-{self.writes}")  # type: ignore[arg-type]
@@ -48,7 +48,7 @@ def test_a_dry_run_and_a_plan_without_work_write_nothing() -> None:
     run = run_compaction(TABLE, CompactOptions(), script.steps(), dry_run=True)
     assert run.dry_run and run.written is None and run.outcome is None and script.writes == 0
     idle = Script(stale=0)
-    idle.plan = lambda t, o, f: fake_plan([group([manifest("/a", 1)], rewrite=False)])  # type: ignore[method-assign]
+    idle.plan = lambda t, o, f, e: fake_plan([group([manifest("/a", 1)], rewrite=False)])  # type: ignore[method-assign]
     run = run_compaction(TABLE, CompactOptions(), idle.steps())
     assert not run.plan.commits and run.outcome is None and idle.writes == 0 and not run.replanned
 
