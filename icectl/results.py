@@ -1,6 +1,6 @@
 """Results that core functions return and the CLI renders: the JSON contract of icectl.
 
-Core code never prints. A command returns a result; ``icectl.cli.render`` prints it as a rich
+Core code never prints. A command returns a result; ``icectl.cli.output.render`` prints it as a rich
 view on a terminal or, with ``--json``, as exactly one JSON document: ``result.to_json()``.
 
 A command's JSON is written down once, as the fields of its result dataclass (a subclass of

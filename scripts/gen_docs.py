@@ -12,7 +12,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from icectl.cli.app import app  # noqa: E402
-from icectl.cli.docgen import generated_files  # noqa: E402
+from icectl.cli.docs.docgen import generated_files  # noqa: E402
 from icectl.validate import catalogue_markdown  # noqa: E402
 
 

@@ -13,8 +13,9 @@ import typer
 
 from icectl import engine as engines
 from icectl import progress
-from icectl.cli import engine_options, view_options
-from icectl.cli.render import print_error, render, stderr_console
+from icectl.cli.options import engine as engine_options
+from icectl.cli.options import view as view_options
+from icectl.cli.output.render import print_error, render, stderr_console
 from icectl.cli.state import state
 from icectl.config import Config, load_config, set_active_config
 from icectl.errors import ExitCode, IcectlError

@@ -32,70 +32,70 @@ from icectl.cli.coercion import skip_needless_coercion
 class LazyCommand:
     """Where a top-level command is defined, and the first paragraph of its help."""
 
-    module: str  # icectl.cli.<module>
+    module: str  # icectl.cli.<module>, e.g. commands.maintenance
     register: str  # the module's function that adds it (and its siblings) to a Typer app
     help: str  # the first paragraph of the command's help: all that `icectl --help` shows of it
 
 
 # In the order `icectl --help` lists them (commands first, then groups, as typer orders them).
 COMMANDS: dict[str, LazyCommand] = {
-    "list": LazyCommand("catalog_cmd", "register",
+    "list": LazyCommand("commands.catalog", "register",
                         "List the tables of a namespace, or of the whole catalog with --all."),
-    "create": LazyCommand("write_cmd", "register_create",
+    "create": LazyCommand("commands.write", "register_create",
                           "Create an empty Iceberg table (metadata as Iceberg Java would write it)."),
-    "add-files": LazyCommand("write_cmd", "register",
+    "add-files": LazyCommand("commands.write", "register",
                              "Register existing Parquet files in a table as one append snapshot."),
-    "expire-snapshots": LazyCommand("maintenance_cmd", "register",
+    "expire-snapshots": LazyCommand("commands.maintenance", "register",
                                     "Expire snapshots by retention policy, then delete the files no retained "
                                     "snapshot reaches."),
-    "compact": LazyCommand("maintenance_cmd", "register",
+    "compact": LazyCommand("commands.maintenance", "register",
                            "Rewrite and merge manifests (data and delete manifests) into few, clustered ones."),
-    "health": LazyCommand("health_cmd", "register",
+    "health": LazyCommand("commands.health", "register",
                           "Which tables need maintenance: snapshots, metadata files, manifests, file sizes, delete "
                           "files."),
-    "upgrade": LazyCommand("upgrade_cmd", "register", "Upgrade a table's format version in one atomic commit."),
-    "remove-files": LazyCommand("remove_files_cmd", "register",
+    "upgrade": LazyCommand("commands.upgrade", "register", "Upgrade a table's format version in one atomic commit."),
+    "remove-files": LazyCommand("commands.remove_files", "register",
                                 "Remove data files from a v4 table as one delete commit that writes one root "
                                 "manifest."),
-    "validate": LazyCommand("validate_cmd", "register",
+    "validate": LazyCommand("commands.validate", "register",
                             "Check a table against the spec: metadata, manifest lists, manifests, deletes (and "
                             "files with --deep)."),
-    "rollback": LazyCommand("snapshot_cmd", "register",
+    "rollback": LazyCommand("commands.snapshots", "register",
                             "Roll a branch back to an earlier snapshot of its own history."),
-    "set-current": LazyCommand("snapshot_cmd", "register",
+    "set-current": LazyCommand("commands.snapshots", "register",
                                "Set a branch (default main, the table's current snapshot) to any snapshot of the "
                                "table."),
-    "cherrypick": LazyCommand("snapshot_cmd", "register",
+    "cherrypick": LazyCommand("commands.snapshots", "register",
                               "Apply one snapshot's change to main, as Spark's cherrypick_snapshot."),
-    "publish": LazyCommand("snapshot_cmd", "register",
+    "publish": LazyCommand("commands.snapshots", "register",
                            "Publish a staged write-audit-publish write: cherry-pick the snapshot whose summary "
                            "has wap.id."),
-    "fast-forward": LazyCommand("snapshot_cmd", "register",
+    "fast-forward": LazyCommand("commands.snapshots", "register",
                                 "Fast-forward a branch to another branch or tag, as Spark's fast_forward."),
-    "compute-partition-stats": LazyCommand("partition_stats_cmd", "register",
+    "compute-partition-stats": LazyCommand("commands.partition_stats", "register",
                                            "Compute the partition statistics file of a snapshot and register it "
                                            "(Spark's compute_partition_stats)."),
-    "remove-orphan-files": LazyCommand("orphan_cmd", "register",
+    "remove-orphan-files": LazyCommand("commands.orphans", "register",
                                        "Delete the files under the table location that no snapshot or metadata "
                                        "file of the table reaches."),
-    "register": LazyCommand("table_cmd", "register",
+    "register": LazyCommand("commands.table", "register",
                             "Register an existing table's metadata file under a name (Spark's register_table)."),
-    "drop": LazyCommand("table_cmd", "register",
+    "drop": LazyCommand("commands.table", "register",
                         "Drop a table from its catalog; with --purge, delete its files too (Spark's DROP TABLE "
                         "... PURGE)."),
-    "inspect": LazyCommand("inspect_cmd", "register",
+    "inspect": LazyCommand("commands.inspect", "register",
                            "Show a table's metadata: overview, schema, snapshots, manifests, files, deletion "
                            "vectors."),
-    "namespace": LazyCommand("namespace_cmd", "register", "Create and list namespaces of a catalog."),
-    "branch": LazyCommand("refs_cmd", "register",
+    "namespace": LazyCommand("commands.namespace", "register", "Create and list namespaces of a catalog."),
+    "branch": LazyCommand("commands.refs", "register",
                           "Create, replace, drop and list branches (Spark's ALTER TABLE ... CREATE / REPLACE / "
                           "DROP BRANCH)."),
-    "tag": LazyCommand("refs_cmd", "register",
+    "tag": LazyCommand("commands.refs", "register",
                        "Create, replace, drop and list tags (Spark's ALTER TABLE ... CREATE / REPLACE / DROP TAG)."),
-    "properties": LazyCommand("properties_cmd", "register",
+    "properties": LazyCommand("commands.properties", "register",
                               "List, set and unset table properties (Spark's ALTER TABLE ... SET / UNSET "
                               "TBLPROPERTIES)."),
-    "cache": LazyCommand("cache_cmd", "register",
+    "cache": LazyCommand("commands.cache", "register",
                          "The manifest cache: decoded manifests and manifest lists kept on the local disk between "
                          "runs (folder: $ICECTL_CACHE_DIR, [cache] dir, or ~/.cache/icectl; off: ICECTL_CACHE=off or "
                          "--no-cache)."),
@@ -104,30 +104,31 @@ COMMANDS: dict[str, LazyCommand] = {
 # `icectl inspect VIEW`: the views of the metadata file alone, and those that read manifests
 # (which import the manifest readers, Avro and Arrow).
 INSPECT_COMMANDS: dict[str, LazyCommand] = {
-    "table": LazyCommand("inspect_cmd", "register_views",
+    "table": LazyCommand("commands.inspect", "register_views",
                          "Overview: format, location, uuid, current snapshot, schema, spec, sort order, properties, "
                          "totals."),
-    "schema": LazyCommand("inspect_cmd", "register_views",
+    "schema": LazyCommand("commands.inspect", "register_views",
                           "Columns of the current (or a given) schema with field ids, types and v3 defaults."),
-    "snapshots": LazyCommand("inspect_cmd", "register_views", "Every snapshot (Spark's `snapshots` metadata table)."),
-    "history": LazyCommand("inspect_cmd", "register_views",
+    "snapshots": LazyCommand("commands.inspect", "register_views",
+                             "Every snapshot (Spark's `snapshots` metadata table)."),
+    "history": LazyCommand("commands.inspect", "register_views",
                            "The snapshot log: when each snapshot became current (Spark's `history`)."),
-    "refs": LazyCommand("inspect_cmd", "register_views",
+    "refs": LazyCommand("commands.inspect", "register_views",
                         "Branches and tags with their retention settings (Spark's `refs`)."),
-    "metadata-log": LazyCommand("inspect_cmd", "register_views",
+    "metadata-log": LazyCommand("commands.inspect", "register_views",
                                 "Previous metadata files (Spark's `metadata_log_entries`)."),
-    "manifests": LazyCommand("inspect_manifests_cmd", "register",
+    "manifests": LazyCommand("commands.inspect_manifests", "register",
                              "Manifests of a snapshot's manifest list (Spark's `manifests`)."),
-    "files": LazyCommand("inspect_manifests_cmd", "register",
+    "files": LazyCommand("commands.inspect_manifests", "register",
                          "Live data, delete and DV files of a snapshot (Spark's `files`)."),
-    "entries": LazyCommand("inspect_manifests_cmd", "register",
+    "entries": LazyCommand("commands.inspect_manifests", "register",
                            "Manifest entries with status and sequence numbers, deleted ones included (Spark's "
                            "`entries`)."),
-    "partitions": LazyCommand("inspect_manifests_cmd", "register",
+    "partitions": LazyCommand("commands.inspect_manifests", "register",
                               "Record and file counts per partition (Spark's `partitions`)."),
-    "dvs": LazyCommand("inspect_manifests_cmd", "register",
+    "dvs": LazyCommand("commands.inspect_manifests", "register",
                        "Deletion vectors of a v3 snapshot, each read from its Puffin file and checked."),
-    "tree": LazyCommand("inspect_manifests_cmd", "register",
+    "tree": LazyCommand("commands.inspect_manifests", "register",
                         "The metadata tree of a snapshot: v4 root entries by type and status, leaves with their "
                         "counts, manifest DVs with cardinality (a manifest list's rows for older snapshots)."),
 }
@@ -166,7 +167,7 @@ class LazyCommands(Mapping[str, _click.Command]):
                 raise LookupError(f"icectl.cli.{self.index[name].module}.{self.index[name].register} "
                                   f"did not define the command '{name}'")
             # --help ends with the command's examples (imported with the command: --help of the root needs none)
-            importlib.import_module("icectl.cli.examples").add_epilogs(built[name], [*self.path, name])
+            importlib.import_module("icectl.cli.docs.examples").add_epilogs(built[name], [*self.path, name])
             self.loaded[name] = built[name]
         return self.loaded[name]
 

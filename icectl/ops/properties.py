@@ -22,7 +22,7 @@ from typing import Any, ClassVar
 from icectl.catalog import open_catalog, walk_tables
 from icectl.config import Config
 from icectl.errors import CorruptInputError, IcectlError, UsageError
-from icectl.ops.health_format import fmt_bytes
+from icectl.humanize import fmt_bytes
 from icectl.results import NEXT_METADATA, UNSET, Column, CommandResult, Part, RowsResult, Unset
 from icectl.spec import name_mapping
 from icectl.spec.durations import human_duration

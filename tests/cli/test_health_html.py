@@ -25,8 +25,8 @@ from support.png import read_png
 from typer.testing import CliRunner
 
 from icectl.cli.app import app
+from icectl.cli.output.health.html import CSS, health_html
 from icectl.cli.registry import COMMANDS
-from icectl.ops.health_html import CSS, health_html
 
 CHROMIUM = shutil.which("chromium")
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed (.ci/run installs it)")

@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 from unit.ops.snapshots.test_refs import table_dir  # noqa: F401  (a fixture)
 
 from icectl.cli.app import app
-from icectl.cli.formats import terminal_table
+from icectl.cli.output.formats import terminal_table
 from icectl.ops.inspect.views import ref_rows
 from icectl.table import load_table
 

@@ -23,7 +23,7 @@ from typer.core import TyperGroup
 from typer.testing import CliRunner
 
 from icectl.cli.app import app
-from icectl.cli.docgen import command_tree, walk
+from icectl.cli.docs.docgen import command_tree, walk
 from icectl.cli.registry import COMMANDS, INSPECT_COMMANDS, LazyGroup, load_commands
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -104,7 +104,8 @@ def test_inspect_table_loads_nothing_heavy(json_flag: list[str], small_table: Pa
     # Neither the manifest views nor the other commands, nor the SQL, REST and Glue clients.
     assert not loaded(modules, ("icectl.ops.inspect.views", "icectl.table.scan", "icectl.codec.avro",
                                 "icectl.catalog.sql", "icectl.catalog.rest", "icectl.catalog.glue"))
-    assert not loaded(modules, tuple(f"icectl.cli.{e.module}" for e in COMMANDS.values() if e.module != "inspect_cmd"))
+    assert not loaded(modules, tuple(f"icectl.cli.{e.module}" for e in COMMANDS.values()
+                                     if e.module != "commands.inspect"))
 
 
 def test_a_given_config_path_needs_no_pydantic(small_table: Path, tmp_path: Path) -> None:
@@ -119,7 +120,7 @@ def test_a_manifest_view_still_works(small_table: Path, tmp_path: Path) -> None:
     code, modules, out = run_fresh(["inspect", "files", "--json", str(small_table)], tmp_path)
     assert code == 0
     assert [r["record_count"] for r in json.loads(out)["rows"]] == [3]
-    assert "icectl.cli.inspect_manifests_cmd" in modules
+    assert "icectl.cli.commands.inspect_manifests" in modules
 
 
 # --------------------------------------------------------------------------- the registry
@@ -173,7 +174,7 @@ def test_listing_the_commands_imports_none(tmp_path: Path) -> None:
              "root = typer.main.get_command(app)\n"
              "names = root.list_commands(None)\n"
              "assert names == list(root.commands) and 'inspect' in names, names\n"
-             "assert not [m for m in sys.modules if m.startswith('icectl.cli.') and m.endswith('_cmd')]\n")
+             "assert not [m for m in sys.modules if m.startswith('icectl.cli.commands.')]\n")
     run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60,
                          env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert run.returncode == 0, run.stderr

@@ -16,11 +16,11 @@ from rich.console import Console
 from typer.testing import CliRunner
 
 from icectl.cli.app import app
-from icectl.cli.formats import terminal_table
+from icectl.cli.output.formats import terminal_table
+from icectl.cli.output.row_query import value_of
 from icectl.ops.inspect import tree as inspect_v4
 from icectl.ops.inspect import views as core
 from icectl.ops.properties import list_properties
-from icectl.ops.row_query import value_of
 from icectl.ops.snapshots.refs import list_refs
 from icectl.results import RowsResult
 from icectl.table import Table, load_table

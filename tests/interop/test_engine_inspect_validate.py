@@ -30,7 +30,7 @@ from typer.testing import CliRunner
 from unit.validate.breaking import destroy_magic
 
 from icectl.cli.app import app
-from icectl.cli.render import render
+from icectl.cli.output.render import render
 from icectl.engine import using
 from icectl.errors import IcectlError
 from icectl.ops.inspect import distributed as inspect_engine

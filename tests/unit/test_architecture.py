@@ -36,7 +36,7 @@ RUN_TIME_IMPORTERS = {
     "icectl/cli/registry.py": "the command registry imports a command's module when the command is used",
     "icectl/catalog/__init__.py": "open_catalog imports the SQL, REST and Glue clients for a catalog of that type",
     "icectl/catalog/operations.py": "LocalCommits.commit_change imports the commit machinery (spec.updates)",
-    "icectl/cli/terminal_views.py": "a result's own terminal renderer is imported when such a result is printed",
+    "icectl/cli/output/terminal_views.py": "a result's own terminal renderer is imported when such a result is printed",
     "icectl/engine/__init__.py": "open_engine imports the Spark engine (pyspark, a JVM) only for --engine spark",
 }
 

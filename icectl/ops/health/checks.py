@@ -15,8 +15,8 @@ from typing import Any
 
 from icectl.config import parse_size
 from icectl.errors import CorruptInputError
+from icectl.humanize import fmt_bytes
 from icectl.ops.health.result import HealthCheck
-from icectl.ops.health_format import fmt_bytes
 from icectl.spec.metadata import TableMetadata
 from icectl.spec.properties import MANIFEST_TARGET_SIZE_BYTES, METADATA_PREVIOUS_VERSIONS_MAX, IntProperty
 

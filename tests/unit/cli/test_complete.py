@@ -14,7 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from icectl.cli.app import app, enable_completion
-from icectl.cli.docgen import bash_completion, command_tree, fish_completion, zsh_completion
+from icectl.cli.docs.docgen import bash_completion, command_tree, fish_completion, zsh_completion
 
 ROOT = Path(__file__).resolve().parents[3]
 TABLES = {"sales.orders", "sales.returns", "web.clicks"}

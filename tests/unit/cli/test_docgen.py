@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from icectl.cli.app import app
-from icectl.cli.docgen import command_tree, generated_files, walk
+from icectl.cli.docs.docgen import command_tree, generated_files, walk
 
 ROOT = Path(__file__).resolve().parents[3]
 

@@ -1,4 +1,4 @@
-"""icectl.cli.examples: every command has examples, every example parses against the real app, the
+"""icectl.cli.docs.examples: every command has examples, every example parses against the real app, the
 runnable ones run on a table of their own, and the man pages show them (``man -l``)."""
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ import typer.main
 from typer.testing import CliRunner
 
 from icectl.cli.app import app
-from icectl.cli.docgen import command_tree, man_page, walk
-from icectl.cli.examples import EXAMPLES
+from icectl.cli.docs.docgen import command_tree, man_page, walk
+from icectl.cli.docs.examples import EXAMPLES
 
 ALL = [(path, what, line) for path, items in EXAMPLES.items() for what, line in items]
 

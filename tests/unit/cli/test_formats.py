@@ -1,5 +1,5 @@
-"""icectl.cli.formats: the terminal table (width, whole ids, human values), piped plain text, CSV,
-TSV and JSON lines; icectl.cli.pager's choice of command."""
+"""icectl.cli.output.formats: the terminal table (width, whole ids, human values), piped plain text, CSV,
+TSV and JSON lines; icectl.cli.output.pager's choice of command."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from icectl.cli.formats import terminal_table, write_csv, write_jsonl, write_plain, write_tsv
-from icectl.cli.human import human_document
-from icectl.cli.pager import pager_command
-from icectl.cli.render import to_json
+from icectl.cli.output.formats import terminal_table, write_csv, write_jsonl, write_plain, write_tsv
+from icectl.cli.output.human import human_document
+from icectl.cli.output.pager import pager_command
+from icectl.cli.output.render import to_json
 from icectl.results import Column, RowsResult
 
 LOCATION = "s3://bucket/warehouse/db/events"
@@ -136,7 +136,7 @@ def test_inspect_table_document_on_a_terminal() -> None:
 
 
 def test_relative_paths_ignore_a_file_scheme_on_either_side() -> None:
-    from icectl.cli.human import relative_path
+    from icectl.cli.output.human import relative_path
 
     assert relative_path("/wh/t/data/a.parquet", "/wh/t") == "data/a.parquet"
     assert relative_path("file:/wh/t/data/a.parquet", "/wh/t") == "data/a.parquet"  # Spark's local paths

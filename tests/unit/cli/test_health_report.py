@@ -1,4 +1,4 @@
-"""icectl.cli.health_report: the health report on a terminal fits 100 and 120 columns, draws the
+"""icectl.cli.output.health.terminal: the health report on a terminal fits 100 and 120 columns, draws the
 file-size histogram and the snapshots-over-time bars with block characters whose lengths follow the
 document, and says everything in words and glyphs (no colour needed to read it)."""
 
@@ -14,9 +14,9 @@ from rich.cells import cell_len
 from rich.console import Console
 from support.health_docs import empty_doc, healthy_doc, hostile_doc, unhealthy_doc
 
-from icectl.cli.health_report import bar, health_report
-from icectl.cli.render import render
-from icectl.cli.terminal_views import report_renderer
+from icectl.cli.output.health.terminal import bar, health_report
+from icectl.cli.output.render import render
+from icectl.cli.output.terminal_views import report_renderer
 
 EIGHTHS = {" ": 0, "▏": 1, "▎": 2, "▍": 3, "▌": 4, "▋": 5, "▊": 6, "▉": 7, "█": 8}
 

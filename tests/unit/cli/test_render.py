@@ -1,4 +1,4 @@
-"""icectl.cli.render: --json prints exactly one JSON document per result (one per table for --all),
+"""icectl.cli.output.render: --json prints exactly one JSON document per result (one per table for --all),
 and that document is the result's ``to_json()``; rows stream without changing it."""
 
 from __future__ import annotations
@@ -10,13 +10,13 @@ from typing import Any
 
 import pytest
 
-from icectl.cli.formats import OutputFormat, ViewOptions
-from icectl.cli.render import render, to_json
+from icectl.cli.output.formats import OutputFormat, ViewOptions
+from icectl.cli.output.render import render, to_json
+from icectl.cli.output.row_query import RowQuery
 from icectl.errors import CorruptInputError
 from icectl.ops.create.result import CatalogMeta, CreateResult, NamespaceCreateResult
 from icectl.ops.expire.result import ExpireResult
 from icectl.ops.inspect.result import SchemaBrief, SortOrderBrief, SpecBrief, TableOverview, TableViewMeta
-from icectl.ops.row_query import RowQuery
 from icectl.ops.upgrade import UpgradeBranch, UpgradeResult
 from icectl.results import MultiResult, RowsResult, TableFailure
 from icectl.validate import RuleCount, ValidateSummary

@@ -1,4 +1,4 @@
-"""icectl.cli.summaries: the one line per table of --all runs in the cases a small table rarely shows
+"""icectl.cli.output.summaries: the one line per table of --all runs in the cases a small table rarely shows
 (a failed table, refused or failed deletions, external files kept, v4 compaction), and the expire
 report of a committed run."""
 
@@ -9,7 +9,7 @@ from typing import Any
 
 from rich.console import Console
 
-from icectl.cli.summaries import compact_line, expire_line, expire_report, orphan_line, when
+from icectl.cli.output.summaries import compact_line, expire_line, expire_report, orphan_line, when
 from icectl.ops.compact.result import CompactResult
 from icectl.ops.expire.result import ExpireCutoff, ExpireResult, RefPolicy
 from icectl.ops.orphans.result import RemoveOrphanFilesResult

@@ -171,10 +171,10 @@ def test_an_abandoned_stream_closes_without_waiting_for_its_threads() -> None:
 
 
 ENGINE_COMMANDS = [  # (argv after the table, the module the command calls through, the operation's name there)
-    (["expire-snapshots"], "icectl.cli.maintenance_cmd", "expire_snapshots"),
-    (["compact"], "icectl.cli.maintenance_cmd", "compact"),
-    (["remove-orphan-files"], "icectl.cli.orphan_cmd", "remove_orphan_files"),
-    (["validate"], "icectl.cli.validate_cmd", "validate_address"),
+    (["expire-snapshots"], "icectl.cli.commands.maintenance", "expire_snapshots"),
+    (["compact"], "icectl.cli.commands.maintenance", "compact"),
+    (["remove-orphan-files"], "icectl.cli.commands.orphans", "remove_orphan_files"),
+    (["validate"], "icectl.cli.commands.validate", "validate_address"),
     (["inspect", "files"], "icectl.ops.inspect.views", "file_rows"),
     (["inspect", "entries"], "icectl.ops.inspect.views", "entry_rows"),
     (["inspect", "partitions"], "icectl.ops.inspect.views", "partition_rows"),

@@ -1,11 +1,11 @@
-"""icectl.ops.health_format: the numbers of a health document in words (binary sizes, durations,
+"""icectl.cli.output.health.words: the numbers of a health document in words (binary sizes, durations,
 percentages), where the target size falls on the histogram, and operations folded for stacking."""
 
 from __future__ import annotations
 
 import pytest
 
-from icectl.ops.health_format import (
+from icectl.cli.output.health.words import (
     bin_is_small,
     bucket_operations,
     fmt_axis_time,

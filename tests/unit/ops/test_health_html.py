@@ -1,4 +1,4 @@
-"""icectl.ops.health_html: the health page is one self-contained document whose charts say what the
+"""icectl.cli.output.health.html: the health page is one self-contained document whose charts say what the
 health document says (bar heights follow the counts, the target line sits where the target size
 falls), that loads nothing from anywhere, and in which no string from metadata becomes markup."""
 
@@ -12,7 +12,7 @@ import pytest
 from support.health_docs import HOSTILE, MiB, empty_doc, healthy_doc, hostile_doc, unhealthy_doc
 from support.html_tree import Element, parse
 
-from icectl.ops.health_html import health_html
+from icectl.cli.output.health.html import health_html
 
 
 def _page(*docs: dict[str, Any]) -> Element:

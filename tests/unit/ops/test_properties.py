@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from icectl.cli.output.row_query import value_of
 from icectl.errors import ExitCode, RefusedError, UsageError
 from icectl.ops.properties import (
     list_properties,
@@ -14,7 +15,6 @@ from icectl.ops.properties import (
     set_properties,
     unset_properties,
 )
-from icectl.ops.row_query import value_of
 from icectl.table import load_table
 from unit.ops.snapshots.test_refs import table_dir, versions  # noqa: F401  (table_dir is a fixture)
 

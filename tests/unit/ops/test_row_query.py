@@ -1,4 +1,4 @@
-"""icectl.ops.row_query: --columns, --where, --sort and --limit over a view's rows."""
+"""icectl.cli.output.row_query: --columns, --where, --sort and --limit over a view's rows."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
+from icectl.cli.output.row_query import RowQuery, apply_query, parse_sort, parse_where, query_rows
 from icectl.errors import UsageError
-from icectl.ops.row_query import RowQuery, apply_query, parse_sort, parse_where, query_rows
 from icectl.results import Column, RowsResult
 
 ROWS: list[dict[str, Any]] = [

@@ -222,7 +222,7 @@ def test_upgrade_to_2_and_3_are_metadata_only(tmp_path: Path) -> None:
 def test_terminal_asks_before_v4(table: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from types import SimpleNamespace
 
-    from icectl.cli import upgrade_cmd
+    from icectl.cli.commands import upgrade as upgrade_cmd
 
     monkeypatch.setattr(upgrade_cmd, "sys", SimpleNamespace(stdin=SimpleNamespace(isatty=lambda: True)))
     before = metadata_files(table)

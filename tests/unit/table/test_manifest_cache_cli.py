@@ -1,6 +1,6 @@
 """`icectl cache info` and `icectl cache clear` through the command line (typer's CliRunner).
 
-The commands run from their own group (``cache_cmd.cache_app``): the root app lists them through
+The commands run from their own group (``commands.cache.cache_app``): the root app lists them through
 startup's lazy command registry; ``--config`` is what the root callback sets in the CLI state."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from icectl.cli import framework
-from icectl.cli.cache_cmd import cache_app
+from icectl.cli.commands.cache import cache_app
 from icectl.storage import FileIdentity
 from icectl.table import manifest_cache as mc
 from icectl.table.manifest_cache import ManifestCache

@@ -22,7 +22,7 @@ import pytest
 from support.forge import forge_commit
 from typer.testing import CliRunner
 
-import icectl.cli.maintenance_cmd as cmd
+import icectl.cli.commands.maintenance as cmd
 import icectl.ops.expire as expire_mod
 from icectl.cli.app import app
 from icectl.errors import CommitConflictError, ExitCode, StorageError

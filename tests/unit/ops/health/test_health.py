@@ -20,7 +20,8 @@ import tomllib
 from prometheus_client.parser import text_string_to_metric_families
 from support.appends import build_appends
 
-from icectl.cli.health_cmd import one_line
+from icectl.cli.commands.health import one_line
+from icectl.cli.output.health.prometheus import prometheus_text
 from icectl.config import parse_config
 from icectl.errors import CorruptInputError
 from icectl.ops import health as health_module
@@ -29,7 +30,6 @@ from icectl.ops.compact.plan import CompactOptions
 from icectl.ops.expire import ExpirePolicy, expire_snapshots
 from icectl.ops.health import table_health, timeline
 from icectl.ops.health.checks import THRESHOLDS, check_config, thresholds_for
-from icectl.ops.health_prometheus import prometheus_text
 from icectl.ops.orphans import remove_orphan_files
 from icectl.ops.properties import set_properties
 from icectl.ops.upgrade import upgrade

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from icectl.cli.render import render
+from icectl.cli.output.render import render
 from icectl.ops.inspect.views import ContentFilter, file_rows
 from icectl.table import Table, load_table
 from unit.ops.test_upgrade import icectl, parquet

@@ -22,7 +22,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from icectl.cli.render import render, to_json
+from icectl.cli.output.render import render, to_json
 from icectl.codec.manifest_reader import read_manifest
 from icectl.codec.manifest_writer import write_manifest
 from icectl.errors import CorruptInputError

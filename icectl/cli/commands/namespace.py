@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from icectl.catalog import open_catalog
-from icectl.cli.catalog_cmd import CatalogOpt
+from icectl.cli.commands.catalog import CatalogOpt
 from icectl.cli.framework import command, load_config_and_io
 from icectl.cli.options import JsonOpt
 from icectl.ops.create.result import CatalogMeta, NamespaceCreateResult

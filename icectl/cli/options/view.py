@@ -11,9 +11,9 @@ from typing import Annotated, Any
 
 import typer
 
-from icectl.cli.formats import OutputFormat, ViewOptions
+from icectl.cli.output.formats import OutputFormat, ViewOptions
+from icectl.cli.output.row_query import RowQuery, parse_names, parse_sort, parse_where
 from icectl.errors import UsageError
-from icectl.ops.row_query import RowQuery, parse_names, parse_sort, parse_where
 
 ColumnsOpt = Annotated[str | None, typer.Option(
     "--columns", metavar="COL,COL", show_default=False,

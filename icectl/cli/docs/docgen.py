@@ -19,7 +19,7 @@ import typer
 import typer.main
 
 from icectl import __version__
-from icectl.cli.examples import examples_for
+from icectl.cli.docs.examples import examples_for
 from icectl.errors import EXIT_CODE_TABLE
 
 

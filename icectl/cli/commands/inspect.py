@@ -1,7 +1,7 @@
 """`icectl inspect VIEW TABLE`: read-only views named like Spark's Iceberg metadata tables.
 
 The group lists its views through :mod:`icectl.cli.registry`; this module holds the views of the
-metadata file alone (light: ``inspect table`` starts fast), :mod:`icectl.cli.inspect_manifests_cmd`
+metadata file alone (light: ``inspect table`` starts fast), :mod:`icectl.cli.commands.inspect_manifests`
 those that read manifests.
 """
 

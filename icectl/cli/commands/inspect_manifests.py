@@ -1,5 +1,5 @@
 """`icectl inspect VIEW TABLE` for the views that read manifests (manifests, files, entries,
-partitions, dvs, tree); the group itself is in :mod:`icectl.cli.inspect_cmd`."""
+partitions, dvs, tree); the group itself is in :mod:`icectl.cli.commands.inspect`."""
 
 from __future__ import annotations
 

@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING, Any, TextIO
 
-from icectl.cli.human import show
-from icectl.ops.row_query import RowQuery, value_of
+from icectl.cli.output.human import show
+from icectl.cli.output.row_query import RowQuery, value_of
 from icectl.results import RowsResult
 
 if TYPE_CHECKING:

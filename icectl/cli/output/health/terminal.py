@@ -1,6 +1,6 @@
 """The terminal report of ``icectl health`` (``REPORTS["health"]``): status, figures, checks, charts.
 
-Drawn from the result's JSON document (:mod:`icectl.ops.health_format` reads it for the HTML page
+Drawn from the result's JSON document (:mod:`icectl.cli.output.health.words` reads it for the HTML page
 too), sized to the console it is printed on (100-120 columns in mind). Colour only repeats what the
 words and glyphs already say: ``✖ crossed``/``✔ ok``, a dashed target line in the histogram, one glyph
 per operation in the snapshots chart. Imported only when a health result is printed.
@@ -18,7 +18,7 @@ from rich.constrain import Constrain
 from rich.table import Table
 from rich.text import Text
 
-from icectl.ops import health_format as hf
+from icectl.cli.output.health import words as hf
 
 MAX_WIDTH = 120
 CHART_ROWS = 8  # height of the snapshots-over-time bars

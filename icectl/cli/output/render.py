@@ -12,12 +12,20 @@ from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
-from icectl.cli.formats import OutputFormat, ViewOptions, terminal_table, write_csv, write_jsonl, write_plain, write_tsv
-from icectl.cli.human import human_document
-from icectl.cli.human import text as cell
-from icectl.cli.pager import page
-from icectl.cli.terminal_views import one_line_renderer, report_renderer
-from icectl.ops.row_query import apply_query
+from icectl.cli.output.formats import (
+    OutputFormat,
+    ViewOptions,
+    terminal_table,
+    write_csv,
+    write_jsonl,
+    write_plain,
+    write_tsv,
+)
+from icectl.cli.output.human import human_document
+from icectl.cli.output.human import text as cell
+from icectl.cli.output.pager import page
+from icectl.cli.output.row_query import apply_query
+from icectl.cli.output.terminal_views import one_line_renderer, report_renderer
 from icectl.results import MessageResult, MultiResult, Result, RowsResult
 
 _T = TypeVar("_T")

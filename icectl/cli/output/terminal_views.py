@@ -1,6 +1,6 @@
 """Terminal renderers for results that need more than a rows table or a document tree.
 
-The renderer (:mod:`icectl.cli.render`) looks a result's ``view`` up here: :data:`REPORTS` names a
+The renderer (:mod:`icectl.cli.output.render`) looks a result's ``view`` up here: :data:`REPORTS` names a
 function that turns the result into one rich renderable (validate's findings grouped by rule, the
 health report with its charts); :data:`ONE_LINE` names a function that gives the one line an
 ``--all`` run prints per table on a terminal. Entries are "module:function" strings, imported only
@@ -15,17 +15,17 @@ from typing import Any
 
 # view -> "icectl.cli.module:function(result) -> rich renderable"
 REPORTS: dict[str, str] = {
-    "validate": "icectl.cli.summaries:validate_report",
-    "expire_snapshots": "icectl.cli.summaries:expire_report",
-    "health": "icectl.cli.health_report:health_report",
+    "validate": "icectl.cli.output.summaries:validate_report",
+    "expire_snapshots": "icectl.cli.output.summaries:expire_report",
+    "health": "icectl.cli.output.health.terminal:health_report",
 }
 
 # view -> "icectl.cli.module:function(result) -> str": one line per table of an --all run
 ONE_LINE: dict[str, str] = {
-    "expire_snapshots": "icectl.cli.summaries:expire_line",
-    "compact": "icectl.cli.summaries:compact_line",
-    "remove_orphan_files": "icectl.cli.summaries:orphan_line",
-    "health": "icectl.cli.health_cmd:one_line",
+    "expire_snapshots": "icectl.cli.output.summaries:expire_line",
+    "compact": "icectl.cli.output.summaries:compact_line",
+    "remove_orphan_files": "icectl.cli.output.summaries:orphan_line",
+    "health": "icectl.cli.commands.health:one_line",
 }
 
 

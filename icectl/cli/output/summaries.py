@@ -1,7 +1,7 @@
 """Terminal summaries that fit their job (issue 16): validate's findings grouped by rule, what an
 expiry did and under which policy, and the one line per table of an ``--all`` run.
 
-Registered in :mod:`icectl.cli.terminal_views` by name; only imported when such a result is
+Registered in :mod:`icectl.cli.output.terminal_views` by name; only imported when such a result is
 printed on a terminal (``--json`` never comes here).
 """
 
@@ -10,8 +10,8 @@ from __future__ import annotations
 import datetime
 from typing import TYPE_CHECKING, Any
 
-from icectl.cli.human import relative_path
-from icectl.cli.render import rows_table
+from icectl.cli.output.human import relative_path
+from icectl.cli.output.render import rows_table
 from icectl.ops.compact.result import CompactResult
 from icectl.ops.expire.result import EXPIRE_CATEGORIES, ExpireCutoff, ExpireResult, RefPolicy
 from icectl.ops.orphans.result import RemoveOrphanFilesResult

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from icectl.cli.catalog_cmd import CatalogOpt
+from icectl.cli.commands.catalog import CatalogOpt
 from icectl.cli.each_table import each_table
 from icectl.cli.framework import command, load_config_and_io
 from icectl.cli.options import AllTablesOpt, DryRunOpt, JsonOpt, TableOrNamespaceArg

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from icectl.ops.health_format import fmt_bytes
+from icectl.humanize import fmt_bytes
 from icectl.results import Column
 from icectl.spec.durations import human_duration
 

@@ -1,7 +1,7 @@
 """``icectl health --html FILE``: one self-contained HTML page for one table or a whole ``--all`` run.
 
 The page is drawn from the health documents (what ``--json`` prints), so it says exactly what the
-JSON says. It is one file: inline CSS, inline SVG charts (:mod:`icectl.ops.svg_charts`), no script,
+JSON says. It is one file: inline CSS, inline SVG charts (:mod:`icectl.cli.output.health.svg`), no script,
 no font, image or stylesheet from anywhere else, and a Content-Security-Policy that forbids loading
 any (so a mail client or an intranet wiki shows it as written). Table names, partition values and
 paths come from metadata anyone may have written: every one of them goes through ``html.escape``.
@@ -15,7 +15,8 @@ from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Any
 
-from icectl.ops.health_format import (
+from icectl.cli.output.health.svg import histogram_svg, timeline_svg
+from icectl.cli.output.health.words import (
     OPERATIONS,
     OTHER,
     checks,
@@ -37,7 +38,6 @@ from icectl.ops.health_format import (
     timeline,
     top_delete_partitions,
 )
-from icectl.ops.svg_charts import histogram_svg, timeline_svg
 
 # Nothing may load: not a font, an image, a frame or a script (the page has none of its own).
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'"

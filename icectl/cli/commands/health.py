@@ -8,15 +8,15 @@ from typing import Annotated, Any
 
 import typer
 
-from icectl.cli.catalog_cmd import CatalogOpt
+from icectl.cli.commands.catalog import CatalogOpt
 from icectl.cli.each_table import each_table
 from icectl.cli.framework import command, load_config_and_io
 from icectl.cli.options import AllTablesOpt, JsonOpt, TableOrNamespaceArg
+from icectl.cli.output.health.html import health_html
+from icectl.cli.output.health.prometheus import prometheus_text
 from icectl.errors import NotFoundError, UsageError
 from icectl.ops.health import table_health
 from icectl.ops.health.checks import check_config
-from icectl.ops.health_html import health_html
-from icectl.ops.health_prometheus import prometheus_text
 from icectl.results import MultiResult, Result, TableFailure
 from icectl.storage import FileIO
 from icectl.table import load_table

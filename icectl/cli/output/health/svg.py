@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from html import escape
 from typing import Any
 
-from icectl.ops.health_format import (
+from icectl.cli.output.health.words import (
     OPERATIONS,
     OTHER,
     bin_count,

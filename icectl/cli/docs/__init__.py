@@ -1,0 +1,1 @@
+"""Man pages, shell completions and examples, generated from the app."""
