@@ -10,11 +10,6 @@ from icectl.config import load_config
 from icectl.ops.cache import CacheClearResult, CacheInfoResult
 from icectl.table import manifest_cache
 
-cache_app = typer.Typer(
-    help="The manifest cache: decoded manifests and manifest lists kept on the local disk between runs "
-         "(folder: $ICECTL_CACHE_DIR, [cache] dir, or ~/.cache/icectl; off: ICECTL_CACHE=off or --no-cache).",
-    no_args_is_help=True, rich_markup_mode=None)
-
 
 def human_size(n: int) -> str:
     size = float(n)
@@ -30,7 +25,6 @@ def _configure() -> None:
     manifest_cache.configure_cache(load_config(state.config_path).cache)
 
 
-@command(cache_app, "info")
 def cache_info(json_output: JsonOpt = False) -> CacheInfoResult:
     """Show the cache folder, its entries and size, the size bound, and whether it is writable."""
     _configure()
@@ -43,7 +37,6 @@ def cache_info(json_output: JsonOpt = False) -> CacheInfoResult:
         max_bytes=info.bound)
 
 
-@command(cache_app, "clear")
 def cache_clear(dry_run: DryRunOpt = False, json_output: JsonOpt = False) -> CacheClearResult:
     """Remove every entry of the cache (safe while other icectl processes run: they decode again)."""
     _configure()
@@ -56,4 +49,10 @@ def cache_clear(dry_run: DryRunOpt = False, json_output: JsonOpt = False) -> Cac
 
 def register(app: typer.Typer) -> None:
     """Add the commands to ``app``."""
+    cache_app = typer.Typer(
+        help="The manifest cache: decoded manifests and manifest lists kept on the local disk between runs "
+             "(folder: $ICECTL_CACHE_DIR, [cache] dir, or ~/.cache/icectl; off: ICECTL_CACHE=off or --no-cache).",
+        no_args_is_help=True, rich_markup_mode=None)
+    command(cache_app, "info")(cache_info)
+    command(cache_app, "clear")(cache_clear)
     app.add_typer(cache_app, name="cache")

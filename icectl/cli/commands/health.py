@@ -22,48 +22,50 @@ from icectl.storage import FileIO
 from icectl.table import load_table
 
 
+def health_cmd(
+    table: TableOrNamespaceArg = None,
+    all_tables: AllTablesOpt = False,
+    catalog: CatalogOpt = None,
+    orphans: Annotated[bool, typer.Option(
+        "--orphans", help="Also list orphan files, as remove-orphan-files --dry-run does (lists the table's "
+                          "folders: slower).")] = False,
+    prometheus: Annotated[str | None, typer.Option(
+        "--prometheus", metavar="FILE", help="Also write the figures in node_exporter's textfile format "
+                                             "(*.prom; replaced atomically).", show_default=False)] = None,
+    html: Annotated[str | None, typer.Option(
+        "--html", metavar="FILE", help="Also write a self-contained HTML page with the charts.",
+        show_default=False)] = None,
+    json_output: JsonOpt = False,
+) -> Result | MultiResult:
+    """Which tables need maintenance: snapshots, metadata files, manifests, file sizes, delete files.
+
+    Each figure is judged by a threshold (config [health], table properties icectl.health.<key>)
+    and a crossed one names the command to run. Exit code 0 when every check passes, 7 when one
+    is crossed (with --all: the worst table's).
+    """
+    config, io = load_config_and_io()
+    thresholds = check_config(config.health, config.source)
+    outputs = Outputs(prometheus, html)
+
+    if all_tables:
+        def run_all() -> Iterator[Result]:
+            docs = []
+            for r in each_table(config, io, catalog, table, "health",
+                                lambda t: table_health(t, config_thresholds=thresholds, orphans=orphans)):
+                docs.append(r.to_json())
+                yield r
+            outputs.write(docs)  # after the last table: the files hold the whole run or nothing new
+        return MultiResult("health", run_all())
+    if table is None:
+        raise UsageError("give a TABLE, or --all")
+    result = table_health(load_table(table, config, io), name=table, config_thresholds=thresholds,
+                          orphans=orphans)
+    outputs.write([result.to_json()])
+    return result
+
+
 def register(app: typer.Typer) -> None:
-    @command(app, "health", view="document")
-    def health_cmd(
-        table: TableOrNamespaceArg = None,
-        all_tables: AllTablesOpt = False,
-        catalog: CatalogOpt = None,
-        orphans: Annotated[bool, typer.Option(
-            "--orphans", help="Also list orphan files, as remove-orphan-files --dry-run does (lists the table's "
-                              "folders: slower).")] = False,
-        prometheus: Annotated[str | None, typer.Option(
-            "--prometheus", metavar="FILE", help="Also write the figures in node_exporter's textfile format "
-                                                 "(*.prom; replaced atomically).", show_default=False)] = None,
-        html: Annotated[str | None, typer.Option(
-            "--html", metavar="FILE", help="Also write a self-contained HTML page with the charts.",
-            show_default=False)] = None,
-        json_output: JsonOpt = False,
-    ) -> Result | MultiResult:
-        """Which tables need maintenance: snapshots, metadata files, manifests, file sizes, delete files.
-
-        Each figure is judged by a threshold (config [health], table properties icectl.health.<key>)
-        and a crossed one names the command to run. Exit code 0 when every check passes, 7 when one
-        is crossed (with --all: the worst table's).
-        """
-        config, io = load_config_and_io()
-        thresholds = check_config(config.health, config.source)
-        outputs = Outputs(prometheus, html)
-
-        if all_tables:
-            def run_all() -> Iterator[Result]:
-                docs = []
-                for r in each_table(config, io, catalog, table, "health",
-                                    lambda t: table_health(t, config_thresholds=thresholds, orphans=orphans)):
-                    docs.append(r.to_json())
-                    yield r
-                outputs.write(docs)  # after the last table: the files hold the whole run or nothing new
-            return MultiResult("health", run_all())
-        if table is None:
-            raise UsageError("give a TABLE, or --all")
-        result = table_health(load_table(table, config, io), name=table, config_thresholds=thresholds,
-                              orphans=orphans)
-        outputs.write([result.to_json()])
-        return result
+    command(app, "health", view="document")(health_cmd)
 
 
 class Outputs:

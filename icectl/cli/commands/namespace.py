@@ -14,11 +14,7 @@ from icectl.ops.create.result import CatalogMeta, NamespaceCreateResult
 from icectl.ops.create.table import parse_properties
 from icectl.results import RowsResult
 
-namespace_app = typer.Typer(help="Create and list namespaces of a catalog.", no_args_is_help=True,
-                            rich_markup_mode=None)
 
-
-@command(namespace_app, "create")
 def create_namespace(
     namespace: Annotated[str, typer.Argument(help="Dotted namespace, e.g. sales or sales.eu.", show_default=False)],
     catalog: CatalogOpt = None,
@@ -44,7 +40,6 @@ def create_namespace(
                                  catalog=cat.name, created=created)
 
 
-@command(namespace_app, "list", view=True)
 def list_namespaces(
     parent: Annotated[str | None, typer.Argument(help="List the children of this namespace.",
                                                  show_default=False)] = None,
@@ -60,4 +55,8 @@ def list_namespaces(
 
 
 def register(app: typer.Typer) -> None:
+    namespace_app = typer.Typer(help="Create and list namespaces of a catalog.", no_args_is_help=True,
+                                rich_markup_mode=None)
+    command(namespace_app, "create")(create_namespace)
+    command(namespace_app, "list", view=True)(list_namespaces)
     app.add_typer(namespace_app, name="namespace")

@@ -10,23 +10,25 @@ from icectl.ops.partition_stats import PartitionStatsResult, compute_partition_s
 from icectl.table import load_table
 
 
-def register(app: typer.Typer) -> None:
-    @command(app, "compute-partition-stats")
-    def compute_partition_stats_cmd(
-        table: TableArg,
-        snapshot: SnapshotOpt = None,
-        dry_run: DryRunOpt = False,
-        json_output: JsonOpt = False,
-    ) -> PartitionStatsResult:
-        """Compute the partition statistics file of a snapshot and register it (Spark's compute_partition_stats).
+def compute_partition_stats_cmd(
+    table: TableArg,
+    snapshot: SnapshotOpt = None,
+    dry_run: DryRunOpt = False,
+    json_output: JsonOpt = False,
+) -> PartitionStatsResult:
+    """Compute the partition statistics file of a snapshot and register it (Spark's compute_partition_stats).
 
-        One row per partition and spec: data records, files and bytes, position and equality delete
-        records and files, deletion vectors (v3), and the last snapshot that changed the partition.
-        The Parquet file goes to <location>/metadata/partition-stats-<snapshot-id>-<uuid>.parquet and
-        is registered in the table metadata's partition-statistics by one commit. A snapshot that has a
-        file already keeps it (nothing written); a table without snapshots has nothing to compute
-        (exit 0); an unpartitioned table is refused (exit 2); an unknown --snapshot exits 3.
-        --dry-run prints the path it would write and the row count.
-        """
-        config, io = load_config_and_io()
-        return compute_partition_stats(load_table(table, config, io), snapshot, dry_run=dry_run)
+    One row per partition and spec: data records, files and bytes, position and equality delete
+    records and files, deletion vectors (v3), and the last snapshot that changed the partition.
+    The Parquet file goes to <location>/metadata/partition-stats-<snapshot-id>-<uuid>.parquet and
+    is registered in the table metadata's partition-statistics by one commit. A snapshot that has a
+    file already keeps it (nothing written); a table without snapshots has nothing to compute
+    (exit 0); an unpartitioned table is refused (exit 2); an unknown --snapshot exits 3.
+    --dry-run prints the path it would write and the row count.
+    """
+    config, io = load_config_and_io()
+    return compute_partition_stats(load_table(table, config, io), snapshot, dry_run=dry_run)
+
+
+def register(app: typer.Typer) -> None:
+    command(app, "compute-partition-stats")(compute_partition_stats_cmd)

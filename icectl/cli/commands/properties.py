@@ -18,12 +18,7 @@ from icectl.ops.properties import (
 from icectl.results import Result, RowsResult
 from icectl.table import load_table
 
-properties_app = typer.Typer(
-    help="List, set and unset table properties (Spark's ALTER TABLE ... SET / UNSET TBLPROPERTIES).",
-    no_args_is_help=True, rich_markup_mode=None)
 
-
-@command(properties_app, "list", view=True)
 def properties_list(
     table: TableArg,
     all_properties: Annotated[bool, typer.Option(
@@ -36,7 +31,6 @@ def properties_list(
     return list_properties(load_table(table, config, io), with_defaults=all_properties)
 
 
-@command(properties_app, "set")
 def properties_set(
     table: TableArg,
     assignments: Annotated[list[str], typer.Argument(
@@ -62,7 +56,6 @@ def properties_set(
                           entries=lambda: catalog_entries(config, io))
 
 
-@command(properties_app, "unset")
 def properties_unset(
     table: TableArg,
     keys: Annotated[list[str], typer.Argument(metavar="KEY...", help="Properties to remove.", show_default=False)],
@@ -80,4 +73,10 @@ def properties_unset(
 
 def register(app: typer.Typer) -> None:
     """Add the commands to ``app``."""
+    properties_app = typer.Typer(
+        help="List, set and unset table properties (Spark's ALTER TABLE ... SET / UNSET TBLPROPERTIES).",
+        no_args_is_help=True, rich_markup_mode=None)
+    command(properties_app, "list", view=True)(properties_list)
+    command(properties_app, "set")(properties_set)
+    command(properties_app, "unset")(properties_unset)
     app.add_typer(properties_app, name="properties")

@@ -13,13 +13,6 @@ from icectl.results import Result, RowsResult
 from icectl.spec.durations import parse_duration_ms
 from icectl.table import load_table
 
-branch_app = typer.Typer(
-    help="Create, replace, drop and list branches (Spark's ALTER TABLE ... CREATE / REPLACE / DROP BRANCH).",
-    no_args_is_help=True, rich_markup_mode=None)
-tag_app = typer.Typer(
-    help="Create, replace, drop and list tags (Spark's ALTER TABLE ... CREATE / REPLACE / DROP TAG).",
-    no_args_is_help=True, rich_markup_mode=None)
-
 BranchName = Annotated[str, typer.Argument(metavar="NAME", help="The branch.", show_default=False)]
 TagName = Annotated[str, typer.Argument(metavar="NAME", help="The tag.", show_default=False)]
 FromSnapshot = Annotated[int | None, typer.Option(
@@ -72,7 +65,6 @@ def _list(kind: RefKind, table: str) -> RowsResult:
 # --------------------------------------------------------------------------- branch
 
 
-@command(branch_app, "create")
 def branch_create(
     table: TableArg, name: BranchName, snapshot: FromSnapshot = None, ref: FromRef = None,
     retain_last: RetainLast = None, max_snapshot_age: MaxSnapshotAge = None, max_ref_age: MaxRefAge = None,
@@ -91,7 +83,6 @@ def branch_create(
                    create=True, replace=replace, if_not_exists=if_not_exists, dry_run=dry_run)
 
 
-@command(branch_app, "replace")
 def branch_replace(
     table: TableArg, name: BranchName, snapshot: FromSnapshot = None, ref: FromRef = None,
     retain_last: RetainLast = None, max_snapshot_age: MaxSnapshotAge = None, max_ref_age: MaxRefAge = None,
@@ -107,7 +98,6 @@ def branch_replace(
                    create=False, replace=True, if_not_exists=False, dry_run=dry_run)
 
 
-@command(branch_app, "drop")
 def branch_drop(table: TableArg, name: BranchName, if_exists: IfExists = False, dry_run: DryRunOpt = False,
                 json_output: JsonOpt = False) -> Result:
     """Drop a branch (Spark's DROP BRANCH). Its snapshots stay until expire-snapshots removes them.
@@ -118,7 +108,6 @@ def branch_drop(table: TableArg, name: BranchName, if_exists: IfExists = False, 
     return _drop("branch", table, name, if_exists, dry_run)
 
 
-@command(branch_app, "list", view=True)
 def branch_list(table: TableArg, json_output: JsonOpt = False) -> RowsResult:
     """List the branches with the retention that applies to each; values marked (default) come
     from the table's history.expire.* properties (or their defaults)."""
@@ -128,7 +117,6 @@ def branch_list(table: TableArg, json_output: JsonOpt = False) -> RowsResult:
 # --------------------------------------------------------------------------- tag
 
 
-@command(tag_app, "create")
 def tag_create(
     table: TableArg, name: TagName, snapshot: FromSnapshot = None, ref: FromRef = None, max_ref_age: MaxRefAge = None,
     replace: Annotated[bool, typer.Option(
@@ -144,7 +132,6 @@ def tag_create(
                    replace=replace, if_not_exists=if_not_exists, dry_run=dry_run)
 
 
-@command(tag_app, "replace")
 def tag_replace(
     table: TableArg, name: TagName, snapshot: FromSnapshot = None, ref: FromRef = None, max_ref_age: MaxRefAge = None,
     dry_run: DryRunOpt = False, json_output: JsonOpt = False,
@@ -158,7 +145,6 @@ def tag_replace(
                    replace=True, if_not_exists=False, dry_run=dry_run)
 
 
-@command(tag_app, "drop")
 def tag_drop(table: TableArg, name: TagName, if_exists: IfExists = False, dry_run: DryRunOpt = False,
              json_output: JsonOpt = False) -> Result:
     """Drop a tag (Spark's DROP TAG). Its snapshot stays until expire-snapshots removes it.
@@ -168,7 +154,6 @@ def tag_drop(table: TableArg, name: TagName, if_exists: IfExists = False, dry_ru
     return _drop("tag", table, name, if_exists, dry_run)
 
 
-@command(tag_app, "list", view=True)
 def tag_list(table: TableArg, json_output: JsonOpt = False) -> RowsResult:
     """List the tags with the max-ref-age that applies to each; (default) marks the table's
     history.expire.max-ref-age-ms (or its default, forever)."""
@@ -177,5 +162,19 @@ def tag_list(table: TableArg, json_output: JsonOpt = False) -> RowsResult:
 
 def register(app: typer.Typer) -> None:
     """Add the commands to ``app``."""
+    branch_app = typer.Typer(
+        help="Create, replace, drop and list branches (Spark's ALTER TABLE ... CREATE / REPLACE / DROP BRANCH).",
+        no_args_is_help=True, rich_markup_mode=None)
+    tag_app = typer.Typer(
+        help="Create, replace, drop and list tags (Spark's ALTER TABLE ... CREATE / REPLACE / DROP TAG).",
+        no_args_is_help=True, rich_markup_mode=None)
+    command(branch_app, "create")(branch_create)
+    command(branch_app, "replace")(branch_replace)
+    command(branch_app, "drop")(branch_drop)
+    command(branch_app, "list", view=True)(branch_list)
+    command(tag_app, "create")(tag_create)
+    command(tag_app, "replace")(tag_replace)
+    command(tag_app, "drop")(tag_drop)
+    command(tag_app, "list", view=True)(tag_list)
     app.add_typer(branch_app, name="branch")
     app.add_typer(tag_app, name="tag")

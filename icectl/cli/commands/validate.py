@@ -15,39 +15,41 @@ from icectl.results import RowsResult
 from icectl.validate import list_rules, validate_address
 
 
-def register(app: typer.Typer) -> None:
-    @command(app, "validate", view="document", engine=True)
-    def validate_cmd(
-        table: Annotated[str | None, typer.Argument(
-            metavar="[TABLE]", help="A *.metadata.json path or URL, a table directory, or "
-                                    "[catalog.]namespace.table.", show_default=False,
-            autocompletion=complete_table)] = None,
-        all_snapshots: Annotated[bool, typer.Option(
-            "--all-snapshots", help="Check every snapshot, not only the current one (each manifest is read "
-                                    "once).")] = False,
-        deep: Annotated[bool, typer.Option(
-            "--deep", help="Also open the files: existence, sizes, Parquet row counts, statistics files.")] = False,
-        rule: Annotated[list[str] | None, typer.Option(
-            "--rule", metavar="RULE", help="Run only this rule or area (repeatable).", show_default=False)] = None,
-        skip: Annotated[list[str] | None, typer.Option(
-            "--skip", metavar="RULE", help="Do not run this rule or area (repeatable).", show_default=False)] = None,
-        verbose: Annotated[bool, typer.Option(
-            "--verbose", "-v", help="On a terminal, print every finding as a row instead of one row per rule "
-                                    "(--json always has every finding).")] = False,
-        list_rules_: Annotated[bool, typer.Option(
-            "--list-rules", help="Print the rule catalogue and exit.")] = False,
-        json_output: JsonOpt = False,
-        engine: Engine | None = None,
-    ) -> RowsResult:
-        """Check a table against the spec: metadata, manifest lists, manifests, deletes (and files with --deep).
+def validate_cmd(
+    table: Annotated[str | None, typer.Argument(
+        metavar="[TABLE]", help="A *.metadata.json path or URL, a table directory, or "
+                                "[catalog.]namespace.table.", show_default=False,
+        autocompletion=complete_table)] = None,
+    all_snapshots: Annotated[bool, typer.Option(
+        "--all-snapshots", help="Check every snapshot, not only the current one (each manifest is read "
+                                "once).")] = False,
+    deep: Annotated[bool, typer.Option(
+        "--deep", help="Also open the files: existence, sizes, Parquet row counts, statistics files.")] = False,
+    rule: Annotated[list[str] | None, typer.Option(
+        "--rule", metavar="RULE", help="Run only this rule or area (repeatable).", show_default=False)] = None,
+    skip: Annotated[list[str] | None, typer.Option(
+        "--skip", metavar="RULE", help="Do not run this rule or area (repeatable).", show_default=False)] = None,
+    verbose: Annotated[bool, typer.Option(
+        "--verbose", "-v", help="On a terminal, print every finding as a row instead of one row per rule "
+                                "(--json always has every finding).")] = False,
+    list_rules_: Annotated[bool, typer.Option(
+        "--list-rules", help="Print the rule catalogue and exit.")] = False,
+    json_output: JsonOpt = False,
+    engine: Engine | None = None,
+) -> RowsResult:
+    """Check a table against the spec: metadata, manifest lists, manifests, deletes (and files with --deep).
 
-        Each finding names its rule, file, entry (manifest path#ordinal) and the values that disagree.
-        Exit code 7 when a finding has error severity; warnings mark what Iceberg Java itself writes.
-        """
-        if list_rules_:
-            return list_rules()
-        if table is None:
-            raise UsageError("give a TABLE, or --list-rules")
-        config, io = load_config_and_io()
-        return validate_address(table, config, io, all_snapshots=all_snapshots, deep=deep, rules=rule,
-                                skip=skip, engine=engine).to_result(verbose=verbose)
+    Each finding names its rule, file, entry (manifest path#ordinal) and the values that disagree.
+    Exit code 7 when a finding has error severity; warnings mark what Iceberg Java itself writes.
+    """
+    if list_rules_:
+        return list_rules()
+    if table is None:
+        raise UsageError("give a TABLE, or --list-rules")
+    config, io = load_config_and_io()
+    return validate_address(table, config, io, all_snapshots=all_snapshots, deep=deep, rules=rule,
+                            skip=skip, engine=engine).to_result(verbose=verbose)
+
+
+def register(app: typer.Typer) -> None:
+    command(app, "validate", view="document", engine=True)(validate_cmd)

@@ -1,6 +1,6 @@
 """`icectl cache info` and `icectl cache clear` through the command line (typer's CliRunner).
 
-The commands run from their own group (``commands.cache.cache_app``): the root app lists them through
+The commands run from their own group (built by ``commands.cache.register``): the root app lists them through
 startup's lazy command registry; ``--config`` is what the root callback sets in the CLI state."""
 
 from __future__ import annotations
@@ -11,10 +11,11 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
+import typer
 from typer.testing import CliRunner
 
 from icectl.cli import framework
-from icectl.cli.commands.cache import cache_app
+from icectl.cli.commands.cache import register
 from icectl.storage import FileIdentity
 from icectl.table import manifest_cache as mc
 from icectl.table.manifest_cache import ManifestCache
@@ -40,7 +41,7 @@ def run(*args: str, config: Path | None = None) -> tuple[int, str]:
     old = framework.state.config_path
     framework.state.config_path = config  # the root's --config
     try:
-        r = CliRunner().invoke(cache_app, list(args))
+        r = CliRunner().invoke(_cache_app(), list(args))
     finally:
         framework.state.config_path = old
     return r.exit_code, r.output
@@ -103,3 +104,10 @@ def test_a_bad_max_size_is_a_config_error(tmp_path: Path, folder: Path) -> None:
     code, out = run("info", config=config)
     assert code != 0
     assert "max-size 'lots' is not a size" in out
+
+
+def _cache_app() -> typer.Typer:
+    """The ``cache`` group as the root app adds it, run on its own."""
+    root = typer.Typer()
+    register(root)
+    return root.registered_groups[0].typer_instance
