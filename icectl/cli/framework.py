@@ -6,31 +6,81 @@ import functools
 import inspect
 import sys
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import typer
 
 from icectl import engine as engines
 from icectl import progress
+from icectl.cli.each_table import each_table
+from icectl.cli.options import AllTablesOpt, CatalogOpt, TableArg, TableOrNamespaceArg
 from icectl.cli.options import engine as engine_options
 from icectl.cli.options import view as view_options
 from icectl.cli.output.render import print_error, render, stderr_console
 from icectl.cli.state import state
 from icectl.config import Config, load_config, set_active_config
-from icectl.errors import ExitCode, IcectlError
-from icectl.results import MultiResult, RowsResult
+from icectl.errors import ExitCode, IcectlError, UsageError
+from icectl.results import MultiResult, Result, RowsResult
 from icectl.storage import FileIO
 from icectl.table import Table, load_table, manifest_cache
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+@dataclass(frozen=True)
+class TableTargets:
+    """What ``TABLE|NAMESPACE``, ``--all`` and ``--catalog`` name: one table, or every table of a
+    catalog (or of one namespace). Handed to a command registered with ``each_table=True``."""
+
+    address: str | None
+    all_tables: bool
+    catalog: str | None
+
+    def run(self, view: str, fn: Callable[[Table], Result]) -> Result | MultiResult:
+        """``fn`` on the one table, or on each (``--all``: one result per table, a failing one reported)."""
+        if self.all_tables:
+            return MultiResult(view, self.each(view, fn))
+        return fn(self.one())
+
+    def one(self) -> Table:
+        if self.address is None:
+            raise UsageError("give a TABLE, or --all")
+        return open_table(self.address)
+
+    def each(self, view: str, fn: Callable[[Table], Result]) -> Iterator[Result]:
+        config, io = load_config_and_io()
+        return each_table(config, io, self.catalog, self.address, view, fn)
+
+
+def _table_params(fn: Callable[..., Any], table: bool, targets: bool) -> list[inspect.Parameter]:
+    """``fn``'s parameters as typer sees them: a ``table: Table`` becomes the TABLE argument, a
+    ``tables: TableTargets`` the ``[TABLE] --all --catalog`` trio."""
+    params = list(inspect.signature(fn, eval_str=True).parameters.values())
+    first = "table" if table else "tables" if targets else None
+    if first is None:
+        return params
+    if not params or params[0].name != first:
+        raise TypeError(f"{fn.__name__}: table=/each_table= commands take '{first}' as their first parameter")
+    kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
+    head = ([inspect.Parameter("table", kind, annotation=TableArg)] if table else
+            [inspect.Parameter("table", kind, default=None, annotation=TableOrNamespaceArg),
+             inspect.Parameter("all_tables", kind, default=False, annotation=AllTablesOpt),
+             inspect.Parameter("catalog", kind, default=None, annotation=CatalogOpt)])
+    return [*head, *params[1:]]
+
+
 def command(group: typer.Typer, name: str, *, view: bool | str = False, engine: bool | str = False,
-            **kwargs: Any) -> Callable[[F], F]:
+            table: bool = False, each_table: bool = False, **kwargs: Any) -> Callable[[F], F]:
     """Register a command whose function returns a result; render it and map errors to exit codes.
 
     Commands never print or exit themselves: this wrapper is the only place that does.
+    ``table=True``: the function's first parameter ``table: Table`` is the TABLE argument, loaded
+    here with the run's config (a command body never loads a table itself). ``each_table=True``:
+    the first parameter ``tables: TableTargets`` is ``[TABLE] --all --catalog`` (a table, or with
+    ``--all`` every table of the catalog or of the namespace given); the body calls
+    ``tables.run(view, fn)``.
     ``view=True`` (a rows view) adds ``--columns --where --sort --limit --format --no-pager`` to the
     command's options, once for all views; ``view="document"`` adds ``--no-pager`` alone.
     ``engine=True`` (``"deletes"``: with ``--executor-deletes``) adds the engine options, opens the
@@ -40,6 +90,7 @@ def command(group: typer.Typer, name: str, *, view: bool | str = False, engine: 
     """
 
     def decorator(fn: F) -> F:
+        params = _table_params(fn, table, each_table)
         as_json_param = "json_output" in inspect.signature(fn).parameters
         added = dict(view_options.VIEW_PARAMS if view is True else view_options.DOCUMENT_PARAMS if view else {})
         engine_params = (engine_options.DELETE_ENGINE_PARAMS if engine == "deletes"
@@ -66,6 +117,10 @@ def command(group: typer.Typer, name: str, *, view: bool | str = False, engine: 
                     mark = run_engine.mark() if run_engine is not None else None
                     if takes_engine:
                         kw["engine"] = run_engine
+                    if table:
+                        kw["table"] = open_table(kw["table"])
+                    elif each_table:
+                        kw["tables"] = TableTargets(kw.pop("table"), kw.pop("all_tables"), kw.pop("catalog"))
                     result = fn(*args, **kw)
                     if run_engine is not None:
                         result = _with_engine_report(result, run_engine, mark)
@@ -106,8 +161,7 @@ def command(group: typer.Typer, name: str, *, view: bool | str = False, engine: 
             finally:
                 set_active_config(None)
 
-        if added:
-            view_options.add_params(wrapper, fn, added)
+        view_options.add_params(wrapper, fn, added, params)
         if takes_engine:
             _hide_param(wrapper, "engine")
         group.command(name, **kwargs)(wrapper)

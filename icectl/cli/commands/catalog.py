@@ -8,12 +8,9 @@ import typer
 
 from icectl.catalog import open_catalog, walk_tables
 from icectl.cli.framework import command, load_config_and_io
-from icectl.cli.options import JsonOpt
+from icectl.cli.options import CatalogOpt, JsonOpt
 from icectl.ops.create.result import CatalogMeta
 from icectl.results import RowsResult
-
-CatalogOpt = Annotated[str | None, typer.Option(
-    "--catalog", "-c", help="Catalog name from the config (default: the default catalog).", show_default=False)]
 
 
 def list_tables(

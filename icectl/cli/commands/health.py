@@ -8,10 +8,8 @@ from typing import Annotated, Any
 
 import typer
 
-from icectl.cli.commands.catalog import CatalogOpt
-from icectl.cli.each_table import each_table
-from icectl.cli.framework import command, load_config_and_io
-from icectl.cli.options import AllTablesOpt, JsonOpt, TableOrNamespaceArg
+from icectl.cli.framework import TableTargets, command, load_config_and_io
+from icectl.cli.options import JsonOpt
 from icectl.cli.output.health.html import health_html
 from icectl.cli.output.health.prometheus import prometheus_text
 from icectl.errors import NotFoundError, UsageError
@@ -19,13 +17,10 @@ from icectl.ops.health import table_health
 from icectl.ops.health.checks import check_config
 from icectl.results import MultiResult, Result, TableFailure
 from icectl.storage import FileIO
-from icectl.table import load_table
 
 
 def health_cmd(
-    table: TableOrNamespaceArg = None,
-    all_tables: AllTablesOpt = False,
-    catalog: CatalogOpt = None,
+    tables: TableTargets,
     orphans: Annotated[bool, typer.Option(
         "--orphans", help="Also list orphan files, as remove-orphan-files --dry-run does (lists the table's "
                           "folders: slower).")] = False,
@@ -43,29 +38,25 @@ def health_cmd(
     and a crossed one names the command to run. Exit code 0 when every check passes, 7 when one
     is crossed (with --all: the worst table's).
     """
-    config, io = load_config_and_io()
+    config, _io = load_config_and_io()  # the run's config (its [health] thresholds)
     thresholds = check_config(config.health, config.source)
     outputs = Outputs(prometheus, html)
 
-    if all_tables:
+    if tables.all_tables:
         def run_all() -> Iterator[Result]:
             docs = []
-            for r in each_table(config, io, catalog, table, "health",
-                                lambda t: table_health(t, config_thresholds=thresholds, orphans=orphans)):
+            for r in tables.each("health", lambda t: table_health(t, config_thresholds=thresholds, orphans=orphans)):
                 docs.append(r.to_json())
                 yield r
             outputs.write(docs)  # after the last table: the files hold the whole run or nothing new
         return MultiResult("health", run_all())
-    if table is None:
-        raise UsageError("give a TABLE, or --all")
-    result = table_health(load_table(table, config, io), name=table, config_thresholds=thresholds,
-                          orphans=orphans)
+    result = table_health(tables.one(), name=tables.address, config_thresholds=thresholds, orphans=orphans)
     outputs.write([result.to_json()])
     return result
 
 
 def register(app: typer.Typer) -> None:
-    command(app, "health", view="document")(health_cmd)
+    command(app, "health", view="document", each_table=True)(health_cmd)
 
 
 class Outputs:

@@ -11,8 +11,8 @@ from typing import Annotated
 
 import typer
 
-from icectl.cli.framework import command, open_table
-from icectl.cli.options import JsonOpt, TableArg
+from icectl.cli.framework import command
+from icectl.cli.options import JsonOpt
 from icectl.cli.registry import InspectGroup
 from icectl.ops.inspect.metadata import (
     history_rows,
@@ -24,6 +24,7 @@ from icectl.ops.inspect.metadata import (
 )
 from icectl.ops.inspect.result import TableOverview
 from icectl.results import RowsResult
+from icectl.table import Table
 
 inspect_app = typer.Typer(
     cls=InspectGroup,
@@ -31,49 +32,49 @@ inspect_app = typer.Typer(
     no_args_is_help=True, rich_markup_mode=None)
 
 
-def table_view(table: TableArg, json_output: JsonOpt = False) -> TableOverview:
+def table_view(table: Table, json_output: JsonOpt = False) -> TableOverview:
     """Overview: format, location, uuid, current snapshot, schema, spec, sort order, properties, totals."""
-    return table_overview(open_table(table))
+    return table_overview(table)
 
 
 def schema_view(
-    table: TableArg,
+    table: Table,
     schema_id: Annotated[int | None, typer.Option("--schema-id", help="Show this schema instead of the current one.",
                                                   show_default=False)] = None,
     json_output: JsonOpt = False,
 ) -> RowsResult:
     """Columns of the current (or a given) schema with field ids, types and v3 defaults."""
-    return schema_rows(open_table(table), schema_id)
+    return schema_rows(table, schema_id)
 
 
-def snapshots_view(table: TableArg, json_output: JsonOpt = False) -> RowsResult:
+def snapshots_view(table: Table, json_output: JsonOpt = False) -> RowsResult:
     """Every snapshot (Spark's `snapshots` metadata table)."""
-    return snapshot_rows(open_table(table))
+    return snapshot_rows(table)
 
 
-def history_view(table: TableArg, json_output: JsonOpt = False) -> RowsResult:
+def history_view(table: Table, json_output: JsonOpt = False) -> RowsResult:
     """The snapshot log: when each snapshot became current (Spark's `history`)."""
-    return history_rows(open_table(table))
+    return history_rows(table)
 
 
-def refs_view(table: TableArg, json_output: JsonOpt = False) -> RowsResult:
+def refs_view(table: Table, json_output: JsonOpt = False) -> RowsResult:
     """Branches and tags with their retention settings (Spark's `refs`)."""
-    return ref_rows(open_table(table))
+    return ref_rows(table)
 
 
-def metadata_log_view(table: TableArg, json_output: JsonOpt = False) -> RowsResult:
+def metadata_log_view(table: Table, json_output: JsonOpt = False) -> RowsResult:
     """Previous metadata files (Spark's `metadata_log_entries`)."""
-    return metadata_log_rows(open_table(table))
+    return metadata_log_rows(table)
 
 
 def register_views(app: typer.Typer) -> None:
     """Add the views of the metadata file alone to ``app`` (the inspect group)."""
-    command(app, "table", view="document")(table_view)
-    command(app, "schema", view=True)(schema_view)
-    command(app, "snapshots", view=True)(snapshots_view)
-    command(app, "history", view=True)(history_view)
-    command(app, "refs", view=True)(refs_view)
-    command(app, "metadata-log", view=True)(metadata_log_view)
+    command(app, "table", view="document", table=True)(table_view)
+    command(app, "schema", view=True, table=True)(schema_view)
+    command(app, "snapshots", view=True, table=True)(snapshots_view)
+    command(app, "history", view=True, table=True)(history_view)
+    command(app, "refs", view=True, table=True)(refs_view)
+    command(app, "metadata-log", view=True, table=True)(metadata_log_view)
 
 
 def register(app: typer.Typer) -> None:

@@ -7,19 +7,20 @@ from typing import Annotated
 
 import typer
 
-from icectl.cli.framework import command, open_table
-from icectl.cli.options import JsonOpt, RefOpt, SnapshotOpt, TableArg
+from icectl.cli.framework import command
+from icectl.cli.options import JsonOpt, RefOpt, SnapshotOpt
 from icectl.engine import Engine
 from icectl.ops.inspect import tree as inspect_v4
 from icectl.ops.inspect import views as core
 from icectl.results import RowsResult
+from icectl.table import Table
 
 MetricsOpt = Annotated[bool, typer.Option(
     "--metrics", help="Also read column metrics (sizes, counts, bounds); slower on large tables.")]
 
 
 def manifests_view(
-    table: TableArg,
+    table: Table,
     all_snapshots: Annotated[bool, typer.Option("--all", help="Manifests of every snapshot (Spark's `all_manifests`).")]
     = False,
     snapshot: SnapshotOpt = None,
@@ -27,11 +28,11 @@ def manifests_view(
     json_output: JsonOpt = False,
 ) -> RowsResult:
     """Manifests of a snapshot's manifest list (Spark's `manifests`)."""
-    return core.manifest_rows(open_table(table), snapshot_id=snapshot, ref=ref, all_snapshots=all_snapshots)
+    return core.manifest_rows(table, snapshot_id=snapshot, ref=ref, all_snapshots=all_snapshots)
 
 
 def files_view(
-    table: TableArg,
+    table: Table,
     snapshot: SnapshotOpt = None,
     ref: RefOpt = None,
     content: Annotated[core.ContentFilter, typer.Option(
@@ -42,12 +43,12 @@ def files_view(
     engine: Engine | None = None,
 ) -> RowsResult:
     """Live data, delete and DV files of a snapshot (Spark's `files`)."""
-    return core.file_rows(open_table(table), snapshot_id=snapshot, ref=ref, content=content, metrics=metrics,
+    return core.file_rows(table, snapshot_id=snapshot, ref=ref, content=content, metrics=metrics,
                           engine=engine)
 
 
 def entries_view(
-    table: TableArg,
+    table: Table,
     snapshot: SnapshotOpt = None,
     ref: RefOpt = None,
     metrics: MetricsOpt = False,
@@ -55,37 +56,37 @@ def entries_view(
     engine: Engine | None = None,
 ) -> RowsResult:
     """Manifest entries with status and sequence numbers, deleted ones included (Spark's `entries`)."""
-    return core.entry_rows(open_table(table), snapshot_id=snapshot, ref=ref, metrics=metrics, engine=engine)
+    return core.entry_rows(table, snapshot_id=snapshot, ref=ref, metrics=metrics, engine=engine)
 
 
 def partitions_view(
-    table: TableArg, snapshot: SnapshotOpt = None, ref: RefOpt = None, json_output: JsonOpt = False,
+    table: Table, snapshot: SnapshotOpt = None, ref: RefOpt = None, json_output: JsonOpt = False,
     engine: Engine | None = None,
 ) -> RowsResult:
     """Record and file counts per partition (Spark's `partitions`)."""
-    return core.partition_rows(open_table(table), snapshot_id=snapshot, ref=ref, engine=engine)
+    return core.partition_rows(table, snapshot_id=snapshot, ref=ref, engine=engine)
 
 
 def dvs_view(
-    table: TableArg, snapshot: SnapshotOpt = None, ref: RefOpt = None, json_output: JsonOpt = False
+    table: Table, snapshot: SnapshotOpt = None, ref: RefOpt = None, json_output: JsonOpt = False
 ) -> RowsResult:
     """Deletion vectors of a v3 snapshot, each read from its Puffin file and checked."""
-    return core.dv_rows(open_table(table), snapshot_id=snapshot, ref=ref)
+    return core.dv_rows(table, snapshot_id=snapshot, ref=ref)
 
 
 def tree_view(
-    table: TableArg, snapshot: SnapshotOpt = None, ref: RefOpt = None, json_output: JsonOpt = False
+    table: Table, snapshot: SnapshotOpt = None, ref: RefOpt = None, json_output: JsonOpt = False
 ) -> RowsResult:
     """The metadata tree of a snapshot: v4 root entries by type and status, leaves with their
     counts, manifest DVs with cardinality (a manifest list's rows for older snapshots)."""
-    return inspect_v4.tree_rows(open_table(table), snapshot_id=snapshot, ref=ref)
+    return inspect_v4.tree_rows(table, snapshot_id=snapshot, ref=ref)
 
 
 def register(app: typer.Typer) -> None:
     """Add the views that read manifests to ``app`` (the inspect group)."""
-    command(app, "manifests", view=True)(manifests_view)
-    command(app, "files", view=True, engine=True)(files_view)
-    command(app, "entries", view=True, engine=True)(entries_view)
-    command(app, "partitions", view=True, engine=True)(partitions_view)
-    command(app, "dvs", view=True)(dvs_view)
-    command(app, "tree", view=True)(tree_view)
+    command(app, "manifests", view=True, table=True)(manifests_view)
+    command(app, "files", view=True, engine=True, table=True)(files_view)
+    command(app, "entries", view=True, engine=True, table=True)(entries_view)
+    command(app, "partitions", view=True, engine=True, table=True)(partitions_view)
+    command(app, "dvs", view=True, table=True)(dvs_view)
+    command(app, "tree", view=True, table=True)(tree_view)

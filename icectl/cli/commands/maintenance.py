@@ -8,23 +8,18 @@ from typing import Annotated
 
 import typer
 
-from icectl.cli.commands.catalog import CatalogOpt
-from icectl.cli.each_table import each_table
-from icectl.cli.framework import command, load_config_and_io
-from icectl.cli.options import AllTablesOpt, DryRunOpt, JsonOpt, TableOrNamespaceArg
+from icectl.cli.framework import TableTargets, command
+from icectl.cli.options import DryRunOpt, JsonOpt
 from icectl.engine import Engine
 from icectl.errors import UsageError
 from icectl.ops.compact.manifests import compact
 from icectl.ops.compact.plan import CompactOptions, parse_size
 from icectl.ops.expire import ExpirePolicy, expire_snapshots, parse_older_than
 from icectl.results import MultiResult, Result
-from icectl.table import load_table
 
 
 def expire_cmd(
-    table: TableOrNamespaceArg = None,
-    all_tables: AllTablesOpt = False,
-    catalog: CatalogOpt = None,
+    tables: TableTargets,
     older_than: Annotated[str | None, typer.Option(
         "--older-than", help="Expire snapshots older than this: a duration (7d, 12h) or a timestamp. "
                              "Default: history.expire.max-snapshot-age-ms (5 days).", show_default=False)]
@@ -57,28 +52,19 @@ def expire_cmd(
     """
     if max_deletes is not None and max_deletes < 0:  # else every run, even an empty one, is refused
         raise UsageError("--max-deletes must be 0 or more")
-    config, io = load_config_and_io()
     now = int(time.time() * 1000)
     policy = ExpirePolicy(older_than_ms=parse_older_than(older_than, now) if older_than else None,
                           retain_last=retain_last, snapshot_ids=tuple(snapshot_id or ()),
                           clean_expired_metadata=clean_expired_metadata)
     kw = {"dry_run": dry_run, "max_deletes": max_deletes, "allow_external_deletes": allow_external_deletes,
           "max_concurrent_deletes": max_concurrent_deletes, "now_ms": now, "engine": engine}
-    if all_tables:
-        if policy.snapshot_ids:
-            raise UsageError("--snapshot-id names one table's snapshots; it cannot go with --all")
-        return MultiResult("expire_snapshots", each_table(
-            config, io, catalog, table, "expire_snapshots",
-            lambda t: expire_snapshots(t, policy, **kw)))  # type: ignore[arg-type]
-    if table is None:
-        raise UsageError("give a TABLE, or --all")
-    return expire_snapshots(load_table(table, config, io), policy, **kw)  # type: ignore[arg-type]
+    if tables.all_tables and policy.snapshot_ids:
+        raise UsageError("--snapshot-id names one table's snapshots; it cannot go with --all")
+    return tables.run("expire_snapshots", lambda t: expire_snapshots(t, policy, **kw))  # type: ignore[arg-type]
 
 
 def compact_cmd(
-    table: TableOrNamespaceArg = None,
-    all_tables: AllTablesOpt = False,
-    catalog: CatalogOpt = None,
+    tables: TableTargets,
     spec_id: Annotated[int | None, typer.Option(
         "--spec-id", help="Only manifests of this partition spec (default: every spec, each apart).",
         show_default=False)] = None,
@@ -112,16 +98,10 @@ def compact_cmd(
         target_size=parse_size(target_size) if target_size is not None else None,
         sort_by=tuple(s.strip() for s in sort_by.split(",") if s.strip()) if sort_by else (), branch=branch)
     options.check()
-    config, io = load_config_and_io()
-    if all_tables:
-        return MultiResult("compact", each_table(config, io, catalog, table, "compact",
-                                                  lambda t: compact(t, options, dry_run=dry_run, engine=engine)))
-    if table is None:
-        raise UsageError("give a TABLE, or --all")
-    return compact(load_table(table, config, io), options, dry_run=dry_run, engine=engine)
+    return tables.run("compact", lambda t: compact(t, options, dry_run=dry_run, engine=engine))
 
 
 def register(app: typer.Typer) -> None:
-    command(app, "expire-snapshots", engine="deletes")(expire_cmd)
-    command(app, "compact", engine=True)(compact_cmd)
+    command(app, "expire-snapshots", engine="deletes", each_table=True)(expire_cmd)
+    command(app, "compact", engine=True, each_table=True)(compact_cmd)
 

@@ -7,9 +7,8 @@ from typing import Annotated
 import typer
 
 from icectl.catalog import open_catalog
-from icectl.cli.commands.catalog import CatalogOpt
 from icectl.cli.framework import command, load_config_and_io
-from icectl.cli.options import JsonOpt
+from icectl.cli.options import CatalogOpt, JsonOpt
 from icectl.ops.create.result import CatalogMeta, NamespaceCreateResult
 from icectl.ops.create.table import parse_properties
 from icectl.results import RowsResult

@@ -7,22 +7,18 @@ from typing import Annotated
 
 import typer
 
-from icectl.cli.commands.catalog import CatalogOpt
-from icectl.cli.each_table import each_table
-from icectl.cli.framework import command, load_config_and_io
-from icectl.cli.options import AllTablesOpt, DryRunOpt, JsonOpt, TableOrNamespaceArg
+from icectl.cli.framework import TableTargets, command
+from icectl.cli.options import DryRunOpt, JsonOpt
 from icectl.engine import Engine
 from icectl.errors import UsageError
 from icectl.ops.orphans import parse_equal_map, remove_orphan_files
 from icectl.results import MultiResult, Result
 from icectl.spec.durations import parse_point_in_time_ms
-from icectl.table import Table, load_table
+from icectl.table import Table
 
 
 def remove_orphan_files_cmd(
-    table: TableOrNamespaceArg = None,
-    all_tables: AllTablesOpt = False,
-    catalog: CatalogOpt = None,
+    tables: TableTargets,
     older_than: Annotated[str, typer.Option(
         "--older-than", help="Only files last modified before this: a duration back from now (3d, 36h) or "
                              "a timestamp (ISO or epoch ms). Younger files may belong to a commit in flight.")]
@@ -68,7 +64,6 @@ def remove_orphan_files_cmd(
         raise UsageError("--max-deletes must be 0 or more")
     schemes = parse_equal_map(equal_schemes, "--equal-schemes")
     authorities = parse_equal_map(equal_authorities, "--equal-authorities")
-    config, io = load_config_and_io()
 
     def run(t: Table) -> Result:
         return remove_orphan_files(
@@ -77,17 +72,12 @@ def remove_orphan_files_cmd(
             max_concurrent_deletes=max_concurrent_deletes, dry_run=dry_run, allow_recent=allow_recent, now_ms=now,
             engine=engine)
 
-    if all_tables:
-        if location is not None:
-            raise UsageError("--location names one table's folder; it cannot go with --all")
-        view = "remove_orphan_files"
-        return MultiResult(view, each_table(config, io, catalog, table, view, run))
-    if table is None:
-        raise UsageError("give a TABLE, or --all")
-    return run(load_table(table, config, io))
+    if tables.all_tables and location is not None:
+        raise UsageError("--location names one table's folder; it cannot go with --all")
+    return tables.run("remove_orphan_files", run)
 
 
 def register(app: typer.Typer) -> None:
     """Add the commands to ``app``."""
-    command(app, "remove-orphan-files", engine="deletes")(remove_orphan_files_cmd)
+    command(app, "remove-orphan-files", engine="deletes", each_table=True)(remove_orphan_files_cmd)
 

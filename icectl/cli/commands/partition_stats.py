@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import typer
 
-from icectl.cli.framework import command, load_config_and_io
-from icectl.cli.options import DryRunOpt, JsonOpt, SnapshotOpt, TableArg
+from icectl.cli.framework import command
+from icectl.cli.options import DryRunOpt, JsonOpt, SnapshotOpt
 from icectl.ops.partition_stats import PartitionStatsResult, compute_partition_stats
-from icectl.table import load_table
+from icectl.table import Table
 
 
 def compute_partition_stats_cmd(
-    table: TableArg,
+    table: Table,
     snapshot: SnapshotOpt = None,
     dry_run: DryRunOpt = False,
     json_output: JsonOpt = False,
@@ -26,9 +26,8 @@ def compute_partition_stats_cmd(
     (exit 0); an unpartitioned table is refused (exit 2); an unknown --snapshot exits 3.
     --dry-run prints the path it would write and the row count.
     """
-    config, io = load_config_and_io()
-    return compute_partition_stats(load_table(table, config, io), snapshot, dry_run=dry_run)
+    return compute_partition_stats(table, snapshot, dry_run=dry_run)
 
 
 def register(app: typer.Typer) -> None:
-    command(app, "compute-partition-stats")(compute_partition_stats_cmd)
+    command(app, "compute-partition-stats", table=True)(compute_partition_stats_cmd)

@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from icectl.cli.framework import command, load_config_and_io
-from icectl.cli.options import DryRunOpt, JsonOpt, TableArg
+from icectl.cli.options import DryRunOpt, JsonOpt
 from icectl.ops.properties import (
     catalog_entries,
     list_properties,
@@ -16,23 +16,22 @@ from icectl.ops.properties import (
     unset_properties,
 )
 from icectl.results import Result, RowsResult
-from icectl.table import load_table
+from icectl.table import Table
 
 
 def properties_list(
-    table: TableArg,
+    table: Table,
     all_properties: Annotated[bool, typer.Option(
         "--all", help="Also list every property icectl interprets that the table does not set, with its "
                       "default (source 'default').")] = False,
     json_output: JsonOpt = False,
 ) -> RowsResult:
     """List the table's properties: key, value, and source ('table', or 'default' with --all)."""
-    config, io = load_config_and_io()
-    return list_properties(load_table(table, config, io), with_defaults=all_properties)
+    return list_properties(table, with_defaults=all_properties)
 
 
 def properties_set(
-    table: TableArg,
+    table: Table,
     assignments: Annotated[list[str], typer.Argument(
         metavar="KEY=VALUE...", help="Properties to set (the value may be empty or contain '=').",
         show_default=False)],
@@ -52,12 +51,12 @@ def properties_set(
     """
     config, io = load_config_and_io()
     updates = parse_assignments(assignments)
-    return set_properties(load_table(table, config, io), updates, dry_run=dry_run,
+    return set_properties(table, updates, dry_run=dry_run,
                           entries=lambda: catalog_entries(config, io))
 
 
 def properties_unset(
-    table: TableArg,
+    table: Table,
     keys: Annotated[list[str], typer.Argument(metavar="KEY...", help="Properties to remove.", show_default=False)],
     dry_run: DryRunOpt = False,
     json_output: JsonOpt = False,
@@ -67,8 +66,7 @@ def properties_unset(
     A key the table does not have is ignored with a warning (as Java's UpdateProperties);
     reserved keys are refused (exit 2).
     """
-    config, io = load_config_and_io()
-    return unset_properties(load_table(table, config, io), keys, dry_run=dry_run)
+    return unset_properties(table, keys, dry_run=dry_run)
 
 
 def register(app: typer.Typer) -> None:
@@ -76,7 +74,7 @@ def register(app: typer.Typer) -> None:
     properties_app = typer.Typer(
         help="List, set and unset table properties (Spark's ALTER TABLE ... SET / UNSET TBLPROPERTIES).",
         no_args_is_help=True, rich_markup_mode=None)
-    command(properties_app, "list", view=True)(properties_list)
-    command(properties_app, "set")(properties_set)
-    command(properties_app, "unset")(properties_unset)
+    command(properties_app, "list", view=True, table=True)(properties_list)
+    command(properties_app, "set", table=True)(properties_set)
+    command(properties_app, "unset", table=True)(properties_unset)
     app.add_typer(properties_app, name="properties")

@@ -6,12 +6,12 @@ from typing import Annotated
 
 import typer
 
-from icectl.cli.framework import command, load_config_and_io
-from icectl.cli.options import DryRunOpt, JsonOpt, TableArg, long_value
+from icectl.cli.framework import command
+from icectl.cli.options import DryRunOpt, JsonOpt, long_value
 from icectl.ops.snapshots.refs import RefKind, RefRetention, create_ref, drop_ref, list_refs
 from icectl.results import Result, RowsResult
 from icectl.spec.durations import parse_duration_ms
-from icectl.table import load_table
+from icectl.table import Table
 
 BranchName = Annotated[str, typer.Argument(metavar="NAME", help="The branch.", show_default=False)]
 TagName = Annotated[str, typer.Argument(metavar="NAME", help="The tag.", show_default=False)]
@@ -45,28 +45,25 @@ def _retention(retain_last: int | None, max_snapshot_age: str | None, max_ref_ag
         max_ref_age_ms=parse_duration_ms(max_ref_age, "--max-ref-age") if max_ref_age is not None else None)
 
 
-def _create(kind: RefKind, table: str, name: str, snapshot: int | None, ref: str | None, retention: RefRetention,
+def _create(kind: RefKind, table: Table, name: str, snapshot: int | None, ref: str | None, retention: RefRetention,
             *, create: bool, replace: bool, if_not_exists: bool, dry_run: bool) -> Result:
-    config, io = load_config_and_io()
-    return create_ref(load_table(table, config, io), name, kind, snapshot_id=snapshot, ref=ref, retention=retention,
+    return create_ref(table, name, kind, snapshot_id=snapshot, ref=ref, retention=retention,
                       create=create, replace=replace, if_not_exists=if_not_exists, dry_run=dry_run)
 
 
-def _drop(kind: RefKind, table: str, name: str, if_exists: bool, dry_run: bool) -> Result:
-    config, io = load_config_and_io()
-    return drop_ref(load_table(table, config, io), name, kind, if_exists=if_exists, dry_run=dry_run)
+def _drop(kind: RefKind, table: Table, name: str, if_exists: bool, dry_run: bool) -> Result:
+    return drop_ref(table, name, kind, if_exists=if_exists, dry_run=dry_run)
 
 
-def _list(kind: RefKind, table: str) -> RowsResult:
-    config, io = load_config_and_io()
-    return list_refs(load_table(table, config, io), kind)
+def _list(kind: RefKind, table: Table) -> RowsResult:
+    return list_refs(table, kind)
 
 
 # --------------------------------------------------------------------------- branch
 
 
 def branch_create(
-    table: TableArg, name: BranchName, snapshot: FromSnapshot = None, ref: FromRef = None,
+    table: Table, name: BranchName, snapshot: FromSnapshot = None, ref: FromRef = None,
     retain_last: RetainLast = None, max_snapshot_age: MaxSnapshotAge = None, max_ref_age: MaxRefAge = None,
     replace: Annotated[bool, typer.Option(
         "--replace", help="Replace the branch when it exists (Spark's CREATE OR REPLACE BRANCH).")] = False,
@@ -84,7 +81,7 @@ def branch_create(
 
 
 def branch_replace(
-    table: TableArg, name: BranchName, snapshot: FromSnapshot = None, ref: FromRef = None,
+    table: Table, name: BranchName, snapshot: FromSnapshot = None, ref: FromRef = None,
     retain_last: RetainLast = None, max_snapshot_age: MaxSnapshotAge = None, max_ref_age: MaxRefAge = None,
     dry_run: DryRunOpt = False, json_output: JsonOpt = False,
 ) -> Result:
@@ -98,7 +95,7 @@ def branch_replace(
                    create=False, replace=True, if_not_exists=False, dry_run=dry_run)
 
 
-def branch_drop(table: TableArg, name: BranchName, if_exists: IfExists = False, dry_run: DryRunOpt = False,
+def branch_drop(table: Table, name: BranchName, if_exists: IfExists = False, dry_run: DryRunOpt = False,
                 json_output: JsonOpt = False) -> Result:
     """Drop a branch (Spark's DROP BRANCH). Its snapshots stay until expire-snapshots removes them.
 
@@ -108,7 +105,7 @@ def branch_drop(table: TableArg, name: BranchName, if_exists: IfExists = False, 
     return _drop("branch", table, name, if_exists, dry_run)
 
 
-def branch_list(table: TableArg, json_output: JsonOpt = False) -> RowsResult:
+def branch_list(table: Table, json_output: JsonOpt = False) -> RowsResult:
     """List the branches with the retention that applies to each; values marked (default) come
     from the table's history.expire.* properties (or their defaults)."""
     return _list("branch", table)
@@ -118,7 +115,7 @@ def branch_list(table: TableArg, json_output: JsonOpt = False) -> RowsResult:
 
 
 def tag_create(
-    table: TableArg, name: TagName, snapshot: FromSnapshot = None, ref: FromRef = None, max_ref_age: MaxRefAge = None,
+    table: Table, name: TagName, snapshot: FromSnapshot = None, ref: FromRef = None, max_ref_age: MaxRefAge = None,
     replace: Annotated[bool, typer.Option(
         "--replace", help="Replace the tag when it exists (Spark's CREATE OR REPLACE TAG).")] = False,
     if_not_exists: IfNotExists = False, dry_run: DryRunOpt = False, json_output: JsonOpt = False,
@@ -133,7 +130,7 @@ def tag_create(
 
 
 def tag_replace(
-    table: TableArg, name: TagName, snapshot: FromSnapshot = None, ref: FromRef = None, max_ref_age: MaxRefAge = None,
+    table: Table, name: TagName, snapshot: FromSnapshot = None, ref: FromRef = None, max_ref_age: MaxRefAge = None,
     dry_run: DryRunOpt = False, json_output: JsonOpt = False,
 ) -> Result:
     """Move an existing tag to a snapshot (default: the current one) (Spark's REPLACE TAG).
@@ -145,7 +142,7 @@ def tag_replace(
                    replace=True, if_not_exists=False, dry_run=dry_run)
 
 
-def tag_drop(table: TableArg, name: TagName, if_exists: IfExists = False, dry_run: DryRunOpt = False,
+def tag_drop(table: Table, name: TagName, if_exists: IfExists = False, dry_run: DryRunOpt = False,
              json_output: JsonOpt = False) -> Result:
     """Drop a tag (Spark's DROP TAG). Its snapshot stays until expire-snapshots removes it.
 
@@ -154,7 +151,7 @@ def tag_drop(table: TableArg, name: TagName, if_exists: IfExists = False, dry_ru
     return _drop("tag", table, name, if_exists, dry_run)
 
 
-def tag_list(table: TableArg, json_output: JsonOpt = False) -> RowsResult:
+def tag_list(table: Table, json_output: JsonOpt = False) -> RowsResult:
     """List the tags with the max-ref-age that applies to each; (default) marks the table's
     history.expire.max-ref-age-ms (or its default, forever)."""
     return _list("tag", table)
@@ -168,13 +165,13 @@ def register(app: typer.Typer) -> None:
     tag_app = typer.Typer(
         help="Create, replace, drop and list tags (Spark's ALTER TABLE ... CREATE / REPLACE / DROP TAG).",
         no_args_is_help=True, rich_markup_mode=None)
-    command(branch_app, "create")(branch_create)
-    command(branch_app, "replace")(branch_replace)
-    command(branch_app, "drop")(branch_drop)
-    command(branch_app, "list", view=True)(branch_list)
-    command(tag_app, "create")(tag_create)
-    command(tag_app, "replace")(tag_replace)
-    command(tag_app, "drop")(tag_drop)
-    command(tag_app, "list", view=True)(tag_list)
+    command(branch_app, "create", table=True)(branch_create)
+    command(branch_app, "replace", table=True)(branch_replace)
+    command(branch_app, "drop", table=True)(branch_drop)
+    command(branch_app, "list", view=True, table=True)(branch_list)
+    command(tag_app, "create", table=True)(tag_create)
+    command(tag_app, "replace", table=True)(tag_replace)
+    command(tag_app, "drop", table=True)(tag_drop)
+    command(tag_app, "list", view=True, table=True)(tag_list)
     app.add_typer(branch_app, name="branch")
     app.add_typer(tag_app, name="tag")

@@ -6,15 +6,15 @@ from typing import Annotated
 
 import typer
 
-from icectl.cli.framework import command, load_config_and_io
-from icectl.cli.options import DryRunOpt, JsonOpt, TableArg
+from icectl.cli.framework import command
+from icectl.cli.options import DryRunOpt, JsonOpt
 from icectl.ops.remove_files import remove_files
 from icectl.results import Result
-from icectl.table import load_table
+from icectl.table import Table
 
 
 def remove_files_cmd(
-    table: TableArg,
+    table: Table,
     paths: Annotated[list[str] | None, typer.Argument(
         metavar="[PATH...]", help="Locations of the data files to remove.", show_default=False)] = None,
     where: Annotated[list[str] | None, typer.Option(
@@ -30,10 +30,9 @@ def remove_files_cmd(
     by a manifest delete vector; deletion vectors of removed files go too. No manifest is
     rewritten.
     """
-    config, io = load_config_and_io()
-    return remove_files(load_table(table, config, io), paths or [], where=where or [], branch=branch,
+    return remove_files(table, paths or [], where=where or [], branch=branch,
                         dry_run=dry_run)
 
 
 def register(app: typer.Typer) -> None:
-    command(app, "remove-files")(remove_files_cmd)
+    command(app, "remove-files", table=True)(remove_files_cmd)

@@ -7,20 +7,20 @@ from typing import Annotated
 
 import typer
 
-from icectl.cli.framework import command, load_config_and_io
-from icectl.cli.options import DryRunOpt, JsonOpt, TableArg, long_value
+from icectl.cli.framework import command
+from icectl.cli.options import DryRunOpt, JsonOpt, long_value
 from icectl.errors import UsageError
 from icectl.ops.snapshots import cherrypick, fast_forward, publish, rollback, set_current
 from icectl.results import Result
 from icectl.spec.durations import parse_point_in_time_ms
-from icectl.table import load_table
+from icectl.table import Table
 
 BranchOpt = Annotated[str, typer.Option(
     "--branch", "-b", help="The branch to move (a tag never moves).")]
 
 
 def rollback_cmd(
-    table: TableArg,
+    table: Table,
     to_snapshot: Annotated[int | None, typer.Option(
         "--to-snapshot", help="Roll back to this snapshot id; it must be an ancestor of the branch head.",
         metavar="ID", show_default=False, callback=long_value)] = None,
@@ -45,13 +45,12 @@ def rollback_cmd(
         raise UsageError("give one of --to-snapshot ID and --to-timestamp TS")
     ts = (parse_point_in_time_ms(to_timestamp, int(time.time() * 1000), "--to-timestamp")
           if to_timestamp is not None else None)
-    config, io = load_config_and_io()
-    return rollback(load_table(table, config, io), to_snapshot=to_snapshot, to_timestamp_ms=ts, branch=branch,
+    return rollback(table, to_snapshot=to_snapshot, to_timestamp_ms=ts, branch=branch,
                     dry_run=dry_run)
 
 
 def set_current_cmd(
-    table: TableArg,
+    table: Table,
     snapshot: Annotated[int | None, typer.Option(
         "--snapshot", "-s", help="The snapshot id the branch goes to (any snapshot of the table).",
         metavar="ID", show_default=False, callback=long_value)] = None,
@@ -69,12 +68,11 @@ def set_current_cmd(
     """
     if (snapshot is None) == (ref is None):
         raise UsageError("give one of --snapshot ID and --ref REF")
-    config, io = load_config_and_io()
-    return set_current(load_table(table, config, io), snapshot, ref=ref, branch=branch, dry_run=dry_run)
+    return set_current(table, snapshot, ref=ref, branch=branch, dry_run=dry_run)
 
 
 def cherrypick_cmd(
-    table: TableArg,
+    table: Table,
     snapshot_id: Annotated[int, typer.Argument(
         metavar="SNAPSHOT_ID", help="The snapshot whose change main gets.", show_default=False,
         callback=long_value)],
@@ -95,12 +93,11 @@ def cherrypick_cmd(
     write.v4.root-max-added-files); not yet done there (refused, exit 6): a dynamic overwrite,
     and a new snapshot while main is at a snapshot of before the upgrade to v4.
     """
-    config, io = load_config_and_io()
-    return cherrypick(load_table(table, config, io), snapshot_id, dry_run=dry_run)
+    return cherrypick(table, snapshot_id, dry_run=dry_run)
 
 
 def publish_cmd(
-    table: TableArg,
+    table: Table,
     wap_id: Annotated[str, typer.Argument(
         metavar="WAP_ID", help="The write-audit-publish id of the staged write.", show_default=False)],
     dry_run: DryRunOpt = False,
@@ -112,12 +109,11 @@ def publish_cmd(
     and spark.wap.id set; the first snapshot with that wap.id is cherry-picked into main (see
     cherrypick). An unknown id is exit 3, an id already published exit 6.
     """
-    config, io = load_config_and_io()
-    return publish(load_table(table, config, io), wap_id, dry_run=dry_run)
+    return publish(table, wap_id, dry_run=dry_run)
 
 
 def fast_forward_cmd(
-    table: TableArg,
+    table: Table,
     branch: Annotated[str, typer.Argument(
         metavar="BRANCH", help="The branch to move forward.", show_default=False)],
     to: Annotated[str, typer.Option(
@@ -131,16 +127,15 @@ def fast_forward_cmd(
     table does not have yet is created at the target's snapshot, as Iceberg does. One commit;
     moving main is also a new snapshot-log entry.
     """
-    config, io = load_config_and_io()
-    return fast_forward(load_table(table, config, io), branch, to, dry_run=dry_run)
+    return fast_forward(table, branch, to, dry_run=dry_run)
 
 
 def register(app: typer.Typer) -> None:
-    command(app, "rollback")(rollback_cmd)
-    command(app, "set-current")(set_current_cmd)
-    command(app, "cherrypick")(cherrypick_cmd)
-    command(app, "publish")(publish_cmd)
-    command(app, "fast-forward")(fast_forward_cmd)
+    command(app, "rollback", table=True)(rollback_cmd)
+    command(app, "set-current", table=True)(set_current_cmd)
+    command(app, "cherrypick", table=True)(cherrypick_cmd)
+    command(app, "publish", table=True)(publish_cmd)
+    command(app, "fast-forward", table=True)(fast_forward_cmd)
 
 
 

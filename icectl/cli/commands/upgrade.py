@@ -7,16 +7,16 @@ from typing import Annotated
 
 import typer
 
-from icectl.cli.framework import command, load_config_and_io
-from icectl.cli.options import DryRunOpt, JsonOpt, TableArg
+from icectl.cli.framework import command
+from icectl.cli.options import DryRunOpt, JsonOpt
 from icectl.errors import RefusedError
 from icectl.ops.upgrade import V4, V4_WARNING, upgrade
 from icectl.results import Result
-from icectl.table import load_table
+from icectl.table import Table
 
 
 def upgrade_cmd(
-    table: TableArg,
+    table: Table,
     to: Annotated[int, typer.Option(
         "--to", help="Target format version: 2, 3, or 4 (root manifests; experimental).", show_default=False)],
     yes: Annotated[bool, typer.Option(
@@ -32,8 +32,7 @@ def upgrade_cmd(
     (Spark with Iceberg 1.10) cannot read a v4 table: on a terminal icectl asks first, and
     without a terminal it refuses (exit 6) unless --yes is given.
     """
-    config, io = load_config_and_io()
-    t = load_table(table, config, io)
+    t = table
     if to == V4 and t.metadata.format_version < V4 and not dry_run and not yes:
         if not sys.stdin.isatty():
             raise RefusedError(f"not upgrading {t.identifier} to v4: {V4_WARNING}",
@@ -45,4 +44,4 @@ def upgrade_cmd(
 
 
 def register(app: typer.Typer) -> None:
-    command(app, "upgrade")(upgrade_cmd)
+    command(app, "upgrade", table=True)(upgrade_cmd)

@@ -7,16 +7,16 @@ from typing import Annotated
 import typer
 
 from icectl.cli.framework import command, load_config_and_io
-from icectl.cli.options import DryRunOpt, JsonOpt, TableArg
+from icectl.cli.options import DryRunOpt, JsonOpt
 from icectl.ops.add_files import add_files
 from icectl.ops.create.result import CreateResult
 from icectl.ops.create.table import SchemaSource, create, parse_properties
 from icectl.results import Result
-from icectl.table import load_table
+from icectl.table import Table
 
 
 def add_files_cmd(
-    table: TableArg,
+    table: Table,
     paths: Annotated[list[str], typer.Argument(
         metavar="PATH...", help="Parquet files, or directories whose *.parquet files to add.",
         show_default=False)],
@@ -35,8 +35,7 @@ def add_files_cmd(
     (schema.name-mapping.default), created when missing and extended to new columns, so
     readers match the columns of files without field ids by name, not by position.
     """
-    config, io = load_config_and_io()
-    return add_files(load_table(table, config, io), paths, branch=branch, create_branch=create_branch,
+    return add_files(table, paths, branch=branch, create_branch=create_branch,
                      dry_run=dry_run)
 
 
@@ -76,7 +75,7 @@ def create_cmd(
 
 
 def register(app: typer.Typer) -> None:
-    command(app, "add-files")(add_files_cmd)
+    command(app, "add-files", table=True)(add_files_cmd)
 
 
 def register_create(app: typer.Typer) -> None:

@@ -41,3 +41,6 @@ TableOrNamespaceArg = Annotated[str | None, typer.Argument(
 
 AllTablesOpt = Annotated[bool, typer.Option(
     "--all", help="Every table of the catalog (or of the namespace given); one result per table.")]
+
+CatalogOpt = Annotated[str | None, typer.Option(
+    "--catalog", "-c", help="Catalog name from the config (default: the default catalog).", show_default=False)]

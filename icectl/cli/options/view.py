@@ -44,17 +44,21 @@ VIEW_PARAMS: dict[str, tuple[Any, Any]] = {
 DOCUMENT_PARAMS: dict[str, tuple[Any, Any]] = {"no_pager": (NoPagerOpt, False)}
 
 
-def add_params(wrapper: Callable[..., Any], fn: Callable[..., Any], params: dict[str, tuple[Any, Any]]) -> None:
-    """Give ``wrapper`` (which wraps ``fn``) the parameters ``params`` after ``fn``'s own, for typer."""
+def add_params(wrapper: Callable[..., Any], fn: Callable[..., Any], params: dict[str, tuple[Any, Any]],
+               own: list[inspect.Parameter] | None = None) -> None:
+    """Give ``wrapper`` (which wraps ``fn``) the parameters ``params`` after ``fn``'s own (or after
+    ``own``, the framework's rewrite of them), for typer."""
     sig = inspect.signature(fn, eval_str=True)  # typer takes a set __signature__ as it is
     extra = [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=d, annotation=a)
              for n, (a, d) in params.items()]
     own = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) if p.kind == p.VAR_KEYWORD else p
-           for p in sig.parameters.values()]
+           for p in (own if own is not None else sig.parameters.values())]
     wrapper.__signature__ = sig.replace(parameters=[*own, *extra])  # type: ignore[attr-defined]
     # typer resolves annotations with get_type_hints, which reads __annotations__ in fn's globals;
-    # the added ones are objects already.
-    wrapper.__annotations__ = {**getattr(fn, "__annotations__", {}), **{n: a for n, (a, _) in params.items()}}
+    # the added ones are objects already (so are the rewritten ones).
+    wrapper.__annotations__ = {**{p.name: p.annotation for p in own}, **{n: a for n, (a, _) in params.items()}}
+    if "return" in getattr(fn, "__annotations__", {}):
+        wrapper.__annotations__["return"] = fn.__annotations__["return"]
 
 
 def from_params(given: dict[str, Any], as_json: bool) -> ViewOptions:
