@@ -107,6 +107,10 @@ class CommandResult:
     """
 
     view: ClassVar[str] = ""  # the document's "view" (machine name of the command)
+    # How a terminal draws it beyond the generic document tree, and its line in an --all run:
+    # "module:function" of icectl.cli.output, imported only when such a result is printed.
+    terminal_report: ClassVar[str] = ""
+    one_line: ClassVar[str] = ""
 
     title: str = field(default="", metadata=NOT_JSON)
     exit_code: int = field(default=0, metadata=NOT_JSON)
@@ -198,6 +202,7 @@ class RowsResult:
     meta: dict[str, Any] | Part = field(default_factory=dict)  # table, snapshot id, ...: goes into the JSON too
     exit_code: int = 0
     warnings: list[str] = field(default_factory=list)
+    terminal_report: str = ""  # "module:function" of icectl.cli.output that draws it on a terminal, if any
     # A faster way to the same JSON text: given the renderer's encoder of one row, chunks of the
     # "rows" array's text (rows joined by ",\n"), byte for byte what encoding ``rows`` gives.
     json_text: Callable[[Callable[[Any], str]], Iterable[str]] | None = None
@@ -256,6 +261,7 @@ class MultiResult:
     view: str
     results: Iterable[Result]
     exit_code: int = 0  # set while the results are rendered
+    item: type | None = None  # the result class of each table (a failed table's TableFailure aside): its one_line
 
     def __iter__(self) -> Iterator[Result]:
         for r in self.results:

@@ -22,7 +22,7 @@ from icectl.cli.output.render import print_error, render, stderr_console
 from icectl.cli.state import state
 from icectl.config import Config, load_config, set_active_config
 from icectl.errors import ExitCode, IcectlError, UsageError
-from icectl.results import MultiResult, Result, RowsResult
+from icectl.results import CommandResult, MultiResult, Result, RowsResult
 from icectl.storage import FileIO
 from icectl.table import Table, load_table, manifest_cache
 
@@ -38,10 +38,10 @@ class TableTargets:
     all_tables: bool
     catalog: str | None
 
-    def run(self, view: str, fn: Callable[[Table], Result]) -> Result | MultiResult:
-        """``fn`` on the one table, or on each (``--all``: one result per table, a failing one reported)."""
+    def run(self, item: type[CommandResult], fn: Callable[[Table], Result]) -> Result | MultiResult:
+        """``fn`` on the one table, or on each (``--all``: one ``item`` per table, a failing one reported)."""
         if self.all_tables:
-            return MultiResult(view, self.each(view, fn))
+            return MultiResult(item.view, self.each(item.view, fn), item=item)
         return fn(self.one())
 
     def one(self) -> Table:
@@ -80,7 +80,7 @@ def command(group: typer.Typer, name: str, *, view: bool | str = False, engine: 
     here with the run's config (a command body never loads a table itself). ``each_table=True``:
     the first parameter ``tables: TableTargets`` is ``[TABLE] --all --catalog`` (a table, or with
     ``--all`` every table of the catalog or of the namespace given); the body calls
-    ``tables.run(view, fn)``.
+    ``tables.run(ResultClass, fn)``.
     ``view=True`` (a rows view) adds ``--columns --where --sort --limit --format --no-pager`` to the
     command's options, once for all views; ``view="document"`` adds ``--no-pager`` alone.
     ``engine=True`` (``"deletes"``: with ``--executor-deletes``) adds the engine options, opens the

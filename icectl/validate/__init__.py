@@ -102,7 +102,8 @@ class ValidationResult:
                                snapshots=self.snapshots, manifests=self.manifests, entries=self.entries,
                                summary=self.summary, notes=list(self.notes) if self.notes else UNSET,
                                by_rule=rule_summaries(rows), verbose=verbose, location=self.location)
-        return RowsResult("validate", f"validate {self.table}", COLUMNS, rows, meta, exit_code=self.exit_code)
+        return RowsResult("validate", f"validate {self.table}", COLUMNS, rows, meta, exit_code=self.exit_code,
+                          terminal_report="icectl.cli.output.summaries:validate_report")
 
 
 @dataclass

@@ -15,7 +15,8 @@ from icectl.cli.output.health.prometheus import prometheus_text
 from icectl.errors import NotFoundError, UsageError
 from icectl.ops.health import table_health
 from icectl.ops.health.checks import check_config
-from icectl.results import MultiResult, Result, TableFailure
+from icectl.ops.health.result import HealthResult
+from icectl.results import MultiResult, Result
 from icectl.storage import FileIO
 
 
@@ -49,7 +50,7 @@ def health_cmd(
                 docs.append(r.to_json())
                 yield r
             outputs.write(docs)  # after the last table: the files hold the whole run or nothing new
-        return MultiResult("health", run_all())
+        return MultiResult("health", run_all(), item=HealthResult)
     result = table_health(tables.one(), name=tables.address, config_thresholds=thresholds, orphans=orphans)
     outputs.write([result.to_json()])
     return result
@@ -89,21 +90,3 @@ def _output_path(path: str | None, option: str) -> str | None:
     if os.path.isdir(full):
         raise UsageError(f"{option} {path} is a folder; give a file name")
     return full
-
-
-def one_line(result: Any) -> str:
-    """An --all run's line for one table on a terminal."""
-    if isinstance(result, TableFailure):
-        return f"{result.table}  failed: {result.error}"
-    crossed = [c for c in result.checks if c.crossed]
-    if not crossed:
-        return f"{result.table}  healthy"
-    what = ", ".join(dict.fromkeys(_command_name(c.recommendation) for c in crossed if c.recommendation))
-    return f"{result.table}  needs attention: {len(crossed)} check(s)" + (f" ({what})" if what else "")
-
-
-def _command_name(recommendation: str) -> str:
-    words = recommendation.split()
-    if words[:1] == ["icectl"] and len(words) > 1:
-        return words[1] if words[1] != "properties" else "properties set"
-    return recommendation.split("(", 1)[0].rsplit(".", 1)[-1]  # CALL cat.system.rewrite_data_files(...)

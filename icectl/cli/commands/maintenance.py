@@ -14,7 +14,9 @@ from icectl.engine import Engine
 from icectl.errors import UsageError
 from icectl.ops.compact.manifests import compact
 from icectl.ops.compact.plan import CompactOptions, parse_size
+from icectl.ops.compact.result import CompactResult
 from icectl.ops.expire import ExpirePolicy, expire_snapshots, parse_older_than
+from icectl.ops.expire.result import ExpireResult
 from icectl.results import MultiResult, Result
 
 
@@ -60,7 +62,7 @@ def expire_cmd(
           "max_concurrent_deletes": max_concurrent_deletes, "now_ms": now, "engine": engine}
     if tables.all_tables and policy.snapshot_ids:
         raise UsageError("--snapshot-id names one table's snapshots; it cannot go with --all")
-    return tables.run("expire_snapshots", lambda t: expire_snapshots(t, policy, **kw))  # type: ignore[arg-type]
+    return tables.run(ExpireResult, lambda t: expire_snapshots(t, policy, **kw))  # type: ignore[arg-type]
 
 
 def compact_cmd(
@@ -98,7 +100,7 @@ def compact_cmd(
         target_size=parse_size(target_size) if target_size is not None else None,
         sort_by=tuple(s.strip() for s in sort_by.split(",") if s.strip()) if sort_by else (), branch=branch)
     options.check()
-    return tables.run("compact", lambda t: compact(t, options, dry_run=dry_run, engine=engine))
+    return tables.run(CompactResult, lambda t: compact(t, options, dry_run=dry_run, engine=engine))
 
 
 def register(app: typer.Typer) -> None:

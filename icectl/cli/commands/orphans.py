@@ -12,6 +12,7 @@ from icectl.cli.options import DryRunOpt, JsonOpt
 from icectl.engine import Engine
 from icectl.errors import UsageError
 from icectl.ops.orphans import parse_equal_map, remove_orphan_files
+from icectl.ops.orphans.result import RemoveOrphanFilesResult
 from icectl.results import MultiResult, Result
 from icectl.spec.durations import parse_point_in_time_ms
 from icectl.table import Table
@@ -74,7 +75,7 @@ def remove_orphan_files_cmd(
 
     if tables.all_tables and location is not None:
         raise UsageError("--location names one table's folder; it cannot go with --all")
-    return tables.run("remove_orphan_files", run)
+    return tables.run(RemoveOrphanFilesResult, run)
 
 
 def register(app: typer.Typer) -> None:

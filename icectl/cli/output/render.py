@@ -80,8 +80,8 @@ def render(result: Result | MultiResult, *, as_json: bool, out: TextIO | None = 
     out = out or sys.stdout
     if isinstance(result, MultiResult):
         n = failed = 0
+        line = None if as_json else one_line_renderer(result)
         for r in result:  # streamed: each table is printed as soon as it is done
-            line = None if as_json else one_line_renderer(getattr(r, "view", ""))
             if line is not None:  # a terminal gets one line per table
                 out.write(line(r) + "\n")
             else:
@@ -105,7 +105,7 @@ def render(result: Result | MultiResult, *, as_json: bool, out: TextIO | None = 
         out.flush()
         return
     terminal = out is sys.stdout and out.isatty()
-    report = report_renderer(getattr(result, "view", ""))
+    report = report_renderer(result)
     if isinstance(result, RowsResult) and report is None and not terminal:
         # Piped: plain aligned text, full values, never a box.
         write_plain(result, out, to_json, chosen=bool(options and options.query.columns))

@@ -39,6 +39,7 @@ class CompactResult(CommandResult):
     """``icectl compact``, of manifest lists (v1-v3) and of v4 roots and leaves (the v4-only keys)."""
 
     view: ClassVar[str] = "compact"
+    one_line: ClassVar[str] = "icectl.cli.output.summaries:compact_line"
 
     table: str
     branch: str

@@ -58,6 +58,8 @@ class ExpireResult(CommandResult):
     """
 
     view: ClassVar[str] = "expire_snapshots"
+    terminal_report: ClassVar[str] = "icectl.cli.output.summaries:expire_report"
+    one_line: ClassVar[str] = "icectl.cli.output.summaries:expire_line"
 
     table: str
     dry_run: bool

@@ -145,12 +145,20 @@ class Commands:
     spark_catalog: str  # the catalog in Spark's CALL (a placeholder when the table has none)
     spark_table: str
 
-    def icectl(self, command: str, *args: str) -> str:
-        return " ".join(("icectl", command, _quote(self.table), *args))
+    def icectl(self, command: str, *args: str) -> Advice:
+        return Advice(command, " ".join(("icectl", command, _quote(self.table), *args)))
 
-    def spark(self, procedure: str, options: str = "") -> str:
+    def spark(self, procedure: str, options: str = "") -> Advice:
         extra = f", options => map({options})" if options else ""
-        return f"CALL {self.spark_catalog}.system.{procedure}(table => '{self.spark_table}'{extra})"
+        return Advice(procedure, f"CALL {self.spark_catalog}.system.{procedure}(table => '{self.spark_table}'{extra})")
+
+
+@dataclass(frozen=True)
+class Advice:
+    """A recommendation: the command (icectl's, or Spark's procedure) and the line to run."""
+
+    command: str
+    text: str
 
 
 def _quote(text: str) -> str:
@@ -165,11 +173,12 @@ _OPS: dict[str, Callable[[float, float], bool]] = {">=": lambda v, t: v >= t, ">
 
 
 def _check(cid: str, title: str, unit: str, value: float | int | None, op: str, threshold: float | int,
-           message: str, recommendation: str | None, *, applies: bool = True) -> HealthCheck:
+           message: str, advice: Advice | None, *, applies: bool = True) -> HealthCheck:
     crossed = applies and value is not None and _OPS[op](value, threshold)
     return HealthCheck(id=cid, section=cid.rsplit(".", 1)[0], title=title, value=value, threshold=threshold,
                        unit=unit, comparison=op, crossed=crossed, message=message,
-                       recommendation=recommendation if crossed else None)
+                       recommendation=advice.text if crossed and advice else None,
+                       command=advice.command if crossed and advice else None)
 
 
 def _pct(x: float) -> str:

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from icectl.errors import ExitCode
-from icectl.results import UNSET, CommandResult, Part, Unset
+from icectl.results import NOT_JSON, UNSET, CommandResult, Part, Unset
 
 
 @dataclass
@@ -24,6 +24,7 @@ class HealthCheck(Part):
     message: str
     recommendation: str | None  # the command to run; null when nothing is crossed or nothing helps
     comparison: str = ">="  # how value and threshold compare when crossed: >=, > or <
+    command: str | None = field(default=None, metadata=NOT_JSON)  # the recommendation's command, by name
 
 
 @dataclass(kw_only=True)
@@ -31,6 +32,8 @@ class HealthResult(CommandResult):
     """``icectl health TABLE``: the figures that decide maintenance, each check, what to run."""
 
     view: ClassVar[str] = "health"
+    terminal_report: ClassVar[str] = "icectl.cli.output.health.terminal:health_report"
+    one_line: ClassVar[str] = "icectl.cli.output.health.terminal:health_line"
 
     table: str
     location: str | None

@@ -19,6 +19,7 @@ class RemoveOrphanFilesResult(CommandResult):
     """
 
     view: ClassVar[str] = "remove_orphan_files"
+    one_line: ClassVar[str] = "icectl.cli.output.summaries:orphan_line"
 
     table: str
     dry_run: bool

@@ -17,6 +17,7 @@ from support.health_docs import empty_doc, healthy_doc, hostile_doc, unhealthy_d
 from icectl.cli.output.health.terminal import bar, health_report
 from icectl.cli.output.render import render
 from icectl.cli.output.terminal_views import report_renderer
+from icectl.ops.health.result import HealthResult
 
 EIGHTHS = {" ": 0, "▏": 1, "▎": 2, "▍": 3, "▌": 4, "▋": 5, "▊": 6, "▉": 7, "█": 8}
 
@@ -147,13 +148,14 @@ class _Health:
     view: str = "health"
     title: str = "Health"
     exit_code: int = 7
+    terminal_report: str = HealthResult.terminal_report
 
     def to_json(self) -> dict[str, Any]:
         return self.doc
 
 
 def test_renderer_draws_health_results_with_this_report() -> None:
-    assert report_renderer("health") is health_report
+    assert report_renderer(HealthResult) is health_report  # the result class names its renderer
     out = io.StringIO()
     render(_Health(unhealthy_doc()), as_json=False, out=out)
     assert "Data file sizes" in out.getvalue() and "Snapshots over time" in out.getvalue()

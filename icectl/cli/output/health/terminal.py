@@ -19,6 +19,7 @@ from rich.table import Table
 from rich.text import Text
 
 from icectl.cli.output.health import words as hf
+from icectl.results import TableFailure
 
 MAX_WIDTH = 120
 CHART_ROWS = 8  # height of the snapshots-over-time bars
@@ -238,3 +239,14 @@ class HealthReport:
 def health_report(result: Any) -> HealthReport:
     """``REPORTS["health"]``: the terminal report of a health result (or of its JSON document)."""
     return HealthReport(document(result))
+
+
+def health_line(result: Any) -> str:
+    """An --all run's line for one table on a terminal: healthy, or the commands its crossed checks name."""
+    if isinstance(result, TableFailure):
+        return f"{result.table}  failed: {result.error}"
+    crossed = [c for c in result.checks if c.crossed]
+    if not crossed:
+        return f"{result.table}  healthy"
+    what = ", ".join(dict.fromkeys(c.command for c in crossed if c.command))
+    return f"{result.table}  needs attention: {len(crossed)} check(s)" + (f" ({what})" if what else "")

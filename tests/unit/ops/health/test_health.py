@@ -20,8 +20,8 @@ import tomllib
 from prometheus_client.parser import text_string_to_metric_families
 from support.appends import build_appends
 
-from icectl.cli.commands.health import one_line
 from icectl.cli.output.health.prometheus import prometheus_text
+from icectl.cli.output.health.terminal import health_line
 from icectl.config import parse_config
 from icectl.errors import CorruptInputError
 from icectl.ops import health as health_module
@@ -159,7 +159,18 @@ def test_prometheus_labels_are_escaped_and_failures_are_down(appends: Path) -> N
 
 def test_one_line_per_table() -> None:
     failure = TableFailure(view="health", table="db.b", error="metadata file is not JSON", exit_code=4)
-    assert one_line(failure) == "db.b  failed: metadata file is not JSON"
+    assert health_line(failure) == "db.b  failed: metadata file is not JSON"
+
+
+def test_the_one_line_names_the_commands_of_the_crossed_checks(appends: Path) -> None:
+    """The line reads each crossed check's command (structured, never parsed back from its text)."""
+    result = table_health(table_of(appends), config_thresholds={"snapshot-count": 1, "metadata-file-count": 1})
+    crossed = [c for c in result.checks if c.crossed]
+    assert crossed and all(c.command and c.recommendation for c in crossed)
+    assert all(c.command in (c.recommendation or "") for c in crossed)
+    names = ", ".join(dict.fromkeys(c.command for c in crossed if c.command))
+    assert health_line(result).endswith(f"needs attention: {len(crossed)} check(s) ({names})")
+    assert "command" not in result.to_json()["checks"][0]  # not part of the JSON document
 
 
 def test_stale_partition_statistics_recommend_computing_them(appends: Path) -> None:
