@@ -10,10 +10,12 @@ An address is one of:
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
 from icectl.catalog.hadoop import FileSystemOperations, HadoopCatalog, current_version
+from icectl.catalog.hadoop_layout import check_table_dir_name
 from icectl.catalog.operations import Current, TableOperations
 from icectl.config import Config
 from icectl.errors import IcectlError, NotFoundError, UnsupportedError, UsageError
@@ -60,6 +62,18 @@ class Catalog(Protocol):
         """Whether a server writes the table's metadata files (REST): a ``vN.metadata.json`` at the
         table's location that is its current file is its own, not a second table."""
         ...
+
+
+def table_name_parts(identifier: str | Sequence[str]) -> tuple[tuple[str, ...], str]:
+    """``namespace.table`` (a dotted name or its parts) as (namespace, table); each part must be a
+    name a table folder can have. UsageError (exit 2) otherwise."""
+    parts = identifier.split(".") if isinstance(identifier, str) else list(identifier)
+    if len(parts) < 2 or any(not p for p in parts):
+        raise UsageError(f"'{'.'.join(parts)}' is not namespace.table",
+                         hint="register names a catalog table: [catalog.]namespace.table")
+    for part in parts:
+        check_table_dir_name(part)
+    return tuple(parts[:-1]), parts[-1]
 
 
 def folder_table_operations(table_dir: str, io: FileIO, identifier: str, *,

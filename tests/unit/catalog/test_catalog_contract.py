@@ -26,8 +26,9 @@ from icectl.config import CATALOG_TYPES, Config, parse_config
 from icectl.errors import ExitCode, NotFoundError, RefusedError
 from icectl.ops.add_files import add_files
 from icectl.ops.create.metadata import new_table_metadata
+from icectl.ops.drop import drop_table
 from icectl.ops.expire import ExpirePolicy, expire_snapshots
-from icectl.ops.register_drop import drop_table, register_table
+from icectl.ops.register import register_table
 from icectl.spec.metadata import TableMetadata
 from icectl.spec.requirements import RequirementFailedError
 from icectl.spec.schema import NestedField, Schema, parse_primitive
