@@ -44,6 +44,10 @@ from typing import Any, ClassVar, TypeVar
 
 from icectl import progress
 from icectl.errors import IcectlError, UsageError
+from icectl.spec.metadata import TableMetadata
+from icectl.storage import FileIO
+from icectl.table.deletes import Executor
+from icectl.table.reach import FileSet, ReadCache, files_to_delete
 from icectl.threads import READ_WORKERS, ordered_map
 
 S = TypeVar("S")
@@ -125,6 +129,31 @@ class Engine:
 
     def report(self) -> EngineReport:
         return EngineReport(self.name)
+
+    # -- set algebra and deletes: what an engine may do its own way (the Spark engine: as joins)
+
+    def doomed_files(self, before: TableMetadata, expired: list[int], after: TableMetadata, io: FileIO,
+                     cache: ReadCache, *, extra: Callable[[set[str]], FileSet] | None = None) -> FileSet:
+        """What the ``expired`` snapshots of ``before`` (and ``extra``) reach and no snapshot of
+        ``after`` reaches: :func:`icectl.table.reach.files_to_delete` on this machine."""
+        return files_to_delete(before, expired, after, io, cache, extra)
+
+    def valid_frame(self, md: TableMetadata, io: FileIO,
+                    extras: Callable[[], list[tuple[str, str]]]) -> tuple[Any, int] | None:
+        """remove-orphan-files' valid files (what ``md``'s snapshots reach, and ``extras()``) as the
+        engine's own set and their count; None: judged on this machine by the orphan matcher."""
+        return None
+
+    def orphan_candidates(self, valid: Any, listed: list[tuple[str, int, bool]], *, valid_lookup: Any,
+                          listed_lookup: Any, shared: Any) -> tuple[list[tuple[str, int, bool]], list[str]]:
+        """Of ``listed``, the files left to judge and the valid paths judging them needs (``valid``:
+        from :meth:`valid_frame`)."""
+        raise NotImplementedError(f"the {self.name} engine keeps no valid-file set of its own")
+
+    def remote_deletes(self) -> Executor | None:
+        """How deletes run on the engine (``--executor-deletes``), for
+        :func:`icectl.table.deletes.delete_checked`; None: on this machine's threads."""
+        return None
 
     def mark(self) -> Any:
         """A point to report from (:meth:`report_since`): one table of an ``--all`` run."""

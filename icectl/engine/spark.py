@@ -33,9 +33,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from icectl import progress
-from icectl.engine import Engine, EngineReport, EngineSettings, pack_error, unpack_error
+from icectl.engine import Engine, EngineReport, EngineSettings, pack_error, spark_reach, unpack_error
 from icectl.engine.shipping import package_zip
 from icectl.errors import IcectlError, StorageError, UsageError
+from icectl.spec.metadata import TableMetadata
+from icectl.storage import FileIO
+from icectl.table.deletes import Executor
+from icectl.table.reach import FileSet, ReadCache, statistics_files
 from icectl.threads import streaming_pool
 
 if TYPE_CHECKING:
@@ -112,6 +116,36 @@ class SparkEngine(Engine):
             cores = max(1, int(spark.sparkContext.defaultParallelism))
             spark.conf.set("spark.sql.shuffle.partitions", str(2 * cores))
         return cls(spark, master=master, executor_deletes=settings.executor_deletes)
+
+    # -- set algebra and deletes as Spark jobs (icectl.engine.spark_reach)
+
+    def doomed_files(self, before: TableMetadata, expired: list[int], after: TableMetadata, io: FileIO,
+                     cache: ReadCache, *, extra: Callable[[set[str]], FileSet] | None = None) -> FileSet:
+        """As Spark joins (:func:`icectl.engine.spark_reach.doomed_files`) for v1-v3 tables without
+        ``extra`` (leftovers of earlier runs); v4 tables and leftovers are judged on the driver."""
+        if extra is not None or not spark_reach.supports(before, after):
+            return super().doomed_files(before, expired, after, io, cache, extra=extra)
+        return FileSet(dict(spark_reach.doomed_files(self, before, expired, after, io,
+                                                     statistics_files(before) if expired else set(),
+                                                     statistics_files(after), memo=cache.spark)))
+
+    def valid_frame(self, md: TableMetadata, io: FileIO,
+                    extras: Callable[[], list[tuple[str, str]]]) -> tuple[Any, int] | None:
+        """v1-v3 tables: :func:`icectl.engine.spark_reach.valid_frame`; v4 ones are judged on the driver."""
+        if not spark_reach.supports(md):
+            return None
+        return spark_reach.valid_frame(self, md, io, extras())
+
+    def orphan_candidates(self, valid: Any, listed: list[tuple[str, int, bool]], *, valid_lookup: Any,
+                          listed_lookup: Any, shared: Any) -> tuple[list[tuple[str, int, bool]], list[str]]:
+        return spark_reach.orphan_candidates(self, valid, listed, valid_lookup=valid_lookup,
+                                             listed_lookup=listed_lookup, shared=shared)
+
+    def remote_deletes(self) -> Executor | None:
+        if not self.executor_deletes:
+            return None
+        return lambda fn, items, shared, description: spark_reach.run_deletes(self, fn, items, shared=shared,
+                                                                              description=description)
 
     # ------------------------------------------------------------------ work
 

@@ -29,19 +29,20 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 from icectl.codec.manifest_reader import read_manifest_list
-from icectl.engine import active, pack_error, unpack_error
-from icectl.engine.spark import ITEMS_PER_TASK, SparkEngine
+from icectl.engine import pack_error, unpack_error
+from icectl.engine import spark as spark_module
 from icectl.errors import IcectlError
 from icectl.spec.metadata import TableMetadata
 from icectl.spec.snapshots import Snapshot
 from icectl.storage import FileIO
 from icectl.table.delete_fence import check_absolute, check_snapshot_lists, file_identity, identity_cache
-from icectl.table.deletes import Executor
 from icectl.table.reach import CATEGORY_RANK, content_category
 from icectl.table.scan import iter_entries, manifests_of
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
+
+    from icectl.engine.spark import SparkEngine
 
 ROWS = "path string, category string, key string, rank int, meta binary, error binary"
 COLUMNS = ("path", "category", "key", "rank", "meta", "error")
@@ -51,12 +52,6 @@ TASK_THREADS = 8  # rows of one task read at a time
 # the manifests' files, then statistics files. One file under two categories or two spellings
 # (an in-table link) keeps the lowest rank here, then the smallest path.
 RANK = CATEGORY_RANK
-
-
-def spark_engine() -> SparkEngine | None:
-    """The run's engine when it is Spark, else None (the local path runs unchanged)."""
-    engine = active()
-    return engine if isinstance(engine, SparkEngine) else None
 
 
 def supports(*metadata: TableMetadata) -> bool:
@@ -149,7 +144,7 @@ def manifest_frame(engine: SparkEngine, md: TableMetadata, io: FileIO, snapshots
     snaps = list(snapshots)
     check_snapshot_lists(md.format_version, snaps)  # never read a relative one (v1-v3), as locally
     heads = list(dict.fromkeys(s.manifest_list for s in snaps if s.manifest_list))
-    lists = engine.frame([(p, None, None, None, None, None) for p in heads], ROWS, per_task=ITEMS_PER_TASK)
+    lists = engine.frame([(p, None, None, None, None, None) for p in heads], ROWS, per_task=spark_module.ITEMS_PER_TASK)
     df = _map(lists, list_rows, (md.format_version, io))
     # v1 snapshots may name their manifests inline: few, read on the driver as the local code does
     inline = [m for s in snaps if not s.manifest_list for m in manifests_of(md, s, io)]
@@ -375,15 +370,6 @@ def orphan_candidates(engine: SparkEngine, valid: DataFrame, listed: list[tuple[
 # --------------------------------------------------------------------------- deletes on executors
 
 
-def executor_deletes() -> Executor | None:
-    """How the run deletes on the engine (``--executor-deletes`` on Spark: as Spark tasks), for
-    :func:`icectl.table.deletes.delete_checked`; None: on the driver's thread pool."""
-    engine = spark_engine()
-    if engine is None or not engine.executor_deletes:
-        return None
-    return lambda fn, items, shared, description: run_deletes(engine, fn, items, shared=shared, description=description)
-
-
 def run_deletes(engine: SparkEngine, fn: Callable[[Any, Any], Any], items: list[Any], *, shared: Any,
                 description: str) -> list[Any]:
     """``fn`` over the already-checked ``items`` as Spark tasks (``--executor-deletes``), results in order."""
@@ -399,12 +385,10 @@ __all__ = [
     "content_frame",
     "doomed_files",
     "driver_frame",
-    "executor_deletes",
     "manifest_frame",
     "orphan_candidates",
     "reach_frame",
     "run_deletes",
-    "spark_engine",
     "stream",
     "supports",
     "valid_frame",

@@ -18,7 +18,7 @@ snapshot: one snapshot's manifest DV never hides a row that another retained sna
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -271,5 +271,41 @@ def statistics_files(md: TableMetadata) -> set[str]:
     return out
 
 
-__all__ = ["CATEGORIES", "CATEGORY_RANK", "FileSet", "ReadCache", "content_category", "manifest_paths",
-           "reachable_files", "statistics_files"]
+def files_to_delete(before: TableMetadata, expired: list[int], after: TableMetadata, io: FileIO,
+                    cache: ReadCache | None = None,
+                    extra: Callable[[set[str]], FileSet] | None = None) -> FileSet:
+    """Reachable from the expired snapshots of ``before`` (and what ``extra(kept_manifests)`` adds:
+    expire's leftovers of earlier runs) and from no snapshot of ``after``.
+
+    The retained snapshots' manifests are opened only when something beside manifest lists is to
+    go (a manifest no retained snapshot lists, its files, a statistics file): the files they list
+    matter only against those. When only manifest lists go (appends: every manifest stays), the
+    retained side is its lists and manifest paths, as in Java's ReachableFileCleanup, which reads
+    the current manifests only when there are manifests to delete.
+
+    The Spark engine computes the same as Spark joins (:meth:`icectl.engine.Engine.doomed_files`).
+    """
+    cache = cache if cache is not None else ReadCache()
+    kept_manifests: set[str] = set()
+    retained = [s.snapshot_id for s in after.snapshots]
+    kept, _ = reachable_files(after, retained, io, cache=cache, whole=kept_manifests, contents=False)
+    for p in statistics_files(after):
+        kept.add(p, "statistics_files")
+    gone, _ = reachable_files(before, expired, io, skip_manifests=kept_manifests, cache=cache, shortcut=True)
+    if expired:
+        for p in statistics_files(before):
+            gone.add(p, "statistics_files")
+    if extra is not None:
+        for k, v in extra(kept_manifests).files.items():
+            gone.files.setdefault(k, v)
+    doomed = gone.minus(kept)
+    if any(category != "manifest_lists" for _path, category in doomed.files.values()):
+        kept, _ = reachable_files(after, retained, io, cache=cache)  # lists cached: now the manifests too
+        for p in statistics_files(after):
+            kept.add(p, "statistics_files")
+        doomed = gone.minus(kept)
+    return doomed
+
+
+__all__ = ["CATEGORIES", "CATEGORY_RANK", "FileSet", "ReadCache", "content_category", "files_to_delete",
+           "manifest_paths", "reachable_files", "statistics_files"]

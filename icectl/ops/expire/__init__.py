@@ -27,7 +27,6 @@ import time
 from typing import Any
 
 from icectl.engine import Engine, active, using
-from icectl.engine.spark_reach import doomed_files, executor_deletes, spark_engine, supports
 from icectl.errors import ExitCode, IcectlError, RefusedError, StorageError
 from icectl.ops.expire.leftovers import Leftovers, leftover_snapshots
 from icectl.ops.expire.result import ExpireResult
@@ -42,7 +41,7 @@ from icectl.table.delete_fence import file_identity, identity_cache, table_fence
 from icectl.table.delete_tally import deleting
 from icectl.table.deletes import delete_file_set
 from icectl.table.neighbours import Neighbours, find_neighbours
-from icectl.table.reach import FileSet, ReadCache, manifest_paths, reachable_files, statistics_files
+from icectl.table.reach import FileSet, ReadCache, manifest_paths, reachable_files
 from icectl.table.write_guard import check_writable
 from icectl.threads import STAT_WORKERS, ordered_map
 
@@ -50,42 +49,12 @@ from icectl.threads import STAT_WORKERS, ordered_map
 def files_to_delete(before: TableMetadata, expired: list[int], after: TableMetadata, io: FileIO,
                     cache: ReadCache | None = None, leftovers: Leftovers | None = None) -> FileSet:
     """Reachable from the expired snapshots of ``before`` (and from ``leftovers``, the snapshots
-    earlier expiries removed) and from no snapshot of ``after``.
-
-    The retained snapshots' manifests are opened only when something beside manifest lists is to
-    go (a manifest no retained snapshot lists, its files, a statistics file): the files they list
-    matter only against those. When only manifest lists go (appends: every manifest stays), the
-    retained side is its lists and manifest paths, as in Java's ReachableFileCleanup, which reads
-    the current manifests only when there are manifests to delete.
-
-    On the Spark engine (v1-v3, no leftovers of earlier runs) the same, as Spark joins:
-    :func:`icectl.engine.spark_reach.doomed_files`; v4 tables and leftovers are judged here.
-    """
-    engine = spark_engine()
-    if engine is not None and supports(before, after) and not (leftovers and leftovers.snapshots):
-        return FileSet(dict(doomed_files(engine, before, expired, after, io,  # the same, as Spark joins
-                                         statistics_files(before) if expired else set(), statistics_files(after),
-                                         memo=cache.spark if cache is not None else None)))
-    cache = cache if cache is not None else ReadCache()
-    kept_manifests: set[str] = set()
-    retained = [s.snapshot_id for s in after.snapshots]
-    kept, _ = reachable_files(after, retained, io, cache=cache, whole=kept_manifests, contents=False)
-    for p in statistics_files(after):
-        kept.add(p, "statistics_files")
-    gone, _ = reachable_files(before, expired, io, skip_manifests=kept_manifests, cache=cache, shortcut=True)
-    if expired:
-        for p in statistics_files(before):
-            gone.add(p, "statistics_files")
-    if leftovers is not None and leftovers.snapshots:
-        for k, v in _leftover_files(leftovers, io, kept_manifests).files.items():
-            gone.files.setdefault(k, v)
-    doomed = gone.minus(kept)
-    if any(category != "manifest_lists" for _path, category in doomed.files.values()):
-        kept, _ = reachable_files(after, retained, io, cache=cache)  # lists cached: now the manifests too
-        for p in statistics_files(after):
-            kept.add(p, "statistics_files")
-        doomed = gone.minus(kept)
-    return doomed
+    earlier expiries removed) and from no snapshot of ``after``: the run's engine's set algebra
+    (:meth:`icectl.engine.Engine.doomed_files`: :func:`icectl.table.reach.files_to_delete` here,
+    Spark joins on the Spark engine)."""
+    extra = ((lambda skip: _leftover_files(leftovers, io, skip)) if leftovers is not None and leftovers.snapshots
+             else None)
+    return active().doomed_files(before, expired, after, io, cache if cache is not None else ReadCache(), extra=extra)
 
 
 def _leftover_files(leftovers: Leftovers, io: FileIO, skip: set[str]) -> FileSet:
@@ -198,7 +167,7 @@ def expire_snapshots(table: Table, policy: ExpirePolicy, *, dry_run: bool = Fals
                      now_ms: int | None = None, engine: Engine | None = None) -> ExpireResult:
     """Expire snapshots by policy, commit, then delete the files no retained snapshot reaches.
     ``engine``: where reachability is judged and files deleted (None: :func:`icectl.engine.active`); it is
-    the run's engine below (``spark_engine()``) until reachability takes it as an argument."""
+    the run's engine (its set algebra and deletes: :class:`icectl.engine.Engine`)."""
     # every reachable file's identity is asked for, many of them often
     with identity_cache(), using(engine or active()):
         return _expire_snapshots(table, policy, dry_run=dry_run, max_deletes=max_deletes,
@@ -295,7 +264,8 @@ def _expire_snapshots(table: Table, policy: ExpirePolicy, *, dry_run: bool, max_
     with deleting(len(doomed.files), "files of the expired snapshots",
                   "the table is readable (its metadata names none of them since the commit); run the same "
                   "command again to delete the rest"):
-        outcome = delete_file_set(table.io, doomed, workers=max_concurrent_deletes, executor=executor_deletes())
+        outcome = delete_file_set(table.io, doomed, workers=max_concurrent_deletes,
+                                  executor=active().remote_deletes())
     res.already_gone, res.failures, res.deleted = outcome.already_gone, outcome.failures, dict(outcome.deleted)
     res.title = (f"Expired {len(retention.expired)} snapshots of {table.identifier}{kept_note}"
                  + _leftover_note(found, doomed))

@@ -50,7 +50,6 @@ from urllib.parse import urlsplit
 
 from icectl import progress
 from icectl.engine import Engine, active, using
-from icectl.engine.spark_reach import executor_deletes, orphan_candidates, spark_engine, supports, valid_frame
 from icectl.errors import IcectlError, RefusedError, StorageError, UsageError
 from icectl.ops.orphans.result import RemoveOrphanFilesResult
 from icectl.spec.metadata import TableMetadata
@@ -339,11 +338,9 @@ def _scan(io: FileIO, location: str, md: TableMetadata, matcher: Matcher, older_
 def _spark_candidates(valid: DataFrame, matcher: Matcher, listed: list[ListedFile]) -> list[ListedFile]:
     """Of ``listed``, those the Spark join leaves to judge; ``matcher`` then indexes every valid
     file that judging them asks for (and only those)."""
-    engine = spark_engine()
-    assert engine is not None
     blank = Matcher(matcher.equal_schemes, matcher.equal_authorities)  # what the executors need of it
-    todo, related = orphan_candidates(engine, valid, [(f.path, f.mtime_ms, f.is_link) for f in listed],
-                                      valid_lookup=valid_lookup, listed_lookup=listed_lookup, shared=blank)
+    todo, related = active().orphan_candidates(valid, [(f.path, f.mtime_ms, f.is_link) for f in listed],
+                                               valid_lookup=valid_lookup, listed_lookup=listed_lookup, shared=blank)
     matcher.index(ValidFiles(dict.fromkeys(related, "valid")))
     return [ListedFile(p, mtime, 0, link) for p, mtime, link in todo]
 
@@ -352,9 +349,9 @@ def _valid(table: Table, md: TableMetadata, location: str, cache: ReadCache,
            frames: list[DataFrame]) -> tuple[int, DataFrame | None, ValidFiles | None]:
     """The valid files: (count, the Spark engine's frame of them (added to ``frames``), or the local
     ValidFiles)."""
-    engine = spark_engine()
-    if engine is not None and supports(md):
-        frame, count = valid_frame(engine, md, table.io, extra_valid_files(table, md, location))
+    got = active().valid_frame(md, table.io, lambda: extra_valid_files(table, md, location))
+    if got is not None:  # the engine keeps them as its own set (Spark: a persisted frame)
+        frame, count = got
         frames.append(frame)
         return count, frame, None
     valid = valid_files(table, md, location, cache=cache)
@@ -392,7 +389,7 @@ def remove_orphan_files(table: Table, *, older_than_ms: int | None = None, locat
     table reaches and that were last modified before ``older_than_ms`` (default: 3 days ago);
     delete them unless ``dry_run``. See the module doc for the rules. ``engine``: where the valid
     files are judged and files deleted (None: :func:`icectl.engine.active`); it is the run's engine
-    below (``spark_engine()``) until reachability takes it as an argument."""
+    below (its set algebra and deletes: :class:`icectl.engine.Engine`)."""
     with identity_cache(), using(engine or active()):
         return _remove_orphan_files(
             table, older_than_ms=older_than_ms, location=location, mode=prefix_mismatch_mode,
@@ -506,7 +503,7 @@ def _remove_orphan_files(table: Table, *, older_than_ms: int | None, location: s
     with deleting(len(orphans), "orphan files", "run the same command again to delete the rest"):
         outcome = delete_checked([("orphans", p) for p in orphans], categories=("orphans",), shared=(table.io, fence),
                                  delete=delete_orphan, workers=workers, description="deleting orphan files",
-                                 executor=executor_deletes())
+                                 executor=active().remote_deletes())
         deleted, gone, failures = outcome.total, outcome.already_gone, outcome.failures
     res.deleted_count, res.already_gone, res.failures = deleted, gone, failures
     res.title = f"Deleted {deleted} orphan file(s) of {table.identifier} under {where}{notes}"
