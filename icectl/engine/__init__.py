@@ -40,15 +40,17 @@ from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from icectl import progress
 from icectl.errors import IcectlError, UsageError
-from icectl.spec.metadata import TableMetadata
-from icectl.storage import FileIO
-from icectl.table.deletes import Executor
-from icectl.table.reach import FileSet, ReadCache, files_to_delete
 from icectl.threads import READ_WORKERS, ordered_map
+
+if TYPE_CHECKING:  # the set algebra's types: reading them at start-up would load the manifest codecs
+    from icectl.spec.metadata import TableMetadata
+    from icectl.storage import FileIO
+    from icectl.table.deletes import Executor
+    from icectl.table.reach import FileSet, ReadCache
 
 S = TypeVar("S")
 T = TypeVar("T")
@@ -135,7 +137,10 @@ class Engine:
     def doomed_files(self, before: TableMetadata, expired: list[int], after: TableMetadata, io: FileIO,
                      cache: ReadCache, *, extra: Callable[[set[str]], FileSet] | None = None) -> FileSet:
         """What the ``expired`` snapshots of ``before`` (and ``extra``) reach and no snapshot of
-        ``after`` reaches: :func:`icectl.table.reach.files_to_delete` on this machine."""
+        ``after`` reaches: :func:`icectl.table.reach.files_to_delete` on this machine (imported when
+        asked: ``icectl --help`` and ``inspect table`` import this module, not the manifest codecs)."""
+        from icectl.table.reach import files_to_delete
+
         return files_to_delete(before, expired, after, io, cache, extra)
 
     def valid_frame(self, md: TableMetadata, io: FileIO,

@@ -37,7 +37,8 @@ RUN_TIME_IMPORTERS = {
     "icectl/catalog/__init__.py": "open_catalog imports the SQL, REST and Glue clients for a catalog of that type",
     "icectl/catalog/operations.py": "LocalCommits.commit_change imports the commit machinery (spec.updates)",
     "icectl/cli/output/terminal_views.py": "a result's own terminal renderer is imported when such a result is printed",
-    "icectl/engine/__init__.py": "open_engine imports the Spark engine (pyspark, a JVM) only for --engine spark",
+    "icectl/engine/__init__.py": "open_engine imports the Spark engine (pyspark, a JVM) only for --engine spark, "
+                                 "Engine.doomed_files the reachability walk only when an expiry asks",
 }
 
 
