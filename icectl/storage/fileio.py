@@ -99,8 +99,12 @@ class FileIO:
 
     def gated(self, gate: Callable[[str], None] | None) -> FileIO:
         """This FileIO (sharing its open clients) with ``gate`` checking every change it makes."""
-        # replace(), not copy(): the fields (a subclass's too) are passed as they are, the clients shared.
-        return replace(self, write_gate=gate)
+        # Every attribute shared as it is (the open clients, a subclass's own state): neither replace()
+        # (a subclass's __init__ may take other arguments) nor copy() (__getstate__ drops the clients).
+        view = object.__new__(type(self))
+        view.__dict__.update(self.__dict__)
+        view.write_gate = gate
+        return view
 
     def _check_write(self, path: str) -> None:
         if self.write_gate is not None:
