@@ -8,7 +8,7 @@ the writer schema's logical types. Writing: Iceberg types to Avro schema JSON as
 ``TypeToSchema`` does, Avro field names as ``AvroSchemaUtil.sanitize`` makes them, and containers
 with Java's block size and compact schema JSON. Manifests, manifest lists and v4 manifests
 (:mod:`icectl.codec.manifest_reader`, :mod:`icectl.codec.manifest_writer`,
-:mod:`icectl.codec.root_manifest`) are built on these. Bytes in, bytes out.
+:mod:`icectl.codec.v4_proposal`) are built on these. Bytes in, bytes out.
 """
 
 from __future__ import annotations

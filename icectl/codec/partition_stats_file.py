@@ -16,12 +16,11 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from icectl.codec.arrow_types import arrow_column, iceberg_field, primitive_arrow_type
 from icectl.errors import CorruptInputError, UnsupportedError
 from icectl.spec.schema import (
     INT,
     LONG,
-    DecimalType,
-    FixedType,
     IcebergType,
     NestedField,
     PrimitiveType,
@@ -69,36 +68,15 @@ def stats_schema(partition_type: StructType, format_version: int) -> Schema:
 
 
 def _primitive_arrow(t: IcebergType) -> pa.DataType:
-    import pyarrow as pa
-
-    if isinstance(t, DecimalType):
-        return pa.decimal128(t.precision, t.scale)
-    if isinstance(t, FixedType):
-        return pa.binary(t.length)
-    simple = {
-        "boolean": pa.bool_(), "int": pa.int32(), "long": pa.int64(), "float": pa.float32(),
-        "double": pa.float64(), "date": pa.date32(), "time": pa.time64("us"),
-        "timestamp": pa.timestamp("us"), "timestamptz": pa.timestamp("us", tz="UTC"),
-        "timestamp_ns": pa.timestamp("ns"), "timestamptz_ns": pa.timestamp("ns", tz="UTC"),
-        "string": pa.string(), "uuid": pa.uuid(), "binary": pa.binary(),
-    }
-    name = t.name if isinstance(t, PrimitiveType) else str(t)
-    if name not in simple:
-        raise UnsupportedError(f"partition values of type {t} cannot be written to a partition statistics file")
-    return simple[name]
-
-
-# The Arrow type partition values are built as before the cast to the logical type: icectl keeps
-# temporal values as integers (icectl.spec.values), uuids as uuid.UUID.
-_STORAGE = {"date": "int32", "time": "int64", "timestamp": "int64", "timestamptz": "int64",
-            "timestamp_ns": "int64", "timestamptz_ns": "int64"}
+    try:
+        return primitive_arrow_type(t)
+    except UnsupportedError:
+        raise UnsupportedError(
+            f"partition values of type {t} cannot be written to a partition statistics file") from None
 
 
 def _field(f: NestedField, arrow_type: pa.DataType) -> pa.Field:
-    import pyarrow as pa
-
-    return pa.field(f.name, arrow_type, nullable=not f.required,
-                    metadata={b"PARQUET:field_id": str(f.field_id).encode()})
+    return iceberg_field(f, arrow_type)
 
 
 def arrow_schema(schema: Schema) -> pa.Schema:
@@ -116,18 +94,6 @@ def arrow_schema(schema: Schema) -> pa.Schema:
     return pa.schema(fields, metadata={ICEBERG_SCHEMA_KEY: text.encode()})
 
 
-def _partition_column(t: IcebergType, values: list[Any]) -> pa.Array:
-    import pyarrow as pa
-
-    target = _primitive_arrow(t)
-    name = t.name if isinstance(t, PrimitiveType) else ""
-    if name in _STORAGE:
-        return pa.array(values, type=getattr(pa, _STORAGE[name])()).cast(target)
-    if name == "uuid":
-        return pa.array([None if v is None else v.bytes for v in values], type=pa.binary(16)).cast(target)
-    return pa.array(values, type=target)
-
-
 def to_arrow(rows: Sequence[Mapping[str, Any]], schema: Schema) -> pa.Table:
     """``rows`` (``partition``: a tuple in the unified type's field order; the other columns by
     name, absent ones null) as an Arrow table of :func:`arrow_schema`."""
@@ -137,7 +103,7 @@ def to_arrow(rows: Sequence[Mapping[str, Any]], schema: Schema) -> pa.Table:
     columns: list[pa.Array] = []
     for f, af in zip(schema.fields, target, strict=True):
         if isinstance(f.field_type, StructType):
-            children = [_partition_column(c.field_type, [r[f.name][i] for r in rows])
+            children = [arrow_column(c.field_type, [r[f.name][i] for r in rows])
                         for i, c in enumerate(f.field_type.fields)]
             if children:
                 columns.append(pa.StructArray.from_arrays(children, fields=list(af.type)))

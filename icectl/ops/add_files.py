@@ -18,7 +18,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from icectl.codec.parquet_metrics import data_file_from_footer, field_ids_of
-from icectl.codec.root_manifest import FORMAT_VERSION as V4
+from icectl.spec.tracked_file import FORMAT_VERSION as V4
 from icectl.errors import (
     CommitConflictError,
     CorruptInputError,

@@ -14,12 +14,13 @@ from typing import Any, ClassVar
 
 from pyroaring import BitMap64
 
-from icectl.codec.root_manifest import FORMAT_VERSION as V4
+from icectl.codec.v4_schema import MANIFEST_SUFFIX
 from icectl.errors import NotFoundError, UnsupportedError, UsageError
 from icectl.results import NEXT_METADATA, UNSET, CommandResult, Part, Unset
 from icectl.spec.manifest import DataFile, DataFileContent, ManifestContent, ManifestEntry
 from icectl.spec.metadata import TableMetadata
 from icectl.spec.schema import StructType
+from icectl.spec.tracked_file import FORMAT_VERSION as V4
 from icectl.spec.values import to_human
 from icectl.storage import file_key, join
 from icectl.table import Table
@@ -182,7 +183,7 @@ def remove_files(table: Table, paths: Sequence[str] = (), *, where: Sequence[str
     snapshot_id = new_snapshot_id(md)
     if dry_run:
         res.title = f"Would remove {len(data_removed)} files from {table.identifier}"
-        res.would_write = [join(table.metadata_folder, f"root-{snapshot_id}-<uuid>.avro"), NEXT_METADATA]
+        res.would_write = [join(table.metadata_folder, f"root-{snapshot_id}-<uuid>{MANIFEST_SUFFIX}"), NEXT_METADATA]
         res.would_delete = []
         return res
     done = write_snapshot(table, branch, change, snapshot_id=snapshot_id)

@@ -3,180 +3,159 @@
 :func:`tree_manifests` turns a root into :class:`TreeManifest` objects, which are
 :class:`~icectl.spec.manifest.ManifestFile` rows with what a v4 reader needs besides:
 
-* a leaf (v1-v4 manifest) referenced by a live DATA_MANIFEST/DELETE_MANIFEST entry, with the
-  positions of its live manifest DV (rows at those ordinals are not part of the snapshot);
-* the root-level data and delete files, grouped by content and partition spec, as pseudo
-  manifests whose ``manifest_path`` is the root itself (their entries are already decoded).
+* a leaf (a v4 Parquet leaf, or a v1-v3 manifest carried over from before the upgrade)
+  referenced by a live DATA_MANIFEST/DELETE_MANIFEST entry, with the positions of its manifest DV
+  (``manifest_info.dv``: rows at those ordinals are not part of the snapshot);
+* the root's data files, grouped by partition spec, as pseudo manifests whose ``manifest_path``
+  is the root itself (their entries are already decoded); their colocated DVs form a DELETES
+  group per spec, as v1-v3 DV entries that reference their data file.
 
-:mod:`icectl.table.scan` hands these to :func:`read_tree_entries`, so every view and operation built on
-``manifests_of``/``iter_entries`` reads v4 snapshots unchanged (layout page section 7).
+:mod:`icectl.table.scan` hands these to :func:`read_tree_entries`, so every view and operation
+built on ``manifests_of``/``iter_entries`` reads v4 snapshots unchanged. A root written in the
+proposal layout of earlier icectl versions (Avro) is read by :mod:`icectl.table.scan_v4_proposal`;
+writers refuse it (:func:`read_root`) until ``icectl upgrade --to 4`` rewrites it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from icectl.codec.manifest_reader import read_manifest_metadata
-from icectl.codec.root_manifest import manifest_dv_positions, read_v4_manifest, v4_format_version
-from icectl.errors import CorruptInputError, IcectlError
-from icectl.spec.content_entry import (
-    ContentEntry,
-    V4Manifest,
-    leaf_entries,
-    live_manifest_dvs,
-    manifest_entry_of,
-    manifest_file_of,
-    with_inherited,
-)
-from icectl.spec.manifest import DataFileContent, ManifestContent, ManifestEntry, ManifestEntryStatus, ManifestFile
+from icectl.codec.mumbling import decode_mumbling
+from icectl.codec.v4_manifest import is_parquet, read_v4_manifest
+from icectl.errors import CorruptInputError, IcectlError, RefusedError
+from icectl.spec.manifest import DataFileContent, ManifestContent, ManifestEntry, ManifestFile
 from icectl.spec.metadata import TableMetadata
 from icectl.spec.schema import IcebergType, StructType
 from icectl.spec.snapshots import Snapshot
+from icectl.spec.tracked_file import (
+    TrackedFile,
+    V4Manifest,
+    leaf_entries,
+    manifest_file_of,
+    root_file_entries,
+    with_inherited,
+)
 from icectl.storage import FileIO
+from icectl.table import scan_v4_proposal as proposal
 from icectl.table.manifest_read import DEFAULT_READ, ReadOptions, manifest_entries
+from icectl.table.scan_v4_proposal import TreeFiles, TreeManifest, partition_field_types, root_group
 
 if TYPE_CHECKING:
     from pyroaring import BitMap64
 
+__all__ = ["TreeFiles", "TreeManifest", "column_field_types", "is_proposal_root", "leaf_rows", "manifest_dv",
+           "partition_field_types", "read_leaf", "read_root", "read_tree_entries", "tree_files", "tree_manifests",
+           "v4_leaf_reader"]
 
-@dataclass(frozen=True, slots=True)
-class TreeManifest(ManifestFile):
-    """A leaf or a group of root-level files of a v4 snapshot (see the module docstring)."""
-
-    root_location: str = ""
-    deleted_positions: BitMap64 | None = field(default=None, compare=False)
-    root_entries: tuple[ManifestEntry, ...] | None = field(default=None, compare=False)
-
-    @property
-    def is_root_group(self) -> bool:
-        return self.root_entries is not None
+PROPOSAL_HINT = ("run 'icectl upgrade --to 4' to rewrite it into the layout the Iceberg spec merged "
+                 "(reading keeps working until then)")
 
 
-def partition_field_types(metadata: TableMetadata) -> dict[int, IcebergType]:
-    """Partition field id -> result type, over every spec of the table."""
+def column_field_types(metadata: TableMetadata) -> dict[int, IcebergType]:
+    """Column id -> type over every schema, newest first (old files keep dropped columns' stats)."""
     out: dict[int, IcebergType] = {}
-    for spec in metadata.partition_specs:
-        for f in metadata.partition_type(spec).fields:
-            out.setdefault(f.field_id, f.field_type)
+    for schema in sorted(metadata.schemas, key=lambda s: -s.schema_id):
+        for fid in schema.field_ids():
+            f = schema.find_field(fid)
+            if f is not None:
+                out.setdefault(fid, f.field_type)
     return out
 
 
-def read_root(metadata: TableMetadata, snapshot: Snapshot, io: FileIO, data: bytes | None = None) -> V4Manifest:
-    """A snapshot's root manifest, ADDED entries' nulls inherited from the snapshot."""
+def is_proposal_root(data: bytes) -> bool:
+    """Whether a root is in the proposal layout of earlier icectl versions (Avro)."""
+    return not is_parquet(data)
+
+
+def _root_bytes(snapshot: Snapshot, io: FileIO, data: bytes | None) -> tuple[str, bytes]:
     path = snapshot.root_manifest
     if path is None:
         raise CorruptInputError(f"snapshot {snapshot.snapshot_id} has no root-manifest")
+    return path, io.read(path) if data is None else data
+
+
+def read_root(metadata: TableMetadata, snapshot: Snapshot, io: FileIO, data: bytes | None = None) -> V4Manifest:
+    """A snapshot's root manifest (spec layout), ADDED rows' nulls inherited from the snapshot.
+    A proposal-layout root is refused (exit 6): only reading goes through it."""
+    path, raw = _root_bytes(snapshot, io, data)
+    if is_proposal_root(raw):
+        raise RefusedError(f"snapshot {snapshot.snapshot_id}'s root {path} is in icectl's earlier v4 layout (the "
+                           "proposal), which icectl reads but no longer writes", path=path, hint=PROPOSAL_HINT)
     try:
-        root = read_v4_manifest(io.read(path) if data is None else data,
-                                partition_types=partition_field_types(metadata))
+        root = read_v4_manifest(raw, partition_types=partition_field_types(metadata),
+                                column_types=column_field_types(metadata), root=True)
     except IcectlError as e:
         raise e.in_file(path) from None
-    if root.content != "root":
-        raise CorruptInputError(f"root manifest {path} has content {root.content!r}, expected 'root'", path=path)
     entries = [with_inherited(e, snapshot.snapshot_id, snapshot.sequence_number) for e in root.entries]
     return V4Manifest(entries, root.metadata)
 
 
-def dv_positions(e: ContentEntry, io: FileIO) -> BitMap64:
-    """A manifest DV's positions, read from its Puffin file when not inline."""
-    dv = e.deletion_vector
-    blob = None
-    if dv is not None and dv.inline_content is None:
-        if dv.offset is None or dv.size_in_bytes is None:
-            raise CorruptInputError(f"manifest DV for {e.referenced_file} lacks offset/size_in_bytes",
-                                    path=e.location)
-        blob = io.read_range(e.location, dv.offset, dv.size_in_bytes)
+def manifest_dv(e: TrackedFile) -> BitMap64 | None:
+    """The leaf ordinals a root entry's manifest DV removes (None: no DV)."""
+    from pyroaring import BitMap64  # here: commands that read no manifest DV never load pyroaring
+
+    info = e.manifest_info
+    if info is None or info.dv is None:
+        return None
     try:
-        return manifest_dv_positions(e, blob)
+        return BitMap64(decode_mumbling(info.dv))
     except IcectlError as err:
         raise err.in_file(e.location) from None
 
 
 def tree_manifests(metadata: TableMetadata, snapshot: Snapshot, io: FileIO,
                    root_data: bytes | None = None) -> list[TreeManifest]:
-    """Leaves (with their live manifest DV) then root-level file groups of a v4 snapshot.
+    """Leaves (with their manifest DV) then the root's data-file and DV groups of a v4 snapshot.
 
     ``root_data``: the root's bytes when they are not (yet) in storage, e.g. to check a root
     before writing it.
     """
-    root = read_root(metadata, snapshot, io, root_data)
-    path = snapshot.root_manifest or ""
-    size = len(root_data) if root_data is not None else io.size(path)
-    dvs = {leaf: dv_positions(e, io) for leaf, e in live_manifest_dvs(root.entries).items()}
+    path, raw = _root_bytes(snapshot, io, root_data)
+    if is_proposal_root(raw):
+        return proposal.tree_manifests(metadata, snapshot, io, raw)
+    root = read_root(metadata, snapshot, io, raw)
+    size = len(raw)
     out: list[TreeManifest] = []
     for e in root.entries:
         if e.is_manifest and e.is_live:
             m = manifest_file_of(e)
-            out.append(TreeManifest(**_fields(m), root_location=path, deleted_positions=dvs.get(e.location)))
+            out.append(TreeManifest(**{n: getattr(m, n) for n in ManifestFile.__dataclass_fields__},
+                                    root_location=path, deleted_positions=manifest_dv(e)))
     groups: dict[tuple[ManifestContent, int], list[ManifestEntry]] = {}
     for e in root.entries:
         if e.is_file:
-            me = manifest_entry_of(e, metadata.partition_type(e.partition_spec_id, used_by="v4 entry"))
-            content = ManifestContent.DATA if me.data_file.content == DataFileContent.DATA else ManifestContent.DELETES
-            groups.setdefault((content, e.partition_spec_id), []).append(me)
-    for (content, spec_id), entries in groups.items():
-        out.append(_root_group(path, size, content, spec_id, entries))
+            spec_id = e.spec_id or 0
+            data, dv = root_file_entries(e, metadata.partition_type(spec_id, used_by="v4 entry"), snapshot.snapshot_id)
+            groups.setdefault((ManifestContent.DATA, spec_id), []).append(data)
+            if dv is not None:
+                groups.setdefault((ManifestContent.DELETES, spec_id), []).append(dv)
+    for (content, spec_id), entries in sorted(groups.items()):
+        out.append(root_group(path, size, content, spec_id, entries))
     return out
 
 
-def _fields(m: ManifestFile) -> dict[str, Any]:
-    return {name: getattr(m, name) for name in ManifestFile.__dataclass_fields__}
-
-
-def _root_group(path: str, size: int, content: ManifestContent, spec_id: int,
-                entries: list[ManifestEntry]) -> TreeManifest:
-    def count(status: ManifestEntryStatus, rows: bool) -> int:
-        return sum(e.data_file.record_count if rows else 1 for e in entries if e.status == status)
-
-    live_seqs = [e.sequence_number for e in entries if e.is_live and e.sequence_number is not None]
-    seqs = [e.sequence_number for e in entries if e.sequence_number is not None]
-    snapshot_ids = [e.snapshot_id for e in entries if e.snapshot_id is not None]
-    return TreeManifest(
-        manifest_path=path, manifest_length=size, partition_spec_id=spec_id, content=content,
-        sequence_number=max(seqs, default=0), min_sequence_number=min(live_seqs, default=0),
-        added_snapshot_id=max(snapshot_ids, default=None),
-        added_files_count=count(ManifestEntryStatus.ADDED, False),
-        existing_files_count=count(ManifestEntryStatus.EXISTING, False),
-        deleted_files_count=count(ManifestEntryStatus.DELETED, False),
-        added_rows_count=count(ManifestEntryStatus.ADDED, True),
-        existing_rows_count=count(ManifestEntryStatus.EXISTING, True),
-        deleted_rows_count=count(ManifestEntryStatus.DELETED, True),
-        root_location=path, root_entries=tuple(entries))
-
-
-@dataclass(frozen=True, slots=True)
-class TreeFiles:
-    """Every file a v4 snapshot references, for reachability (expire): its root, its live leaves
-    with the positions of their live manifest DV (None: no DV), its live root-level data and
-    delete files, and the Puffin files of its live manifest DVs (an inline DV names no file)."""
-
-    root: str
-    leaves: tuple[tuple[ManifestFile, BitMap64 | None], ...]
-    files: tuple[tuple[str, DataFileContent], ...]
-    manifest_dv_files: tuple[str, ...]
-
-
 def tree_files(metadata: TableMetadata, snapshot: Snapshot, io: FileIO) -> TreeFiles:
-    """What a v4 snapshot reaches through its root (leaf contents: :func:`leaf_rows`)."""
-    root = read_root(metadata, snapshot, io)
-    dvs = live_manifest_dvs(root.entries)
-    leaves = []
+    """What a v4 snapshot reaches through its root (leaf contents: :func:`leaf_rows`): the DV
+    files of live root data files count as delete files; manifest DVs are inline."""
+    path, raw = _root_bytes(snapshot, io, None)
+    if is_proposal_root(raw):
+        return proposal.tree_files(metadata, snapshot, io, raw)
+    root = read_root(metadata, snapshot, io, raw)
+    leaves = tuple((manifest_file_of(e), manifest_dv(e)) for e in root.entries if e.is_manifest and e.is_live)
+    files: list[tuple[str, DataFileContent]] = []
     for e in root.entries:
-        if e.is_manifest and e.is_live:
-            dv = dvs.get(e.location)
-            leaves.append((manifest_file_of(e), dv_positions(dv, io) if dv is not None else None))
-    files = tuple((e.location, DataFileContent(int(e.content_type))) for e in root.entries if e.is_file and e.is_live)
-    # A DV whose leaf is not live is a corrupt root; its Puffin file still counts as reached.
-    puffins = tuple(dict.fromkeys(e.location for e in dvs.values()
-                                  if e.deletion_vector is not None and e.deletion_vector.inline_content is None))
-    return TreeFiles(snapshot.root_manifest or "", tuple(leaves), files, puffins)
+        if e.is_file and e.is_live:
+            files.append((e.location, DataFileContent.DATA))
+            if e.deletion_vector is not None:
+                files.append((e.deletion_vector.location, DataFileContent.POSITION_DELETES))
+    return TreeFiles(path, leaves, tuple(files), ())
 
 
 def leaf_rows(metadata: TableMetadata, io: FileIO, manifest: ManifestFile) -> list[tuple[str, DataFileContent, bool]]:
     """Every row of a leaf in file order (a row's index is its manifest-DV ordinal): file path,
-    content and whether the row is live (not DELETED); no manifest DV applied."""
+    content and whether the row is live; no manifest DV applied."""
     ptype = metadata.partition_type(manifest.partition_spec_id, used_by="v4 entry")
     rows = read_leaf(metadata, io, manifest, ptype, fields=("content", "file_path", "file_format"))
     return [(e.data_file.file_path, e.data_file.content, e.is_live) for e in rows]
@@ -185,29 +164,32 @@ def leaf_rows(metadata: TableMetadata, io: FileIO, manifest: ManifestFile) -> li
 def read_leaf(metadata: TableMetadata, io: FileIO, manifest: ManifestFile, ptype: StructType,
               fields: Iterable[str] | None = None, data: bytes | None = None,
               options: ReadOptions = DEFAULT_READ) -> list[ManifestEntry]:
-    """Every row of a leaf (v1-v4), in file order, inherited from ``manifest``; no DV applied.
-    A v1-v3 leaf is an ordinary manifest, read through the manifest cache."""
+    """Every row of a leaf, in file order, inherited from ``manifest``; no DV applied. A v1-v3
+    leaf is an ordinary manifest, read through the manifest cache."""
     return manifest_entries(io, manifest, partition_type=ptype, format_version=metadata.format_version,
                             fields=fields, options=options, data=data,
                             other_format=v4_leaf_reader(metadata, manifest, ptype))
 
 
-def v4_leaf_reader(metadata: TableMetadata, manifest: ManifestFile,
-                   ptype: StructType) -> Callable[[bytes], list[ManifestEntry] | None]:
-    """For :mod:`icectl.table.manifest_read`: a leaf's entries when it is a v4 manifest, ``None``
-    when it is an ordinary v1-v3 manifest (then read, and cached, as one)."""
+def v4_leaf_reader(metadata: TableMetadata, manifest: ManifestFile, ptype: StructType) -> Callable[[bytes], list[ManifestEntry] | None]:
+    """For :mod:`icectl.table.manifest_read`: a leaf's entries when it is a v4 manifest (Parquet,
+    or a proposal-layout Avro leaf), ``None`` when it is an ordinary v1-v3 manifest."""
     path = manifest.manifest_path
 
     def read(raw: bytes) -> list[ManifestEntry] | None:
+        if not is_parquet(raw):
+            try:
+                if proposal.v4_format_version(read_manifest_metadata(raw)) < 4:
+                    return None
+            except IcectlError as e:
+                raise e.in_file(path) from None
+            return proposal.v4_leaf_reader(metadata, manifest, ptype)(raw)
         try:
-            if v4_format_version(read_manifest_metadata(raw)) < 4:
-                return None
-            leaf = read_v4_manifest(raw, partition_types=partition_field_types(metadata))
+            leaf = read_v4_manifest(raw, partition_types=partition_field_types(metadata),
+                                    column_types=column_field_types(metadata), root=False)
         except IcectlError as e:
             raise e.in_file(path) from None
-        if leaf.content == "root":
-            raise CorruptInputError("a root manifest is referenced as a leaf (tree depth is 2)", path=path)
-        return leaf_entries(leaf, manifest, ptype)
+        return leaf_entries(leaf.entries, manifest, ptype)
 
     return read
 
@@ -219,8 +201,8 @@ def read_tree_entries(metadata: TableMetadata, io: FileIO, manifest: TreeManifes
     ``data``: the leaf's bytes when the caller has them already."""
     if manifest.root_entries is not None:
         return list(manifest.root_entries)
-    entries = read_leaf(metadata, io, manifest, ptype, fields, data, options)
     dv = manifest.deleted_positions
+    entries = read_leaf(metadata, io, manifest, ptype, fields, data, options)
     if not dv:
         return entries
     if dv.max() >= len(entries):

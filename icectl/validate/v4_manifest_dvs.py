@@ -14,8 +14,8 @@ from pyroaring import BitMap64
 
 from icectl.codec.puffin import DELETION_VECTOR_V1, decode_deletion_vector
 from icectl.errors import IcectlError
-from icectl.spec.content_entry import ContentEntry
 from icectl.spec.manifest import ManifestFile
+from icectl.spec.v4_proposal import ContentEntry
 from icectl.validate.context import Context, ManifestSummary
 from icectl.validate.rules import Severity, entry_name, rule
 

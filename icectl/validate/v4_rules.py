@@ -19,9 +19,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from icectl.codec.manifest_reader import read_manifest_metadata
-from icectl.codec.root_manifest import read_v4_manifest, v4_format_version
+from icectl.codec.v4_proposal import read_v4_manifest, v4_format_version
 from icectl.errors import CorruptInputError, IcectlError, NotFoundError, UnsupportedError
-from icectl.spec.content_entry import (
+from icectl.spec.manifest import (
+    DataFileContent,
+    ManifestContent,
+    ManifestEntry,
+    ManifestEntryStatus,
+    ManifestFile,
+    inherit_from_manifest,
+)
+from icectl.spec.schema import IcebergType
+from icectl.spec.snapshots import Snapshot
+from icectl.spec.v4_proposal import (
     DATA,
     DELETES,
     FILE_TYPES,
@@ -33,16 +43,6 @@ from icectl.spec.content_entry import (
     manifest_entry_of,
     with_inherited,
 )
-from icectl.spec.manifest import (
-    DataFileContent,
-    ManifestContent,
-    ManifestEntry,
-    ManifestEntryStatus,
-    ManifestFile,
-    inherit_from_manifest,
-)
-from icectl.spec.schema import IcebergType
-from icectl.spec.snapshots import Snapshot
 from icectl.spec.values import from_bytes
 from icectl.table.scan_v4 import partition_field_types
 from icectl.threads import ordered_map

@@ -36,19 +36,8 @@ from typing import Any
 
 from pyroaring import BitMap64
 
-from icectl.codec.root_manifest import (
-    DATA,
-    DELETES,
-    ContentEntry,
-    ContentType,
-    V4Manifest,
-    VersionInfo,
-    content_entry_of,
-    live_manifest_dvs,
-    manifest_entry_of,
-    manifest_file_of,
-    write_v4_manifest,
-)
+from icectl.codec.v4_manifest import stored_content_stats
+from icectl.codec.v4_schema import MANIFEST_SUFFIX
 from icectl.engine import Engine, active
 from icectl.errors import CorruptInputError, IcectlError, NotFoundError, RefusedError
 from icectl.ops.compact.distribute import BinJob, BinWriter, map_distinct
@@ -79,18 +68,28 @@ from icectl.spec.manifest import ManifestFile as ManifestFileRow
 from icectl.spec.metadata import TableMetadata
 from icectl.spec.schema import IcebergType, StructType
 from icectl.spec.snapshots import Snapshot
+from icectl.spec.tracked_file import (
+    ContentStats,
+    ContentType,
+    EntryStatus,
+    TrackedFile,
+    V4Manifest,
+    manifest_file_of,
+    root_file_entries,
+    tracked_file_of,
+)
 from icectl.storage import FileIO, join
 from icectl.table import Table
 from icectl.table.commit import new_snapshot_id
 from icectl.table.layout import SnapshotLayout
 from icectl.table.layout.manifest_list import as_existing
-from icectl.table.layout.root import RootLayout, column_types, write_leaf
+from icectl.table.layout.root import RootLayout, column_types, encode_leaf, leaf_path, union_partition_type, write_leaf
 from icectl.table.scan import check_manifests_intact
-from icectl.table.scan_v4 import dv_positions, read_leaf, read_root
+from icectl.table.scan_v4 import manifest_dv, read_leaf, read_root
 from icectl.table.snapshot_writer import branch_head
 
 KEEP_FILL = 0.5  # a leaf at least this fraction of the target (without DV, not oversized) is kept
-EXISTING, ADDED = ManifestEntryStatus.EXISTING, ManifestEntryStatus.ADDED
+EXISTING = ManifestEntryStatus.EXISTING
 
 
 @dataclass
@@ -129,12 +128,15 @@ class V4CompactPlan(Plan[V4GroupPlan]):
 
     @property
     def listing_path(self) -> str:
-        return join(self.metadata_dir, f"root-{self.snapshot_id}-<uuid>.avro")
+        return join(self.metadata_dir, f"root-{self.snapshot_id}-<uuid>{MANIFEST_SUFFIX}")
+
+    def manifest_path(self, index: int) -> str:
+        return leaf_path(self.metadata_dir, self.commit_id, index)
 
 
 @dataclass
 class WrittenLeaf:
-    entry: ContentEntry  # its root entry, ADDED; version_info completed at commit time
+    entry: TrackedFile  # its root entry, ADDED; tracking completed at commit time
     group: V4GroupPlan
     entries: int
 
@@ -153,12 +155,11 @@ class V4LeafShape(ManifestShape):
 
     unified: StructType
 
-    def content_entries(self, entries: Iterable[ManifestEntry]) -> list[ContentEntry]:
-        return [content_entry_of(e, self.spec.spec_id, self.partition_type) for e in entries]
+    def content_entries(self, entries: Iterable[ManifestEntry]) -> list[TrackedFile]:
+        return [tracked_file_of(e, self.spec.spec_id, self.partition_type) for e in entries]
 
     def encode(self, entries: Iterable[ManifestEntry]) -> bytes:
-        return write_v4_manifest(self.content_entries(entries), content=_leaf_content(self.content),
-                                 partition_type=self.unified).data
+        return encode_leaf(self.md, self.content_entries(entries), partition_type=self.unified)
 
 
 FileKey = tuple[str, int, str | None, int | None]
@@ -169,17 +170,11 @@ def _file_key(f: DataFile) -> FileKey:
     return (f.file_path, int(f.content), f.referenced_data_file, f.content_offset)
 
 
-def _entry_key(e: ContentEntry) -> FileKey:
-    dv = e.deletion_vector
-    return (e.location, int(e.content_type), e.referenced_file if e.content_type != ContentType.DATA else None,
-            dv.offset if dv is not None else None)
+def _entry_key(e: TrackedFile) -> FileKey:
+    return (e.location, int(e.content_type), None, None)
 
 
-def _leaf_content(content: ManifestContent) -> str:
-    return DATA if content == ManifestContent.DATA else DELETES
-
-
-def _content_of(e: ContentEntry) -> ManifestContent:
+def _content_of(e: TrackedFile) -> ManifestContent:
     if e.content_type in (ContentType.DATA, ContentType.DATA_MANIFEST):
         return ManifestContent.DATA
     return ManifestContent.DELETES
@@ -213,31 +208,27 @@ def plan_v4_compaction(table: Table, options: CompactOptions, metadata: TableMet
         raise NotFoundError(f"table {table.identifier} has no partition spec {options.spec_id}")
     head = _head(md, options.branch, table.identifier)
     root = _read_checked_root(table, md, head) if head is not None else V4Manifest([], {})
-    contents = {"data": (ManifestContent.DATA,), "deletes": (ManifestContent.DELETES,)}.get(
-        options.content, (ManifestContent.DATA, ManifestContent.DELETES))
+    # v4 leaves hold data files only: carried-over v1-v3 delete manifests stay as they are.
+    contents = (ManifestContent.DATA,) if options.content in ("data", "all") else ()
     leaves: dict[tuple[int, int], list[ManifestFileRow]] = {}
     files: dict[tuple[int, int], list[ManifestEntry]] = {}
     for e in root.entries:
-        if not e.is_live or e.is_manifest_dv:
+        if not e.is_live:
             continue
-        key = (e.partition_spec_id, int(_content_of(e)))
+        key = (e.spec_id or 0, int(_content_of(e)))
         if (options.spec_id is not None and key[0] != options.spec_id) or ManifestContent(key[1]) not in contents:
             continue
         if e.is_manifest:
             leaves.setdefault(key, []).append(manifest_file_of(e))
-        else:
-            files.setdefault(key, []).append(manifest_entry_of(e, md.partition_type(e.partition_spec_id)))
-    live_leaves = {e.location for e in root.entries if e.is_live and e.is_manifest}
-    dv_entries = live_manifest_dvs(root.entries)
-    orphan = sorted(set(dv_entries) - live_leaves)
-    if orphan:
-        raise CorruptInputError(f"the root of branch '{options.branch}' has a live manifest DV for {orphan[0]}, "
-                                "which is not one of its live leaves", path=head.root_manifest if head else None)
+        elif e.deletion_vector is None:  # a file with a colocated DV stays in the root
+            data, _ = root_file_entries(e, md.partition_type(key[0]), head.snapshot_id if head else 0)
+            files.setdefault(key, []).append(data)
+    dv_entries = {e.location: e for e in root.entries if e.is_live and e.is_manifest and manifest_dv(e) is not None}
     if options.sort_by:
         keys = leaves.keys() | files.keys()
         check_sort_by(md, {sid for sid, _ in keys} or {s.spec_id for s in md.partition_specs}, options.sort_by)
     snapshot_id = new_snapshot_id(md)
-    unified = md.unified_partition_type()
+    unified = union_partition_type(md)
     groups: list[V4GroupPlan] = []
     shapes: dict[tuple[int, int], V4LeafShape] = {}
     for key in sorted(leaves.keys() | files.keys()):
@@ -283,13 +274,13 @@ def _read_checked_root(table: Table, md: TableMetadata, head: Snapshot, known: V
     single = single_valued_ids(md.schemas)
     for i, e in enumerate(root.entries):
         if e.is_live and e.is_file and _entry_key(e) not in checked:
-            refuse_impossible(manifest_entry_of(e, md.partition_type(e.partition_spec_id)).data_file, single,
-                              f"{head.root_manifest}#{i}")
+            data, _ = root_file_entries(e, md.partition_type(e.spec_id or 0), head.snapshot_id)
+            refuse_impossible(data.data_file, single, f"{head.root_manifest}#{i}")
     return root
 
 
 def _decide_group(key: tuple[int, int], leaves: list[ManifestFileRow], files: list[ManifestEntry],
-                  dvs: dict[str, ContentEntry], options: CompactOptions, target: int, header: int) -> V4GroupPlan:
+                  dvs: dict[str, TrackedFile], options: CompactOptions, target: int, header: int) -> V4GroupPlan:
     spec_id, content = key
     with_dv = [m for m in leaves if m.manifest_path in dvs]
     inputs = [m for m in leaves if m.manifest_path in dvs or not _keeps(m, target)]
@@ -315,7 +306,7 @@ def _decide_group(key: tuple[int, int], leaves: list[ManifestFileRow], files: li
     return g
 
 
-def _read_inputs(table: Table, md: TableMetadata, groups: list[V4GroupPlan], dvs: dict[str, ContentEntry],
+def _read_inputs(table: Table, md: TableMetadata, groups: list[V4GroupPlan], dvs: dict[str, TrackedFile],
                  engine: Engine) -> None:
     """The live rows of every replaced leaf (manifest DV applied, DELETED rows dropped) and of the
     root-level files flushed; all fields, since they are copied."""
@@ -351,13 +342,13 @@ class LeafJob:
 
     manifest: ManifestFileRow
     spec_id: int
-    dv: ContentEntry | None
+    dv: TrackedFile | None
 
 
 def read_leaf_task(shared: tuple[TableMetadata, FileIO], job: LeafJob) -> tuple[list[ManifestEntry], BitMap64 | None]:
     """Every row of one leaf and the positions its manifest DV marks (on this machine or an executor)."""
     md, io = shared
-    dv = dv_positions(job.dv, io) if job.dv is not None else None
+    dv = manifest_dv(job.dv) if job.dv is not None else None
     return read_leaf(md, io, job.manifest, md.partition_type(job.spec_id)), dv
 
 
@@ -380,19 +371,20 @@ def _take(g: V4GroupPlan, source: str, e: ManifestEntry) -> None:
 # --------------------------------------------------------------------------- 2. write and check
 
 
-def _v4_view(f: DataFile) -> DataFile:
-    # What the v4 content entry holds of a v1-v3 data_file (layout page section 3): file_format is
-    # lower case, sort_order_id only for data, equality_ids only for equality deletes.
+def _v4_view(f: DataFile, types: dict[int, IcebergType]) -> DataFile:
+    # What a v4 tracked_file keeps of a v1-v3 data_file: file_format lower case, no column sizes
+    # and no equality ids, content stats as the typed form gives them back.
+    cs = stored_content_stats(ContentStats(f.value_counts, f.null_value_counts, f.nan_value_counts, f.lower_bounds,
+                                           f.upper_bounds), types)
     return dataclasses.replace(
-        f, file_format=f.file_format.lower(),
-        sort_order_id=f.sort_order_id if f.content == DataFileContent.DATA else None,
-        equality_ids=f.equality_ids if f.content == DataFileContent.EQUALITY_DELETES else None,
-        first_row_id=f.first_row_id if f.content == DataFileContent.DATA else None)
+        f, file_format=f.file_format.lower(), column_sizes=None, equality_ids=None,
+        value_counts=cs.value_counts, null_value_counts=cs.null_value_counts, nan_value_counts=cs.nan_value_counts,
+        lower_bounds=cs.lower_bounds, upper_bounds=cs.upper_bounds)
 
 
-def _live_content(entries: Iterable[ManifestEntry]) -> list[tuple[Any, ...]]:
+def _live_content(entries: Iterable[ManifestEntry], types: dict[int, IcebergType]) -> list[tuple[Any, ...]]:
     rows = [(e.data_file.file_path, int(e.data_file.content), e.data_file.content_offset or -1, e.snapshot_id,
-             e.sequence_number, e.file_sequence_number, repr(_v4_view(e.data_file))) for e in entries]
+             e.sequence_number, e.file_sequence_number, repr(_v4_view(e.data_file, types))) for e in entries]
     return sorted(rows)
 
 
@@ -407,14 +399,16 @@ def verify_v4_group(md: TableMetadata, io: FileIO, group: V4GroupPlan, written: 
         if any(r.status != EXISTING for r in rows) or len(rows) != w.entries:
             raise IcectlError(f"leaf {e.location} does not hold what was written", path=e.location)
         got.extend(rows)
-    if _live_content(got) != _live_content(group.live):
+    types = column_types(md)
+    if _live_content(got, types) != _live_content(group.live, types):
         raise IcectlError(f"the rewritten leaves of spec {group.spec_id} ({group.content_name}) do not hold the same "
                           "live files as the leaves and root-level files they replace; nothing was committed")
 
 
-def _completed(e: ContentEntry, snapshot_id: int, seq: int) -> ContentEntry:
+def _completed(e: TrackedFile, snapshot_id: int, seq: int) -> TrackedFile:
     """A new leaf's root entry as committed: ADDED with explicit snapshot id and sequence numbers."""
-    return dataclasses.replace(e, version_info=VersionInfo(ADDED, snapshot_id, seq, seq))
+    return e.with_tracking(status=EntryStatus.ADDED, snapshot_id=snapshot_id, sequence_number=seq,
+                           file_sequence_number=seq)
 
 
 def _first_row_id(content: ManifestContent, entries: Sequence[ManifestEntry]) -> int | None:
@@ -428,8 +422,8 @@ def _first_row_id(content: ManifestContent, entries: Sequence[ManifestEntry]) ->
 def write_v4_compaction(table: Table, plan: V4CompactPlan, engine: Engine | None = None) -> list[WrittenLeaf]:
     """Write the new leaves and check their content; returns them in root order."""
     md = plan.metadata
-    shared = LeafWriteShared(md, table.io, plan.snapshot_id, md.unified_partition_type(), column_types(md))
-    writer: BinWriter[V4GroupPlan, LeafWriteShared, ContentEntry, WrittenLeaf] = BinWriter(
+    shared = LeafWriteShared(md, table.io, plan.snapshot_id, union_partition_type(md), column_types(md))
+    writer: BinWriter[V4GroupPlan, LeafWriteShared, TrackedFile, WrittenLeaf] = BinWriter(
         write_leaf_task, shared, lambda g, b, entry: WrittenLeaf(entry, g, len(b.entries)))
     return write_bins(table, plan, writer, lambda g, ws: verify_v4_group(md, table.io, g, ws), "leaves", engine)
 
@@ -445,15 +439,15 @@ class LeafWriteShared:
     field_types: dict[int, IcebergType]
 
 
-def write_leaf_task(shared: LeafWriteShared, job: BinJob) -> ContentEntry:
+def write_leaf_task(shared: LeafWriteShared, job: BinJob) -> TrackedFile:
     """Write one bin as a v4 leaf (on this machine or an executor); its root entry."""
     md = shared.md
     spec = md.spec_by_id(job.spec_id)
     assert spec is not None
     shape = V4LeafShape(md, spec, md.partition_type(job.spec_id), job.content, shared.snapshot_id, shared.unified)
-    entry = write_leaf(shared.io, md, job.path, shape.content_entries(job.entries), job.content, job.spec_id,
+    entry = write_leaf(shared.io, md, job.path, shape.content_entries(job.entries), job.spec_id,
                        partition_type=shared.unified, field_types=shared.field_types)
-    return dataclasses.replace(entry, first_row_id=_first_row_id(job.content, job.entries))
+    return entry.with_tracking(first_row_id=_first_row_id(job.content, job.entries))
 
 
 # --------------------------------------------------------------------------- 3. commit
@@ -463,12 +457,12 @@ def _stale(plan: V4CompactPlan, root: V4Manifest, io: FileIO) -> str | None:
     """Why the plan cannot be re-applied on a newer head's root (None: it can)."""
     leaves = {e.location for e in root.entries if e.is_live and e.is_manifest}
     files = {_entry_key(e) for e in root.entries if e.is_live and e.is_file}
-    dvs = live_manifest_dvs(root.entries)
+    dvs = {e.location: e for e in root.entries if e.is_live and e.is_manifest}
     for g in plan.rewritten:
         for m in g.manifests:
             if m.manifest_path not in leaves:
                 return f"leaf {m.manifest_path} was replaced by a concurrent commit"
-            now = dv_positions(dvs[m.manifest_path], io) if m.manifest_path in dvs else None
+            now = manifest_dv(dvs[m.manifest_path])
             if (now or BitMap64()) != (g.dvs.get(m.manifest_path) or BitMap64()):
                 return f"a concurrent commit removed files from leaf {m.manifest_path}"
         for e in g.root_files:
@@ -502,9 +496,8 @@ def _layout(table: Table, plan: V4CompactPlan, written: list[WrittenLeaf],
             reapplied.append(snap.snapshot_id)
         return root
 
-    def gone(e: ContentEntry) -> bool:
-        return ((e.is_manifest and e.location in replaced) or (e.is_file and _entry_key(e) in flushed)
-                or (e.is_manifest_dv and e.referenced_file in replaced))
+    def gone(e: TrackedFile) -> bool:
+        return (e.is_manifest and e.location in replaced) or (e.is_file and _entry_key(e) in flushed)
 
     layout = RootLayout(plan.branch, replacing_leaves=[w.entry for w in written], replaced=gone, head_root=head_root)
     return layout, head

@@ -33,7 +33,7 @@ import datetime
 import uuid
 from collections.abc import Callable
 
-from icectl.codec.root_manifest import FORMAT_VERSION as V4
+from icectl.spec.tracked_file import FORMAT_VERSION as V4
 from icectl.errors import CommitConflictError, IcectlError, NotFoundError, RefusedError
 from icectl.ops.snapshots.cherrypick import (
     SourceFiles,

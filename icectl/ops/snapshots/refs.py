@@ -34,7 +34,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from icectl.codec.root_manifest import FORMAT_VERSION as V4
+from icectl.spec.tracked_file import FORMAT_VERSION as V4
 from icectl.errors import CommitConflictError, NotFoundError, RefusedError, UsageError
 from icectl.ops.snapshots.result import RefChangeResult, RefState
 from icectl.results import NEXT_METADATA, Column, RowsResult

@@ -15,7 +15,7 @@ import pytest
 from pyroaring import BitMap64
 
 from icectl.codec.puffin import decode_deletion_vector
-from icectl.codec.root_manifest import (
+from icectl.codec.v4_proposal import (
     ContentEntry,
     ContentStats,
     ContentType,

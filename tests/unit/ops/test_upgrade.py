@@ -20,7 +20,7 @@ from typer.testing import CliRunner
 
 from icectl.cli.app import app
 from icectl.codec.puffin import deletion_vector_blob, write_puffin
-from icectl.codec.root_manifest import (
+from icectl.codec.v4_proposal import (
     ContentEntry,
     ContentType,
     DeletionVectorRef,

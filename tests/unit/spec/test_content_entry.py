@@ -11,7 +11,7 @@ import struct
 import pytest
 
 from icectl.errors import CorruptInputError
-from icectl.spec.content_entry import (
+from icectl.spec.v4_proposal import (
     ContentEntry,
     ContentStats,
     ContentType,

@@ -11,7 +11,7 @@ import pytest
 
 from icectl.catalog.operations import CommitStateUnknownError
 from icectl.codec.manifest_writer import UNASSIGNED_SEQ, write_manifest
-from icectl.codec.root_manifest import content_entry_of
+from icectl.codec.v4_proposal import content_entry_of
 from icectl.config import parse_config
 from icectl.errors import CommitConflictError
 from icectl.ops.create.table import SchemaSource, create

@@ -21,7 +21,7 @@ from support.fixtures import FixtureTable
 from support.forge import property_change, ref_change
 
 from icectl.codec.puffin import deletion_vector_blob, write_puffin
-from icectl.codec.root_manifest import (
+from icectl.codec.v4_proposal import (
     ContentEntry,
     ContentType,
     DeletionVectorRef,

@@ -7,7 +7,7 @@ import dataclasses
 import pytest
 from pyroaring import BitMap64
 
-from icectl.codec.root_manifest import (
+from icectl.codec.v4_proposal import (
     ContentEntry,
     ContentType,
     ManifestStats,

@@ -11,7 +11,7 @@ manifests inherit from their manifest-list row.
 
 The conversions to :class:`~icectl.spec.manifest.ManifestFile` and
 :class:`~icectl.spec.manifest.ManifestEntry` let readers of v1-v3 tables read v4 tables unchanged.
-Encoding (Avro) is :mod:`icectl.codec.root_manifest`.
+Encoding (Avro) is :mod:`icectl.codec.v4_proposal`.
 """
 
 from __future__ import annotations

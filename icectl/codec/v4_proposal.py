@@ -1,7 +1,7 @@
 """The v4 layout's encoding: root manifests, v4 leaf manifests and manifest delete vectors as Avro.
 
-The model (:class:`~icectl.spec.content_entry.ContentEntry` and what its rows mean) is
-:mod:`icectl.spec.content_entry`; it is re-exported here for callers that read or write v4 files.
+The model (:class:`~icectl.spec.v4_proposal.ContentEntry` and what its rows mean) is
+:mod:`icectl.spec.v4_proposal`; it is re-exported here for callers that read or write v4 files.
 
 * A root manifest and a v4 leaf manifest are Avro object-container files of ``content_entry``
   records (field ids in ``field-id``), key-value metadata ``format-version`` = ``"4"`` and
@@ -42,7 +42,9 @@ from icectl.codec.avro import (
 )
 from icectl.codec.puffin import decode_deletion_vector, encode_deletion_vector
 from icectl.errors import CorruptInputError
-from icectl.spec.content_entry import (
+from icectl.spec.manifest import ManifestEntryStatus
+from icectl.spec.schema import BINARY, INT, LONG, STRING, IcebergType, ListType, MapType, NestedField, StructType
+from icectl.spec.v4_proposal import (
     ALLOWED_TYPES,
     DATA,
     DELETES,
@@ -68,8 +70,6 @@ from icectl.spec.content_entry import (
     manifest_stats_of,
     with_inherited,
 )
-from icectl.spec.manifest import ManifestEntryStatus
-from icectl.spec.schema import BINARY, INT, LONG, STRING, IcebergType, ListType, MapType, NestedField, StructType
 
 if TYPE_CHECKING:  # pyroaring is imported where bitmaps are made: most commands read no DV
     from pyroaring import BitMap64
