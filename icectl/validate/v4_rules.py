@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from icectl.codec.manifest_reader import read_manifest_metadata
+from icectl.codec.v4_manifest import is_parquet
 from icectl.codec.v4_proposal import read_v4_manifest, v4_format_version
 from icectl.errors import CorruptInputError, IcectlError, NotFoundError, UnsupportedError
 from icectl.spec.manifest import (
@@ -46,7 +47,7 @@ from icectl.spec.v4_proposal import (
 from icectl.spec.values import from_bytes
 from icectl.table.scan_v4 import partition_field_types
 from icectl.threads import ordered_map
-from icectl.validate import delete_rules, manifest_rules
+from icectl.validate import delete_rules, manifest_rules, v4_spec_rules
 from icectl.validate.context import Context, LiveFile, ManifestSummary
 from icectl.validate.manifest_list_rules import (
     LIST_READABLE,
@@ -332,6 +333,12 @@ def check_root_snapshot(ctx: Context, state: V4State, snap: Snapshot,
         rep.report(ROOT_EXISTS, root, f"snapshot {snap.snapshot_id}'s root manifest is missing ({data.message})",
                    entry=f"snapshot {snap.snapshot_id}", snapshot_id=snap.snapshot_id)
         return
+    if is_parquet(data):  # the merged spec's layout
+        state.roots += 1
+        state.entries += v4_spec_rules.check_spec_root(ctx, snap, data)
+        return
+    rep.report(v4_spec_rules.SPEC_LAYOUT, root, f"snapshot {snap.snapshot_id}'s root is in icectl's earlier v4 "
+               "layout (the proposal); run 'icectl upgrade --to 4' to rewrite it", entry=f"snapshot {snap.snapshot_id}")
     try:
         kv = read_manifest_metadata(data)
         if not _metadata_rules(ctx, kv, root, ROOT, snap):
