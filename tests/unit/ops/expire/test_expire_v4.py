@@ -21,19 +21,22 @@ from support.fixtures import FixtureTable
 from support.forge import property_change, ref_change
 
 from icectl.codec.puffin import deletion_vector_blob, write_puffin
+from icectl.codec.v4_manifest import read_v4_manifest as read_spec_manifest
 from icectl.codec.v4_proposal import (
     ContentEntry,
     ContentType,
     DeletionVectorRef,
+    ManifestStats,
     VersionInfo,
     manifest_dv_entry,
-    read_v4_manifest,
+    manifest_entry_of_manifest_file,
     write_v4_manifest,
 )
 from icectl.ops.expire import ExpirePolicy, expire_snapshots
 from icectl.spec.manifest import ManifestEntryStatus
 from icectl.spec.properties import V4_ROOT_MAX_ADDED_FILES
 from icectl.spec.snapshots import Snapshot, SnapshotRef
+from icectl.spec.tracked_file import manifest_file_of
 from icectl.spec.updates import snapshot_change
 from icectl.table import load_table
 from icectl.table.commit import commit, new_snapshot_id
@@ -98,6 +101,23 @@ def _commit_root(d: Path, entries: list[ContentEntry], sid: int | None = None) -
     return sid
 
 
+def proposal_entries(root: str) -> list[ContentEntry]:
+    """The root entries of a just-upgraded table (spec layout: references to its v1-v3 manifests) as
+    icectl's earlier proposal layout wrote them: these tests build proposal-layout histories (manifest
+    DVs in Puffin files), which icectl still reads and expires."""
+    spec_root = read_spec_manifest(Path(root).read_bytes(), partition_types={}, column_types={}, root=True)
+    out = []
+    for e in spec_root.entries:
+        assert e.manifest_info is not None and e.manifest_info.format_version == 0
+        m = manifest_file_of(e)
+        info = e.manifest_info
+        stats = ManifestStats(info.added_files_count, info.existing_files_count, info.deleted_files_count,
+                              info.added_rows_count, info.existing_rows_count, info.deleted_rows_count,
+                              info.min_sequence_number)
+        out.append(manifest_entry_of_manifest_file(m, status=EXISTING, manifest_stats=stats, content_stats=None))
+    return out
+
+
 def _vi(e: ContentEntry, status: ManifestEntryStatus, sid: int, seq: int) -> ContentEntry:
     return dataclasses.replace(e, version_info=VersionInfo(status, sid, seq, seq))
 
@@ -119,7 +139,7 @@ def puffin_history(tmp_path: Path) -> dict[str, Any]:
     md = load_table(str(d)).metadata
     up = md.current_snapshot()
     assert up is not None and up.root_manifest
-    base = read_v4_manifest(Path(up.root_manifest).read_bytes(), partition_types={}).entries
+    base = proposal_entries(up.root_manifest)
     leaves = {e.location: e for e in base if e.content_type == ContentType.DATA_MANIFEST}
     la = next(p for p in leaves if set(_leaf_paths(p)) == set(a))
     lb = next(p for p in leaves if _leaf_paths(p) == [b0])
@@ -306,7 +326,7 @@ def test_deleted_leaf_root_level_files_and_their_dvs(tmp_path: Path) -> None:
     md = load_table(str(d)).metadata
     up = md.current_snapshot()
     assert up is not None and up.root_manifest
-    base = read_v4_manifest(Path(up.root_manifest).read_bytes(), partition_types={}).entries
+    base = proposal_entries(up.root_manifest)
     lb = next(e for e in base if _leaf_paths(e.location) == [b0])
     la = next(e for e in base if e is not lb)
     sid1, seq1 = new_snapshot_id(md), md.last_sequence_number + 1
@@ -343,11 +363,21 @@ def test_deleted_leaf_root_level_files_and_their_dvs(tmp_path: Path) -> None:
     # LB is DELETED in S1: it goes with the upgrade snapshot; b0 lives on at the root.
     step({*lists, roots[up.snapshot_id], norm(lb.location)}, {"manifest_lists": 3, "manifest_files": 1,
                                                              "data_files": 0})
-    icectl("remove-files", str(d), a0)  # a manifest DV on LA; a0's DV becomes a DELETED root entry
+    # Writing commands refuse the proposal layout; the upgrade rewrites it into the spec layout:
+    # a0 and a1 (with their DVs colocated) at the root, b0 in a new Parquet leaf; LA is unreferenced.
+    icectl("remove-files", str(d), a0, expect=6)
+    icectl("upgrade", str(d), "--to", "4", "--yes")
+    mig = load_table(str(d)).metadata.current_snapshot()
+    assert mig is not None and mig.root_manifest and mig.root_manifest.endswith(".parquet")
+    roots[mig.snapshot_id] = norm(mig.root_manifest)
+    dvs = icectl("inspect", "files", str(d), "--content", "deletes")["rows"]
+    assert sorted((r["file_path"], r["referenced_data_file"]) for r in dvs) == [(str(q), a0), (str(q), a1)]
+    icectl("remove-files", str(d), a0)  # a DELETED root row; its colocated DV goes with it
     dvs = icectl("inspect", "files", str(d), "--content", "deletes")["rows"]
     assert [(r["file_path"], r["referenced_data_file"]) for r in dvs] == [(str(q), a1)]  # a1's DV stays
-    step({roots[sid1], norm(a0)}, {"data_files": 1, "position_delete_files": 0})  # the Puffin file: a1's DV
-    icectl("remove-files", str(d), a1, b0)  # b0: a DELETED root entry; the last DV in the Puffin file goes
-    s2 = next(s for s, p in roots.items() if s not in (up.snapshot_id, sid1))
+    step({roots[sid1], norm(la.location), roots[mig.snapshot_id], norm(a0)},
+         {"data_files": 1, "position_delete_files": 0, "manifest_files": 1, "manifest_lists": 2})
+    icectl("remove-files", str(d), a1, b0)  # a1: a DELETED root row with the last DV of q; b0: a manifest DV
+    s2 = next(s for s, p in roots.items() if s not in (up.snapshot_id, sid1, mig.snapshot_id))
     step({roots[s2], norm(a1), norm(b0), norm(str(q))}, {"data_files": 2, "position_delete_files": 1,
                                                          "manifest_lists": 1})
