@@ -7,6 +7,7 @@ the test put in, not against the reader itself.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import json
 import os
@@ -19,23 +20,18 @@ import pytest
 from typer.testing import CliRunner
 
 from icectl.cli.app import app
-from icectl.codec.puffin import deletion_vector_blob, write_puffin
-from icectl.codec.v4_proposal import (
-    ContentEntry,
-    ContentType,
-    DeletionVectorRef,
-    VersionInfo,
-    manifest_dv_entry,
-    read_v4_manifest,
-    write_v4_manifest,
-)
+from icectl.codec.mumbling import encode_mumbling
+from icectl.codec.v4_manifest import read_v4_manifest as read_spec
+from icectl.codec.v4_manifest import write_v4_manifest as write_spec
 from icectl.errors import ExitCode
 from icectl.ops import upgrade as upgrade_mod
 from icectl.spec.manifest import ManifestEntryStatus
 from icectl.spec.snapshots import Snapshot
+from icectl.spec.tracked_file import ContentType, EntryStatus, TrackedFile, Tracking
 from icectl.spec.updates import snapshot_change
 from icectl.table import load_table
 from icectl.table.commit import commit, new_snapshot_id
+from icectl.table.layout.root import column_types, union_partition_type
 
 EXISTING, ADDED, DELETED = ManifestEntryStatus.EXISTING, ManifestEntryStatus.ADDED, ManifestEntryStatus.DELETED
 
@@ -109,11 +105,13 @@ def test_upgrade_to_v4_then_everything_reads(table: Path) -> None:
     assert sorted(r["first_row_id"] for r in after.values()) == [0, 5, 10]
     manifests = icectl("inspect", "manifests", str(table))["rows"]
     assert len(manifests) == 3 and all(m["path"].endswith("-m0.avro") for m in manifests)
-    root = read_v4_manifest((Path(head["root-manifest"])).read_bytes(), partition_types={})
-    assert root.metadata["snapshot-id"] == str(head["snapshot-id"])
+    assert head["root-manifest"].endswith(".parquet")
+    root = read_spec((Path(head["root-manifest"])).read_bytes(), partition_types={}, column_types={}, root=True)
+    assert root.metadata == {"schema-id": "0", "format-version": "4"}  # the spec's two keys, nothing else
     assert {e.content_type for e in root.entries} == {ContentType.DATA_MANIFEST}
-    # Content stats are aggregated from each leaf: the id column's bounds are the file's.
-    assert all(e.content_stats and e.content_stats.value_counts == {1: 5, 2: 5} for e in root.entries)
+    # O(1): each row references a v1-v3 manifest (format_version 0) with the list's counts copied.
+    assert all(e.manifest_info and e.manifest_info.format_version == 0 and e.manifest_info.added_rows_count == 5
+               and e.content_stats is None and e.file_format == "avro" for e in root.entries)
     icectl("upgrade", str(table), "--to", "4", "--yes")  # already v4: nothing to do
     assert json.loads((table / "metadata" / "version-hint.text").read_text()) == 5
     icectl("upgrade", str(table), "--to", "3", expect=ExitCode.USAGE)
@@ -121,33 +119,30 @@ def test_upgrade_to_v4_then_everything_reads(table: Path) -> None:
 
 def test_a_difference_aborts_with_nothing_written(table: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     before = metadata_files(table)
-    real = upgrade_mod.manifest_entry_of_manifest_file
+    real = upgrade_mod.manifest_row
 
-    def drop_a_row(m: Any, **kw: Any) -> Any:  # a buggy root: one leaf's sequence number is off by one
-        e = real(m, **kw)
+    def drop_a_row(m: Any, *a: Any, **kw: Any) -> Any:  # a buggy root: one leaf's sequence number is off by one
+        e = real(m, *a, **kw)
         if m.manifest_path.endswith(sorted(p for p in before if p.endswith("-m0.avro"))[0]):
-            vi = e.version_info
-            e = type(e)(**{**{n: getattr(e, n) for n in e.__dataclass_fields__},
-                           "version_info": VersionInfo(vi.status, vi.snapshot_id, vi.sequence_number + 1,
-                                                       vi.file_sequence_number + 1)})
+            t = e.tracking
+            e = e.with_tracking(sequence_number=t.sequence_number + 1, file_sequence_number=t.file_sequence_number + 1)
         return e
 
-    monkeypatch.setattr(upgrade_mod, "manifest_entry_of_manifest_file", drop_a_row)
+    monkeypatch.setattr(upgrade_mod, "manifest_row", drop_a_row)
     r = CliRunner().invoke(app, ["upgrade", str(table), "--to", "4", "--yes"])
     assert r.exit_code == ExitCode.REFUSED and "differs from head" in r.stderr
     assert metadata_files(table) == before
 
 
-def _commit_root(d: Path, entries: list[ContentEntry], snapshot_id: int) -> None:
+def _commit_root(d: Path, entries: list[TrackedFile], snapshot_id: int) -> None:
     t = load_table(str(d))
     md = t.metadata
     head = md.current_snapshot()
     assert head is not None
     seq = md.last_sequence_number + 1
-    path = str(d / "metadata" / f"root-{snapshot_id}-test.avro")
-    data = write_v4_manifest(entries, content="root", partition_type=md.unified_partition_type(),
-                             snapshot_id=snapshot_id, sequence_number=seq,
-                             parent_snapshot_id=head.snapshot_id).data
+    path = str(d / "metadata" / f"root-{snapshot_id}-test.parquet")
+    data = write_spec(entries, root=True, partition_type=union_partition_type(md), column_types=column_types(md),
+                      schema_id=md.current_schema_id).data
     Path(path).write_bytes(data)
     snap = Snapshot(snapshot_id=snapshot_id, timestamp_ms=head.timestamp_ms + 1, parent_snapshot_id=head.snapshot_id,
                     sequence_number=seq, root_manifest=path, summary={"operation": "delete"},
@@ -160,27 +155,25 @@ def test_reader_applies_manifest_dvs_and_root_level_files(table: Path, tmp_path:
     t = load_table(str(table))
     head = t.metadata.current_snapshot()
     assert head is not None and head.root_manifest
-    root = read_v4_manifest(Path(head.root_manifest).read_bytes(), partition_types={})
+    root = read_spec(Path(head.root_manifest).read_bytes(), partition_types={}, column_types={}, root=True)
     leaves = [e for e in root.entries if e.content_type == ContentType.DATA_MANIFEST]
     by_file = files(table)
     sid = new_snapshot_id(t.metadata)
     seq = t.metadata.last_sequence_number + 1
-    # Leaf 0 loses its only row through an inline DV; leaf 1 through a DV in a Puffin file.
-    dv0 = manifest_dv_entry(leaves[0].location, leaves[0].file_size_in_bytes or 0, [0], snapshot_id=sid,
-                            sequence_number=seq)
-    puffin = write_puffin([deletion_vector_blob(leaves[1].location, [0])])
-    puffin_path = tmp_path / "mdv.puffin"
-    puffin_path.write_bytes(puffin.data)
-    blob = puffin.metadata.blobs[0]
-    dv1 = ContentEntry(ContentType.MANIFEST_DV, str(puffin_path), "puffin", 0, 1, VersionInfo(ADDED, sid, seq, seq),
-                       deletion_vector=DeletionVectorRef(blob.offset, blob.length),
-                       file_size_in_bytes=len(puffin.data), referenced_file=leaves[1].location)
+
+    def mdv(e: TrackedFile) -> TrackedFile:  # the leaf loses its only row (ordinal 0) in this snapshot
+        assert e.manifest_info is not None
+        return dataclasses.replace(
+            e.with_tracking(status=EntryStatus.MODIFIED, modified_snapshot_id=sid,
+                            deleted_positions=encode_mumbling([0])),
+            manifest_info=dataclasses.replace(e.manifest_info, dv=encode_mumbling([0])))
+
     new_file = parquet(tmp_path / "f9.parquet", range(90, 95), 9)
-    added = ContentEntry(ContentType.DATA, new_file, "parquet", 0, 5, VersionInfo(ADDED, sid, seq, seq),
-                         partition={1000: 19791}, file_size_in_bytes=os.path.getsize(new_file), first_row_id=15)
-    gone = ContentEntry(ContentType.DATA, "/nowhere/old.parquet", "parquet", 0, 7, VersionInfo(DELETED, 1, 1, 1),
-                        partition={1000: 19790}, file_size_in_bytes=10)
-    _commit_root(table, [*root.entries, dv0, dv1, added, gone], sid)
+    added = TrackedFile(Tracking(EntryStatus.ADDED, sid, seq, seq, first_row_id=15), ContentType.DATA, new_file,
+                        "parquet", 5, os.path.getsize(new_file), 0, {1000: 19791})
+    gone = TrackedFile(Tracking(EntryStatus.DELETED, 1, 1, 1, first_row_id=100), ContentType.DATA,
+                       "/nowhere/old.parquet", "parquet", 7, 10, 0, {1000: 19790})
+    _commit_root(table, [mdv(leaves[0]), mdv(leaves[1]), *leaves[2:], added, gone], sid)
     live = files(table)
     removed = {p for p, r in by_file.items() if r["first_row_id"] in (0, 5)}  # the first two leaves' files
     kept = set(by_file) - removed
@@ -190,8 +183,8 @@ def test_reader_applies_manifest_dvs_and_root_level_files(table: Path, tmp_path:
     assert {(r["status"], r["data_file"]["file_path"]) for r in entries if r["status"] != EXISTING} >= {
         (int(ADDED), new_file), (int(DELETED), "/nowhere/old.parquet")}
     tree = icectl("inspect", "tree", str(table))
-    assert tree["by_type_and_status"] == {"DATA/ADDED": 1, "DATA/DELETED": 1, "DATA_MANIFEST/EXISTING": 3,
-                                          "MANIFEST_DV/ADDED": 2}
+    assert tree["by_type_and_status"] == {"DATA/ADDED": 1, "DATA/DELETED": 1, "DATA_MANIFEST/EXISTING": 1,
+                                          "DATA_MANIFEST/MODIFIED": 2}
     dvs = {r["location"]: r["dv_cardinality"] for r in tree["rows"] if r["content_type"] == "DATA_MANIFEST"}
     assert sorted(dvs.values()) == [0, 1, 1]
     parts = icectl("inspect", "partitions", str(table))["rows"]
