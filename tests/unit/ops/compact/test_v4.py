@@ -128,7 +128,8 @@ def test_flush_apply_dvs_drop_deleted_and_noop(v4: tuple[Path, list[str]], tmp_p
     model = {(p, 0, None) for p in [*paths[1:], a2, leaf[2]]}
     assert files_of(d) == model
     by_type = Counter(f"{r['content_type']}/{r['status']}" for r in tree_rows(d))
-    assert by_type["DATA/DELETED"] == 1 and by_type["MANIFEST_DV/ADDED"] == 2 and by_type["MANIFEST_DV/DELETED"] == 1
+    # The spec's manifest DVs: the two leaves that lost rows in the last commit are MODIFIED root entries.
+    assert by_type["DATA/DELETED"] == 1 and by_type["DATA_MANIFEST/MODIFIED"] == 2
     before = live_entries_of(d)
     parent = load_table(str(d)).metadata.current_snapshot()
     md_files = metadata_dir(d)
@@ -136,7 +137,7 @@ def test_flush_apply_dvs_drop_deleted_and_noop(v4: tuple[Path, list[str]], tmp_p
     plan = icectl("compact", str(d), "--dry-run")
     assert metadata_dir(d) == md_files  # the dry run wrote nothing
     assert plan["root_files_flushed"] == 1 and plan["manifest_dvs_applied"] == 2 and plan["manifests_created"] == 1
-    assert plan["root_deleted_entries_dropped"] == 2 and plan["would_delete"] == []
+    assert plan["root_deleted_entries_dropped"] == 1 and plan["would_delete"] == []
     (group,) = plan["groups"]
     assert group["flushed"] == [a2] and group["dv_rows_dropped"] == 3 and group["live_entries"] == len(model)
     assert [w["path"].rsplit("/", 1)[-1].split("-")[0] for w in plan["would_write"][1:2]] == ["root"]
@@ -155,9 +156,9 @@ def test_flush_apply_dvs_drop_deleted_and_noop(v4: tuple[Path, list[str]], tmp_p
     assert {k: v for k, v in s.items() if k.startswith("total-")} == \
         {k: v for k, v in parent.summary.items() if k.startswith("total-")}
     assert md.next_row_id == load_table(str(d)).metadata.next_row_id and snap.added_rows == 0
-    # New files: one leaf (<uuid>-m0.avro) and one root; nothing else rewritten, nothing deleted.
+    # New files: one Parquet leaf (<uuid>-m0.parquet) and one root; nothing else rewritten, nothing deleted.
     new = metadata_dir(d) - md_files
-    assert len([n for n in new if n.endswith(".avro")]) == 2 and md_files <= metadata_dir(d)
+    assert len([n for n in new if n.endswith(".parquet")]) == 2 and md_files <= metadata_dir(d)
     assert validate_errors(d) == []
     # A second run is a no-op.
     files_now = metadata_dir(d)
