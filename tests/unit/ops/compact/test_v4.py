@@ -10,6 +10,7 @@ evolution; v3 with DVs and row lineage) are upgraded to v4 first; Spark cannot r
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 from collections import Counter
@@ -29,27 +30,23 @@ from support.spark import latest_metadata_json, metadata_table
 from typer.testing import CliRunner
 
 from icectl.cli.app import app
+from icectl.codec.mumbling import encode_mumbling
 from icectl.codec.puffin import deletion_vector_blob, write_puffin
-from icectl.codec.v4_proposal import ROOT as ROOT_CONTENT
-from icectl.codec.v4_proposal import (
-    ContentEntry,
-    ContentType,
-    DeletionVectorRef,
-    VersionInfo,
-    read_v4_manifest,
-    write_v4_manifest,
-)
+from icectl.codec.v4_manifest import read_v4_manifest as read_spec
+from icectl.codec.v4_manifest import write_v4_manifest as write_spec
 from icectl.errors import CommitConflictError, ExitCode
 from icectl.ops.add_files import add_files
 from icectl.ops.compact.manifests import compact
 from icectl.ops.compact.plan import CompactOptions
 from icectl.ops.remove_files import remove_files
-from icectl.spec.manifest import ManifestEntryStatus
 from icectl.spec.properties import V4_ROOT_MAX_ADDED_FILES
 from icectl.spec.snapshots import Snapshot, SnapshotRef
+from icectl.spec.tracked_file import DeletionVector, EntryStatus
 from icectl.spec.updates import snapshot_change
 from icectl.table import load_table
 from icectl.table.commit import commit
+from icectl.table.layout.root import column_types, union_partition_type
+from icectl.table.scan_v4 import partition_field_types
 from unit.ops.test_upgrade import icectl, parquet
 
 LEAF_TYPES = {"DATA_MANIFEST", "DELETE_MANIFEST"}
@@ -177,68 +174,86 @@ def test_small_target_rolls_and_keeps_full_leaves(tmp_path: Path) -> None:
     icectl("add-files", str(d), *_files(tmp_path, 4, 603))  # root-level
     before, model = live_entries_of(d), files_of(d)
     assert len(model) == 607
-    target = 10 * 1024
-    out = icectl("compact", str(d), "--target-size", "10KiB")
+    # A Parquet leaf of 20 files is ~10 KB (its footer dominates), the upgraded v3 manifest ~7 KB:
+    # at 24 KiB every one is under half the target, so all 31 are merged (the v3 one into Parquet).
+    target = 24 * 1024
+    out = icectl("compact", str(d), "--target-size", "24KiB")
     leaves = only_leaves(d)
     assert live_entries_of(d) == before
-    # The upgraded v3 manifest (3 files under a header of ~7 KB) is over half the target: kept.
-    assert out["manifests_replaced"] == 30 and out["root_files_flushed"] == 4 and out["manifests_kept"] == 1
+    assert out["manifests_replaced"] == 31 and out["root_files_flushed"] == 4 and out["manifests_kept"] == 0
     new = [r for r in leaves if r["status"] == "ADDED"]
-    assert len(new) == out["manifests_created"] >= 2 and len(leaves) == len(new) + 1
+    # ~10 bytes per row once the ~10 KB footer is paid: the 607 rows fit one leaf of the target.
+    assert len(new) == out["manifests_created"] == 1 and len(leaves) == len(new)
     sizes = [(Path(r["location"]).stat().st_size, r["existing_files"]) for r in new]
     assert all(0.6 * target <= s <= 1.15 * target for s, _ in sizes[:-1]) and sizes[-1][0] <= 1.15 * target, sizes
     # As many leaves as the target implies: the full ones hold the same count, the last the rest.
     per_leaf = sizes[0][1]
-    assert [n for _, n in sizes] == [per_leaf] * (len(sizes) - 1) + [604 - per_leaf * (len(sizes) - 1)]
-    assert len(sizes) == -(-604 // per_leaf)
-    assert icectl("compact", str(d), "--target-size", "10KiB")["manifests_replaced"] == 0
+    assert [n for _, n in sizes] == [per_leaf] * (len(sizes) - 1) + [607 - per_leaf * (len(sizes) - 1)]
+    assert len(sizes) == -(-607 // per_leaf)
+    assert icectl("compact", str(d), "--target-size", "24KiB")["manifests_replaced"] == 0
     # Flushing a few more files rewrites the small leaves only; full leaves are kept as they are.
     icectl("add-files", str(d), *_files(tmp_path, 2, 700))
-    out = icectl("compact", str(d), "--target-size", "10KiB")
+    out = icectl("compact", str(d), "--target-size", "24KiB")
     small = [r["location"] for r in leaves if Path(r["location"]).stat().st_size < 0.5 * target]
     assert out["manifests_replaced"] == len(small) and out["manifests_kept"] == len(leaves) - len(small)
     assert {r["location"] for r in only_leaves(d)} >= {r["location"] for r in leaves} - set(small)
     assert len(files_of(d)) == 609
 
 
-def test_puffin_manifest_dv_and_root_level_data_dv(v4: tuple[Path, list[str]], tmp_path: Path) -> None:
-    """A manifest DV stored in a Puffin file (icectl writes them inline) and a root-level data DV
-    sharing that Puffin file: the DV is applied, the data DV flushed into a delete leaf."""
+def test_manifest_dv_and_a_replaced_modified_root_file_with_a_colocated_dv(v4: tuple[Path, list[str]],
+                                                                          tmp_path: Path) -> None:
+    """A root written by another v4 writer: a leaf with a manifest DV (MODIFIED, Mumbling) and a root
+    data file whose DV changed (REPLACED old row + MODIFIED new row with a colocated DV in a Puffin
+    file). Compaction applies the manifest DV, keeps the file with its DV in the root and drops the
+    REPLACED row."""
     d, paths = v4
+    extra = parquet(tmp_path / "r.parquet", range(700, 703), 3)
+    icectl("add-files", str(d), extra)  # a root-level data file
     t = load_table(str(d))
     md = t.metadata
     head = md.current_snapshot()
     assert head is not None and head.root_manifest
     leaf_of = {r["data_file"]["file_path"]: r["manifest_path"] for r in icectl("inspect", "entries", str(d))["rows"]}
-    root = read_v4_manifest(Path(head.root_manifest).read_bytes(), partition_types={})
-    puffin = write_puffin([deletion_vector_blob(paths[1], [0, 1]), deletion_vector_blob(leaf_of[paths[2]], [0])])
+    root = read_spec(Path(head.root_manifest).read_bytes(), partition_types=partition_field_types(md),
+                     column_types=column_types(md), root=True)
+    puffin = write_puffin([deletion_vector_blob(extra, [0, 1])])
     pf = tmp_path / "dvs.puffin"
     pf.write_bytes(puffin.data)
-    data_blob, leaf_blob = puffin.metadata.blobs
+    (blob,) = puffin.metadata.blobs
     sid, seq = head.snapshot_id + 1, md.last_sequence_number + 1
-    added = VersionInfo(ManifestEntryStatus.ADDED, sid, seq, seq)
-    data_dv = ContentEntry(ContentType.POSITION_DELETE, str(pf), "puffin", 0, 2, added,
-                           deletion_vector=DeletionVectorRef(data_blob.offset, data_blob.length),
-                           partition={1000: 19784}, file_size_in_bytes=len(puffin.data), referenced_file=paths[1])
-    leaf_dv = ContentEntry(ContentType.MANIFEST_DV, str(pf), "puffin", 0, 1, added,
-                           deletion_vector=DeletionVectorRef(leaf_blob.offset, leaf_blob.length),
-                           file_size_in_bytes=len(puffin.data), referenced_file=leaf_of[paths[2]])
-    root_path = d / "metadata" / f"root-{sid}-dvs.avro"
-    root_path.write_bytes(write_v4_manifest([*root.entries, data_dv, leaf_dv], content=ROOT_CONTENT,
-                                            partition_type=md.unified_partition_type(), snapshot_id=sid,
-                                            sequence_number=seq).data)
+    rows = []
+    for e in root.entries:
+        if e.location == leaf_of[paths[2]]:
+            assert e.manifest_info is not None
+            e = dataclasses.replace(e.with_tracking(status=EntryStatus.MODIFIED, modified_snapshot_id=sid,
+                                                    deleted_positions=encode_mumbling([0])),
+                                    manifest_info=dataclasses.replace(e.manifest_info, dv=encode_mumbling([0])))
+            rows.append(e)
+        elif e.location == extra:
+            rows.append(e.with_tracking(status=EntryStatus.REPLACED, modified_snapshot_id=sid))
+            rows.append(dataclasses.replace(
+                e.with_tracking(status=EntryStatus.MODIFIED, modified_snapshot_id=sid),
+                deletion_vector=DeletionVector(str(pf), blob.offset, blob.length, 2)))
+        else:
+            rows.append(e.with_tracking(status=EntryStatus.EXISTING))
+    root_path = d / "metadata" / f"root-{sid}-dvs.parquet"
+    root_path.write_bytes(write_spec(rows, root=True, partition_type=union_partition_type(md),
+                                     column_types=column_types(md), schema_id=md.current_schema_id).data)
     snap = Snapshot(sid, head.timestamp_ms + 1, head.snapshot_id, seq, root_manifest=str(root_path),
                     summary={"operation": "delete"}, schema_id=0, first_row_id=md.next_row_id, added_rows=0)
     commit(t, lambda base: snapshot_change(base, snap))
-    model = {(paths[0], 0, None), (paths[1], 0, None), (str(pf), 1, paths[1])}
+    model = {(paths[0], 0, None), (paths[1], 0, None), (extra, 0, None), (str(pf), 1, extra)}
     assert files_of(d) == model
+    assert validate_errors(d) == []
     before = live_entries_of(d)
     out = icectl("compact", str(d))
-    assert out["root_files_flushed"] == 1 and out["manifest_dvs_applied"] == 1 and out["manifests_created"] == 2
+    assert out["manifest_dvs_applied"] == 1 and out["root_files_flushed"] == 0 and out["manifests_created"] == 1
     assert files_of(d) == model and live_entries_of(d) == before  # DV offset and size included
-    leaves = only_leaves(d)
-    assert sorted((r["content_type"], r["existing_files"]) for r in leaves) == [("DATA_MANIFEST", 2),
-                                                                              ("DELETE_MANIFEST", 1)]
+    by_type = Counter(f"{r['content_type']}/{r['status']}" for r in tree_rows(d))
+    assert by_type == {"DATA_MANIFEST/ADDED": 1, "DATA/EXISTING": 1}, by_type  # REPLACED dropped, DV kept
+    (row,) = [r for r in tree_rows(d) if r["content_type"] == "DATA"]
+    assert row["referenced_file"] == str(pf) and row["dv_cardinality"] == 2
+    assert validate_errors(d) == []
 
 
 def test_options_filters_and_refusals(v4: tuple[Path, list[str]], tmp_path: Path) -> None:
