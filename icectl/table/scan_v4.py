@@ -101,8 +101,9 @@ def manifest_dv(e: TrackedFile) -> BitMap64 | None:
         return None
     try:
         return BitMap64(decode_mumbling(info.dv))
-    except IcectlError as err:
-        raise err.in_file(e.location) from None
+    except CorruptInputError as err:
+        raise CorruptInputError(f"the manifest DV of leaf {e.location} is not a valid Mumbling bitmap: {err.message}",
+                                hint="nothing was changed; the root entry of that leaf is damaged") from None
 
 
 def tree_manifests(metadata: TableMetadata, snapshot: Snapshot, io: FileIO,
@@ -121,8 +122,12 @@ def tree_manifests(metadata: TableMetadata, snapshot: Snapshot, io: FileIO,
     for e in root.entries:
         if e.is_manifest and e.is_live:
             m = manifest_file_of(e)
+            try:
+                dv = manifest_dv(e)
+            except IcectlError as err:
+                raise err.in_file(path) from None
             out.append(TreeManifest(**{n: getattr(m, n) for n in ManifestFile.__dataclass_fields__},
-                                    root_location=path, deleted_positions=manifest_dv(e)))
+                                    root_location=path, deleted_positions=dv))
     groups: dict[tuple[ManifestContent, int], list[ManifestEntry]] = {}
     for e in root.entries:
         if e.is_file:
@@ -143,7 +148,10 @@ def tree_files(metadata: TableMetadata, snapshot: Snapshot, io: FileIO) -> TreeF
     if is_proposal_root(raw):
         return proposal.tree_files(metadata, snapshot, io, raw)
     root = read_root(metadata, snapshot, io, raw)
-    leaves = tuple((manifest_file_of(e), manifest_dv(e)) for e in root.entries if e.is_manifest and e.is_live)
+    try:
+        leaves = tuple((manifest_file_of(e), manifest_dv(e)) for e in root.entries if e.is_manifest and e.is_live)
+    except IcectlError as err:
+        raise err.in_file(path) from None
     files: list[tuple[str, DataFileContent]] = []
     for e in root.entries:
         if e.is_file and e.is_live:
