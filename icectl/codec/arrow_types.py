@@ -87,12 +87,12 @@ def python_values(t: IcebergType, column: pa.Array | pa.ChunkedArray) -> list[An
 
     name = _name(t)
     if name in _STORAGE and not pa.types.is_integer(column.type):
-        return column.cast(getattr(pa, _STORAGE[name])()).to_pylist()  # type: ignore[no-any-return]
+        return column.cast(getattr(pa, _STORAGE[name])()).to_pylist()
     if name == "uuid":
         if isinstance(column.type, pa.ExtensionType):
             column = column.cast(column.type.storage_type)
         return [None if v is None else uuid.UUID(bytes=bytes(v)) for v in column.to_pylist()]
-    return column.to_pylist()  # type: ignore[no-any-return]
+    return column.to_pylist()
 
 
 def field_id_of(field: pa.Field) -> int | None:

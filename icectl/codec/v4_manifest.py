@@ -229,7 +229,7 @@ def _stats_array(rows: list[TrackedFile], t: pa.DataType, columns: Sequence[int]
     for c, field in zip(columns, t, strict=True):
         ct = column_types[c]
         stats = [e.content_stats or ContentStats() for e in rows]
-        members: list[pa.Array] = []
+        members: list[Any] = []
         for member in field.type:
             offset = int(field_id_of(member) or 0) - ids.stats_struct_id(c)
             if offset in (ids.LOWER_BOUND, ids.UPPER_BOUND):
@@ -252,7 +252,7 @@ def encode_rows(rows: list[TrackedFile], schema: pa.Schema, partition_type: Stru
                 stats_column_ids: Sequence[int], column_types: Mapping[int, IcebergType]) -> pa.Table:
     """``rows`` as an Arrow table of ``schema`` (:func:`tracked_file_schema`)."""
     pa = _pa()
-    cols: dict[int, pa.Array] = {}
+    cols: dict[int, Any] = {}
     tr = [e.tracking for e in rows]
     tt = schema.field("tracking").type
     cols[ids.TRACKING] = _struct_array(tt, [
@@ -369,7 +369,7 @@ def read_v4_metadata(data: bytes) -> dict[str, str]:
 
 
 def _values(arr: pa.Array) -> list[Any]:
-    return arr.to_pylist()  # type: ignore[no-any-return]
+    return arr.to_pylist()
 
 
 def _struct_rows(arr: pa.Array, where: str, wanted: Mapping[int, str],
@@ -464,13 +464,13 @@ def read_v4_manifest(data: bytes, *, partition_types: Mapping[int, IcebergType],
                                 "moved into manifest_info", hint="rewrite it with a spec-conforming writer")
     batch = table.combine_chunks()
 
-    def col(fid: int) -> pa.Array | None:
+    def col(fid: int) -> Any:
         return batch.column(fields[fid][0]).chunk(0) if fid in fields and batch.num_rows else None
 
     n = batch.num_rows
     if n == 0:
         return V4Manifest([], metadata)
-    if ids.COLUMN_FILES in fields and col(ids.COLUMN_FILES).null_count != n:  # type: ignore[union-attr]
+    if ids.COLUMN_FILES in fields and col(ids.COLUMN_FILES).null_count != n:
         raise UnsupportedError("v4 manifest has column files (158), which icectl does not support yet",
                                hint="nothing was changed")
 

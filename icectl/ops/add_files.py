@@ -18,7 +18,6 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from icectl.codec.parquet_metrics import data_file_from_footer, field_ids_of
-from icectl.spec.tracked_file import FORMAT_VERSION as V4
 from icectl.errors import (
     CommitConflictError,
     CorruptInputError,
@@ -44,6 +43,7 @@ from icectl.spec.schema import (
     Schema,
 )
 from icectl.spec.snapshots import MAIN_BRANCH, Snapshot
+from icectl.spec.tracked_file import FORMAT_VERSION as V4
 from icectl.spec.updates import SetProperties, TableUpdate
 from icectl.storage import FileIO, basename, file_key, scheme_of
 from icectl.table import Table

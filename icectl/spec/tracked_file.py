@@ -300,7 +300,8 @@ def root_file_entries(e: TrackedFile, partition_type: StructType,
     return entry, dv_entry_of(e, f, dv_status, t.modified_snapshot_id or t.snapshot_id, t.sequence_number)
 
 
-def leaf_entries(rows: Iterable[TrackedFile], manifest: ManifestFile, partition_type: StructType) -> list[ManifestEntry]:
+def leaf_entries(rows: Iterable[TrackedFile], manifest: ManifestFile,
+                 partition_type: StructType) -> list[ManifestEntry]:
     """Every row of a v4 leaf as a v1-v3 entry, in file order (a row's index is its manifest-DV
     ordinal), inheriting from the root entry (``manifest``). A null ``first_row_id`` of a live row
     is the leaf's plus the rows of the live null-first_row_id rows before it, whether or not the

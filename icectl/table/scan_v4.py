@@ -132,10 +132,11 @@ def tree_manifests(metadata: TableMetadata, snapshot: Snapshot, io: FileIO,
     for e in root.entries:
         if e.is_file:
             spec_id = e.spec_id or 0
-            data, dv = root_file_entries(e, metadata.partition_type(spec_id, used_by="v4 entry"), snapshot.snapshot_id)
+            ptype = metadata.partition_type(spec_id, used_by="v4 entry")
+            data, colocated = root_file_entries(e, ptype, snapshot.snapshot_id)
             groups.setdefault((ManifestContent.DATA, spec_id), []).append(data)
-            if dv is not None:
-                groups.setdefault((ManifestContent.DELETES, spec_id), []).append(dv)
+            if colocated is not None:
+                groups.setdefault((ManifestContent.DELETES, spec_id), []).append(colocated)
     for (content, spec_id), entries in sorted(groups.items()):
         out.append(root_group(path, size, content, spec_id, entries))
     return out
@@ -179,7 +180,8 @@ def read_leaf(metadata: TableMetadata, io: FileIO, manifest: ManifestFile, ptype
                             other_format=v4_leaf_reader(metadata, manifest, ptype))
 
 
-def v4_leaf_reader(metadata: TableMetadata, manifest: ManifestFile, ptype: StructType) -> Callable[[bytes], list[ManifestEntry] | None]:
+def v4_leaf_reader(metadata: TableMetadata, manifest: ManifestFile,
+                   ptype: StructType) -> Callable[[bytes], list[ManifestEntry] | None]:
     """For :mod:`icectl.table.manifest_read`: a leaf's entries when it is a v4 manifest (Parquet,
     or a proposal-layout Avro leaf), ``None`` when it is an ordinary v1-v3 manifest."""
     path = manifest.manifest_path

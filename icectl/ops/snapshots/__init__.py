@@ -33,7 +33,6 @@ import datetime
 import uuid
 from collections.abc import Callable
 
-from icectl.spec.tracked_file import FORMAT_VERSION as V4
 from icectl.errors import CommitConflictError, IcectlError, NotFoundError, RefusedError
 from icectl.ops.snapshots.cherrypick import (
     SourceFiles,
@@ -54,6 +53,7 @@ from icectl.results import NEXT_METADATA
 from icectl.spec.metadata import TableMetadata
 from icectl.spec.requirements import AssertRefSnapshotId
 from icectl.spec.snapshots import MAIN_BRANCH, Snapshot, SnapshotRef, ancestors_of
+from icectl.spec.tracked_file import FORMAT_VERSION as V4
 from icectl.spec.updates import SetSnapshotRef, TableChange
 from icectl.table import Table
 from icectl.table.commit import commit, discard_on_failure, new_snapshot_id

@@ -34,7 +34,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from icectl.spec.tracked_file import FORMAT_VERSION as V4
 from icectl.errors import CommitConflictError, NotFoundError, RefusedError, UsageError
 from icectl.ops.snapshots.result import RefChangeResult, RefState
 from icectl.results import NEXT_METADATA, Column, RowsResult
@@ -43,6 +42,7 @@ from icectl.spec.metadata import TableMetadata
 from icectl.spec.properties import MAX_REF_AGE_MS, MAX_SNAPSHOT_AGE_MS, MIN_SNAPSHOTS_TO_KEEP
 from icectl.spec.requirements import AssertRefSnapshotId
 from icectl.spec.snapshots import MAIN_BRANCH, SnapshotRef
+from icectl.spec.tracked_file import FORMAT_VERSION as V4
 from icectl.spec.updates import RemoveSnapshotRef, SetSnapshotRef, TableChange
 from icectl.table import Table
 from icectl.table.commit import commit, new_snapshot_id

@@ -11,6 +11,15 @@ import struct
 import pytest
 
 from icectl.errors import CorruptInputError
+from icectl.spec.manifest import (
+    DataFile,
+    DataFileContent,
+    ManifestContent,
+    ManifestEntry,
+    ManifestEntryStatus,
+    ManifestFile,
+)
+from icectl.spec.schema import INT, LONG, STRING, NestedField, StructType
 from icectl.spec.v4_proposal import (
     ContentEntry,
     ContentStats,
@@ -29,15 +38,6 @@ from icectl.spec.v4_proposal import (
     manifest_stats_of,
     with_inherited,
 )
-from icectl.spec.manifest import (
-    DataFile,
-    DataFileContent,
-    ManifestContent,
-    ManifestEntry,
-    ManifestEntryStatus,
-    ManifestFile,
-)
-from icectl.spec.schema import INT, LONG, STRING, NestedField, StructType
 
 ADDED, EXISTING, DELETED = ManifestEntryStatus.ADDED, ManifestEntryStatus.EXISTING, ManifestEntryStatus.DELETED
 # a unified partition type: field 1000 of spec 0, 1001 of spec 1
