@@ -64,10 +64,68 @@ def _avro_records(path: str) -> list[dict[str, Any]]:
         return list(fastavro.reader(f))
 
 
+def _by_field_id(value: Any, field: Any) -> Any:
+    """A Parquet value with its struct members keyed by Iceberg field id (pyarrow field metadata)."""
+    import pyarrow as pa
+
+    if value is None or not pa.types.is_struct(field.type):
+        return value
+    return {int(f.metadata[b"PARQUET:field_id"]): _by_field_id(value[f.name], f) for f in field.type}
+
+
+def _tracked_files(path: str) -> list[dict[int, Any]]:
+    """The rows of a v4 Parquet manifest, keyed by field id (the merged spec's tracked_file)."""
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(_local(path))
+    fields = list(table.schema)
+    return [{int(f.metadata[b"PARQUET:field_id"]): _by_field_id(row[f.name], f) for f in fields}
+            for row in table.to_pylist()]
+
+
+def _is_parquet(path: str) -> bool:
+    with open(_local(path), "rb") as f:
+        return f.read(4) == b"PAR1"
+
+
+LIVE_V4 = (0, 1, 4)  # EXISTING, ADDED, MODIFIED
+
+
 def _v4_reach(root: str, out: set[str], data: set[str]) -> None:
-    """What a v4 root reaches (design/v4-layout.md section 7), manifest DVs ignored: every live row
-    of every live leaf counts, which is more, never less, than the snapshot reaches."""
+    """What a v4 root reaches (the merged spec: tracked_file 147 tracking, 134 content_type, 100
+    location, 148 deletion_vector {155 location}), manifest DVs ignored: every live row of every
+    live leaf counts, which is more, never less, than the snapshot reaches. A root of icectl's
+    earlier proposal layout (Avro) is read as that layout has it."""
     out.add(root)
+    if not _is_parquet(root):
+        _proposal_reach(root, out, data)
+        return
+    for e in _tracked_files(root):
+        if e[147][0] not in LIVE_V4:
+            continue
+        out.add(e[100])
+        if e[134] == 0:
+            data.add(e[100])
+            if e.get(148):
+                out.add(e[148][155])
+        if e[134] not in (3, 4):
+            continue
+        if _is_parquet(e[100]):
+            for row in _tracked_files(e[100]):
+                if row[147][0] in LIVE_V4:
+                    out.add(row[100])
+                    data.add(row[100])
+                    if row.get(148):
+                        out.add(row[148][155])
+            continue
+        for r in _avro_records(e[100]):  # a v1-v3 manifest
+            if r["status"] != 2:
+                out.add(r["data_file"]["file_path"])
+                if r["data_file"].get("content", 0) == 0:
+                    data.add(r["data_file"]["file_path"])
+
+
+def _proposal_reach(root: str, out: set[str], data: set[str]) -> None:
     for e in _avro_records(root):
         if e["version_info"]["status"] == 2:
             continue
