@@ -548,7 +548,7 @@ def stored_content_stats(cs: ContentStats, column_types: Mapping[int, IcebergTyp
                       and (typed := _bound_value(column_types[c], v)) is not None}
         elif name == "nan_value_counts":
             values = {c: v for c, v in values.items() if _is_float(column_types[c])}
-        out[name] = {c: v for c, v in values.items() if v is not None} or None
+        out[name] = {c: values[c] for c in sorted(values) if values[c] is not None} or None
     return ContentStats(**out)
 
 

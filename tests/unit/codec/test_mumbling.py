@@ -189,3 +189,20 @@ def test_every_truncation_is_a_corrupt_input_error(positions: set[int]) -> None:
             decode_mumbling(data[:n])
     with pytest.raises(CorruptInputError):
         decode_mumbling(data + b"\x00")
+
+
+@settings(max_examples=EXAMPLES, deadline=None)
+@given(positions_strategy)
+def test_the_independent_readers_decoder_agrees(positions: frozenset[int]) -> None:
+    # tests/support/v4_reader.py decodes Mumbling its own way (written from the spec, no icectl code).
+    from support.v4_reader import mumbling_positions
+
+    assert mumbling_positions(encode_mumbling(positions)) == set(positions)
+
+
+def test_the_independent_readers_decoder_reads_the_spec_vectors() -> None:
+    from support.v4_reader import mumbling_positions
+
+    assert mumbling_positions(h("01 02 00 00 12 01  10 01 00 01 80 10 01 00 11 80  2C 70")) == {300, 70000}
+    assert mumbling_positions(h("01 21 00 00 02 00  05 00 01 F8 00  FF FF FF FF" + " 00" * 28 + " 01")) == \
+        set(range(32)) | {257}

@@ -26,6 +26,7 @@ from interop.test_v4_upgrade_vs_spark import branches, live_entries
 from support.fixtures import FixtureTable
 from support.forge import property_change, ref_change
 from support.s3 import create_bucket, s3_filesystem
+from support.v4_reader import live_data_files
 from support.spark import latest_metadata_json, metadata_table
 from typer.testing import CliRunner
 
@@ -245,6 +246,10 @@ def test_manifest_dv_and_a_replaced_modified_root_file_with_a_colocated_dv(v4: t
     model = {(paths[0], 0, None), (paths[1], 0, None), (extra, 0, None), (str(pf), 1, extra)}
     assert files_of(d) == model
     assert validate_errors(d) == []
+    # The independent reader (written from the spec) sees the same: the DV applies to its own row.
+    hint = (d / "metadata" / "version-hint.text").read_text().strip()
+    independent = live_data_files(str(d / "metadata" / f"v{hint}.metadata.json"))
+    assert independent == {paths[0]: set(), paths[1]: set(), extra: {0, 1}}
     before = live_entries_of(d)
     out = icectl("compact", str(d))
     assert out["manifest_dvs_applied"] == 1 and out["root_files_flushed"] == 0 and out["manifests_created"] == 1
