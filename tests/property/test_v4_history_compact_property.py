@@ -27,6 +27,7 @@ import pytest
 from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 from support.forge import ref_change
+from support.v4_reader import live_data_files
 
 from icectl.config import Config
 from icectl.ops.add_files import add_files
@@ -169,6 +170,9 @@ def run_history(tmp_path_factory: pytest.TempPathFactory, steps: list[tuple[str,
         t = load_table(str(d))
         for name, expected in model.items():
             assert {r["file_path"] for r in file_rows(t, ref=name).rows} == expected, (name, op)
+            # The independent reader of the merged spec (no icectl code) sees the same live files.
+            head = t.metadata.refs[name].snapshot_id
+            assert set(live_data_files(t.metadata_location, head)) == expected, (name, op)
         checked = validate_table(t, all_snapshots=True)
         assert checked.errors == 0, [(f.rule, f.message) for f in checked.findings if str(f.severity) == "error"]
     print(f"[history+compact] {len(steps)} steps, {compactions} compactions, "

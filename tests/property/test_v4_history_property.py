@@ -24,6 +24,7 @@ import pytest
 from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 from support.forge import ref_change
+from support.v4_reader import live_data_files
 
 from icectl.config import Config
 from icectl.ops.add_files import add_files
@@ -132,6 +133,8 @@ def test_random_single_file_commits(tmp_path_factory: pytest.TempPathFactory,
         for name, expected in model.items():
             got = {r["file_path"] for r in file_rows(t, ref=name).rows}
             assert got == expected, (name, op)
+            # The independent reader of the merged spec (no icectl code) sees the same live files.
+            assert set(live_data_files(t.metadata_location, t.metadata.refs[name].snapshot_id)) == expected
     # Every snapshot still reads and reaches only files that exist.
     print(f"[history] {len(steps)} steps, {len(load_table(str(d)).metadata.snapshots)} snapshots, "
           f"live main={len(model['main'])} dev={len(model['dev'])}")

@@ -26,8 +26,8 @@ from interop.test_v4_upgrade_vs_spark import branches, live_entries
 from support.fixtures import FixtureTable
 from support.forge import property_change, ref_change
 from support.s3 import create_bucket, s3_filesystem
-from support.v4_reader import live_data_files
 from support.spark import latest_metadata_json, metadata_table
+from support.v4_reader import live_data_files
 from typer.testing import CliRunner
 
 from icectl.cli.app import app
