@@ -48,7 +48,7 @@ from icectl.spec.tracked_file import (
 from icectl.spec.updates import TableUpdate, apply_updates, format_upgrade_updates
 from icectl.storage import FileIO, join
 from icectl.table import Table
-from icectl.table.commit import discard_on_failure, new_snapshot_id
+from icectl.table.commit import discard_on_failure, new_snapshot_id, operations_for
 from icectl.table.layout.root import encode_leaf, encode_root, leaf_entry, leaf_path, root_path
 from icectl.table.manifest_read import manifest_entries
 from icectl.table.scan import iter_entries, manifests_of
@@ -296,6 +296,12 @@ def upgrade(table: Table, to: int, *, dry_run: bool = False) -> UpgradeResult:
     check_writable(table)
     md = table.metadata
     start = time.perf_counter()
+    if to >= V4 > md.format_version:
+        highest = operations_for(table).max_format_version
+        if highest is not None and to > highest:  # before anything is written
+            raise RefusedError(f"cannot upgrade {table.identifier} to format version {to}: its catalog holds format "
+                               f"versions up to {highest} (the REST protocol has no representation of v4 root "
+                               "manifests); nothing written", hint=f"upgrade it to {highest} at most")
     plan = plan_upgrade(table, to)
     res = UpgradeResult(
         table=table.identifier, dry_run=dry_run, from_version=plan.from_version, to_version=to,
