@@ -26,7 +26,7 @@ from icectl.table import load_table
 from icectl.table.commit import commit
 from unit.ops.test_upgrade import icectl, parquet
 from unit.table import test_v4_commit
-from unit.table.test_v4_commit import avro_files, live, tree
+from unit.table.test_v4_commit import manifest_files, live, tree
 
 v4 = test_v4_commit.v4  # the v4 table fixture
 
@@ -35,14 +35,14 @@ def test_remove_files_by_dv_and_deleted_entry(v4: tuple[Path, list[str]], tmp_pa
     d, paths = v4
     extra = parquet(tmp_path / "r.parquet", range(500, 503), 7)
     icectl("add-files", str(d), extra)  # a root-level file
-    before = avro_files(d)
+    before = manifest_files(d)
     dry = icectl("remove-files", str(d), paths[0], extra, "--dry-run")
-    assert dry["removed_data_files"] == 2 and avro_files(d) == before
+    assert dry["removed_data_files"] == 2 and manifest_files(d) == before
     out = icectl("remove-files", str(d), paths[0], extra)
     assert {f["via"].split(" on ")[0] for f in out["files"]} == {"manifest DV", "root DELETED entry"}
-    written = set(avro_files(d)) - set(before)
+    written = set(manifest_files(d)) - set(before)
     assert len(written) == 1 and next(iter(written)).startswith("root-")
-    assert {k: v for k, v in avro_files(d).items() if k in before} == before  # no leaf rewritten
+    assert {k: v for k, v in manifest_files(d).items() if k in before} == before  # no leaf rewritten
     assert live(d) == {paths[1], paths[2]}
     assert tree(d) == {"DATA/DELETED": 1, "DATA_MANIFEST/EXISTING": 3, "MANIFEST_DV/ADDED": 1}
     snap = load_table(str(d)).metadata.current_snapshot()
@@ -109,13 +109,13 @@ def test_removing_a_file_removes_its_dv(v4: tuple[Path, list[str]], tmp_path: Pa
 
 def test_remove_files_refusals(tmp_path: Path, v4: tuple[Path, list[str]]) -> None:
     d, paths = v4
-    before = avro_files(d)
+    before = manifest_files(d)
     version = (d / "metadata" / "version-hint.text").read_text()
     for args, code in ((["/no/such.parquet"], ExitCode.NOT_FOUND), ([], ExitCode.USAGE),
                        (["--where", "nonsense"], ExitCode.USAGE), (["--where", "ts_dya=2024-03-02"], ExitCode.USAGE)):
         r = CliRunner().invoke(app, ["remove-files", str(d), *args])
         assert r.exit_code == code, r.stderr
-    assert avro_files(d) == before and (d / "metadata" / "version-hint.text").read_text() == version
+    assert manifest_files(d) == before and (d / "metadata" / "version-hint.text").read_text() == version
     none = icectl("remove-files", str(d), "--where", "ts_day=1999-01-01")
     assert none["committed"] is False
     v2 = tmp_path / "v2"
