@@ -2,7 +2,8 @@
 
 The table's history is made with icectl's commands; what each snapshot must show is worked out from
 those commands (which files were added where, which were removed) and leaf row order is read with
-fastavro, not through icectl's reader.
+pyarrow by the spec's field id of ``location`` (Avro leaves carried over from v2: fastavro), not
+through icectl's reader.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import dataclasses
 from pathlib import Path
 
 import fastavro
+import pyarrow.parquet as pq
 import pytest
 from pyroaring import BitMap64
 
@@ -26,9 +28,16 @@ from unit.ops.test_upgrade import icectl, parquet
 ADDED, EXISTING, DELETED = ManifestEntryStatus.ADDED, ManifestEntryStatus.EXISTING, ManifestEntryStatus.DELETED
 
 
+LOCATION_FIELD_ID = b"100"  # tracked_file.location in the spec
+
+
 def _leaf_paths(path: str) -> list[str]:
+    if path.endswith(".parquet"):
+        t = pq.read_table(path)
+        (i,) = [i for i, f in enumerate(t.schema) if (f.metadata or {}).get(b"PARQUET:field_id") == LOCATION_FIELD_ID]
+        return [str(p) for p in t.column(i).to_pylist()]
     with open(path, "rb") as f:
-        return [r.get("location") or r["data_file"]["file_path"] for r in fastavro.reader(f)]
+        return [r["data_file"]["file_path"] for r in fastavro.reader(f)]
 
 
 @pytest.fixture
@@ -73,7 +82,7 @@ def test_root_level_files_are_one_group_per_content_and_inherit_from_the_snapsho
     assert (group.sequence_number, group.min_sequence_number, group.added_snapshot_id) == (
         snap.sequence_number, snap.sequence_number, g_sid)
     (entry,) = group.root_entries or ()
-    # Written with null tracking, an ADDED root entry takes the snapshot's id and sequence number.
+    # An ADDED root entry has the snapshot's id and sequence number (written explicitly in the spec layout).
     assert (entry.status, entry.data_file.file_path, entry.snapshot_id, entry.sequence_number,
             entry.file_sequence_number) == (ADDED, g, g_sid, snap.sequence_number, snap.sequence_number)
     assert tree_files(md, snap, load_table(str(d)).io).files == ((g, DataFileContent.DATA),)
@@ -118,10 +127,17 @@ def test_a_dv_past_the_leaf_and_a_tree_deeper_than_two_are_corrupt(history: dict
     past = dataclasses.replace(leaf, deleted_positions=BitMap64([len(rows)]))
     with pytest.raises(CorruptInputError, match=f"manifest DV position {len(rows)} is past the {len(rows)} rows"):
         read_tree_entries(table.metadata, table.io, past, ptype)
+    # A tree deeper than two: a leaf that references manifests (the root, read as a leaf).
     as_leaf = dataclasses.replace(leaf, manifest_path=snap.root_manifest, deleted_positions=None)
-    with pytest.raises(CorruptInputError, match="a root manifest is referenced as a leaf"):
+    with pytest.raises(CorruptInputError, match="a v4 leaf manifest cannot hold DATA_MANIFEST entries") as err:
         read_leaf(table.metadata, table.io, as_leaf, ptype)
-    with pytest.raises(CorruptInputError, match="expected 'root'"):
-        read_root(table.metadata, dataclasses.replace(snap, root_manifest=leaf.manifest_path), table.io)
+    assert err.value.path == snap.root_manifest
+    # A leaf named as a snapshot's root: the spec's key-value metadata (schema-id, format-version) no
+    # longer says root or leaf, and a leaf of data files has the shape of a root, so the reader takes
+    # it; what tells it apart is that its data files lack the first_row_id every root data file must
+    # carry (validate reports that: v4.spec-first-row-id).
+    as_root = read_root(table.metadata, dataclasses.replace(snap, root_manifest=leaf.manifest_path), table.io)
+    assert [(e.location, e.first_row_id) for e in as_root.entries] == [(p, None) for p in rows]
+    assert as_root.metadata == {"schema-id": str(snap.schema_id), "format-version": "4"}
     with pytest.raises(CorruptInputError, match="has no root-manifest"):
         read_root(table.metadata, dataclasses.replace(snap, root_manifest=None), table.io)

@@ -11,7 +11,7 @@ import pytest
 
 from icectl.catalog.operations import CommitStateUnknownError
 from icectl.codec.manifest_writer import UNASSIGNED_SEQ, write_manifest
-from icectl.codec.v4_proposal import content_entry_of
+from icectl.codec.v4_manifest import read_v4_manifest
 from icectl.config import parse_config
 from icectl.errors import CommitConflictError
 from icectl.ops.create.table import SchemaSource, create
@@ -19,13 +19,14 @@ from icectl.ops.upgrade import upgrade
 from icectl.spec.manifest import DataFile, DataFileContent, ManifestContent, ManifestEntry, ManifestEntryStatus
 from icectl.spec.metadata import TableMetadata
 from icectl.spec.snapshots import Snapshot
+from icectl.spec.tracked_file import ContentType, EntryStatus, tracked_file_of
 from icectl.storage import FileIO, join
 from icectl.table import Table, load_table, snapshot_writer
 from icectl.table.commit import new_snapshot_id
 from icectl.table.layout.manifest_list import ManifestListLayout, manifest_path
 from icectl.table.layout.root import RootLayout
 from icectl.table.scan import iter_entries, manifests_of
-from icectl.table.scan_v4 import read_root
+from icectl.table.scan_v4 import column_field_types, partition_field_types, read_root
 from icectl.table.snapshot_writer import SnapshotChange, snapshot_timestamp, write_snapshot
 
 
@@ -98,7 +99,7 @@ def test_append_on_v4_writes_one_root_with_added_entries(tmp_path: Path) -> None
     md = table.metadata
     ptype = md.spec().partition_type(md.schema())
     layout = RootLayout("main", added=[
-        content_entry_of(ManifestEntry(ManifestEntryStatus.ADDED, None, None, None, _file(n, rows)), 0, ptype)
+        tracked_file_of(ManifestEntry(ManifestEntryStatus.ADDED, None, None, None, _file(n, rows)), 0, ptype)
         for n, rows in (("a", 3), ("b", 4))])
     change = SnapshotChange("append", layout)
     for e in layout.added:
@@ -108,10 +109,18 @@ def test_append_on_v4_writes_one_root_with_added_entries(tmp_path: Path) -> None
     assert snap.manifest_list is None and snap.root_manifest == done.index.path and done.files == [snap.root_manifest]
     assert (snap.sequence_number, snap.first_row_id, snap.added_rows) == (md.last_sequence_number + 1,
                                                                           md.next_row_id, 7)
-    root = read_root(table.metadata, snap, table.io)
-    rows = [(e.location, e.status, e.version_info.sequence_number, e.first_row_id) for e in root.entries]
-    assert rows == [("/data/a.parquet", ManifestEntryStatus.ADDED, snap.sequence_number, md.next_row_id),
-                    ("/data/b.parquet", ManifestEntryStatus.ADDED, snap.sequence_number, md.next_row_id + 3)]
+    # The root as written (no inheritance applied): Parquet, its entries carry snapshot and sequence numbers.
+    raw = Path(snap.root_manifest).read_bytes()
+    assert raw[:4] == b"PAR1" and snap.root_manifest.endswith(".parquet")
+    root = read_v4_manifest(raw, partition_types=partition_field_types(table.metadata),
+                            column_types=column_field_types(table.metadata), root=True)
+    assert read_root(table.metadata, snap, table.io).entries == root.entries
+    rows = [(e.content_type, e.location, e.status, e.tracking.snapshot_id, e.tracking.sequence_number,
+             e.tracking.file_sequence_number, e.first_row_id) for e in root.entries]
+    sid, seq = snap.snapshot_id, snap.sequence_number
+    assert rows == [(ContentType.DATA, "/data/a.parquet", EntryStatus.ADDED, sid, seq, seq, md.next_row_id),
+                    (ContentType.DATA, "/data/b.parquet", EntryStatus.ADDED, sid, seq, seq, md.next_row_id + 3)]
+    assert root.metadata == {"schema-id": str(snap.schema_id), "format-version": "4"}  # the spec's KV only
     assert (snap.summary["operation"], snap.summary["added-records"], snap.summary["total-records"]) == \
         ("append", "7", "7")
 

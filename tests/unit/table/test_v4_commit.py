@@ -24,10 +24,12 @@ from icectl.table.commit import commit
 from unit.ops.test_upgrade import icectl, parquet
 
 
-def avro_files(d: Path) -> dict[str, str]:
-    """Every Avro file under metadata/ with a hash of its bytes."""
+def manifest_files(d: Path) -> dict[str, str]:
+    """Every manifest file under metadata/ (Avro manifests and lists carried over from v1-v3, v4
+    Parquet roots and leaves) with a hash of its bytes."""
     meta = d / "metadata"
-    return {n: hashlib.sha256((meta / n).read_bytes()).hexdigest() for n in os.listdir(meta) if n.endswith(".avro")}
+    return {n: hashlib.sha256((meta / n).read_bytes()).hexdigest() for n in os.listdir(meta)
+            if n.endswith((".avro", ".parquet"))}
 
 
 def live(d: Path, *extra: str) -> set[str]:
@@ -53,14 +55,15 @@ def v4(tmp_path: Path) -> tuple[Path, list[str]]:
 
 def test_small_append_writes_only_the_root(v4: tuple[Path, list[str]], tmp_path: Path) -> None:
     d, paths = v4
-    before = avro_files(d)
+    before = manifest_files(d)
     new = parquet(tmp_path / "g1.parquet", range(100, 107), 4)
     dry = icectl("add-files", str(d), new, "--dry-run")
-    assert dry["layout"] == "root" and len(dry["would_write"]) == 2 and avro_files(d) == before
+    assert dry["layout"] == "root" and len(dry["would_write"]) == 2 and manifest_files(d) == before
     out = icectl("add-files", str(d), new)
-    written = set(avro_files(d)) - set(before)
+    written = set(manifest_files(d)) - set(before)
     assert len(written) == 1 and next(iter(written)).startswith("root-")  # exactly one new manifest file
-    assert {k: v for k, v in avro_files(d).items() if k in before} == before  # nothing rewritten
+    assert next(iter(written)).endswith(".parquet")  # a spec-layout root
+    assert {k: v for k, v in manifest_files(d).items() if k in before} == before  # nothing rewritten
     assert live(d) == {*paths, new}
     assert tree(d) == {"DATA/ADDED": 1, "DATA_MANIFEST/EXISTING": 3}
     md = load_table(str(d)).metadata
@@ -78,12 +81,12 @@ def test_small_append_writes_only_the_root(v4: tuple[Path, list[str]], tmp_path:
 
 def test_add_files_branch_must_exist_unless_created(v4: tuple[Path, list[str]], tmp_path: Path) -> None:
     d, paths = v4
-    before, version = avro_files(d), (d / "metadata" / "version-hint.text").read_text()
+    before, version = manifest_files(d), (d / "metadata" / "version-hint.text").read_text()
     new = parquet(tmp_path / "b1.parquet", range(500, 503), 7)
     r = CliRunner().invoke(app, ["add-files", str(d), new, "--branch", "dev"])
     assert r.exit_code == ExitCode.NOT_FOUND and len(r.stderr.strip().splitlines()) == 1
     assert "no branch 'dev'" in r.stderr and "--create-branch" in r.stderr and r.stdout == ""
-    assert avro_files(d) == before and (d / "metadata" / "version-hint.text").read_text() == version
+    assert manifest_files(d) == before and (d / "metadata" / "version-hint.text").read_text() == version
     t = load_table(str(d))
     main_head = t.metadata.current_snapshot_id
     commit(t, lambda md: property_change(removals=[DEFAULT_NAME_MAPPING]))
@@ -99,12 +102,13 @@ def test_add_files_branch_must_exist_unless_created(v4: tuple[Path, list[str]], 
 
 def test_large_append_writes_a_leaf(v4: tuple[Path, list[str]], tmp_path: Path) -> None:
     d, paths = v4
-    before = avro_files(d)
+    before = manifest_files(d)
     new = [parquet(tmp_path / f"h{i}.parquet", range(300 + 10 * i, 305 + 10 * i), 6) for i in range(3)]
     out = icectl("add-files", str(d), *new)
     assert out["layout"] == "new leaf"
-    written = set(avro_files(d)) - set(before)
+    written = set(manifest_files(d)) - set(before)
     assert len(written) == 2 and sum(n.startswith("root-") for n in written) == 1
+    assert all(n.endswith(".parquet") for n in written)  # a spec-layout root and leaf
     assert live(d) == {*paths, *new}
     assert tree(d) == {"DATA_MANIFEST/ADDED": 1, "DATA_MANIFEST/EXISTING": 3}
     rows = {r["file_path"]: r for r in icectl("inspect", "files", str(d))["rows"]}
