@@ -129,10 +129,10 @@ def catalogue_markdown() -> str:
         "spec's letter in a way Iceberg Java itself writes and reads. Rules of the `files` area run "
         "only with `--deep`. `--rule` and `--skip` take rule ids or area names.",
         "",
-        "The `v4` rules check icectl's experimental format v4 (docs/v4.md): \"Layout N\" is section N of "
-        "the project's v4 layout page, the other names are headings of the Single File Commits proposal. "
-        "On a v4 snapshot the v1-v3 rules apply too, with the root in the manifest list's place: a root's "
-        "manifest entries are checked like manifest-list rows, root-level files like manifest entries.",
+        "The `v4` rules check format v4 as the Iceberg spec merged it on 2026-10-14 (docs/v4.md); the "
+        "spec sections are the v4 text's headings. The `v4.spec-*` rules read roots and leaves as Parquet "
+        "`tracked_file` manifests by field id; a root in icectl's earlier proposal layout is reported as "
+        "`v4.spec-layout` and read through the proposal reader (an unreadable tree is `v4.spec-readable`).",
         "",
     ]
     for area in AREAS:

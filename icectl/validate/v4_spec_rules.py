@@ -116,10 +116,12 @@ def check_spec_root(ctx: Context, snap: Snapshot, data: bytes) -> int:
 def _kv_rules(ctx: Context, path: str, kv: dict[str, str]) -> None:
     rep = ctx.reporter
     if kv.get(ids.KV_FORMAT_VERSION) != str(FORMAT_VERSION):
-        rep.report(SPEC_KV, path, f"format-version is {kv.get(ids.KV_FORMAT_VERSION)!r}, expected '4'")
+        rep.report(SPEC_KV, path, f"format-version is {kv.get(ids.KV_FORMAT_VERSION)!r}, expected '4'",
+                   key=ids.KV_FORMAT_VERSION, value=kv.get(ids.KV_FORMAT_VERSION))
     sid = kv.get(ids.KV_SCHEMA_ID)
     if sid is None or not sid.lstrip("-").isdigit() or ctx.metadata.schema_by_id(int(sid)) is None:
-        rep.report(SPEC_KV, path, f"schema-id is {sid!r}, not a schema of the table")
+        rep.report(SPEC_KV, path, f"schema-id is {sid!r}, not a schema of the table", key=ids.KV_SCHEMA_ID,
+                   value=sid)
 
 
 def _tracking_rules(ctx: Context, snap: Snapshot, root: str, entry: str, e: TrackedFile) -> None:
@@ -175,8 +177,10 @@ def _check_leaf(ctx: Context, snap: Snapshot, root: str, entry: str, e: TrackedF
                    f"modified_snapshot_id is {e.tracking.modified_snapshot_id}", entry=entry)
     try:
         raw = ctx.io.read(e.location)
-    except NotFoundError:
-        return []  # a missing leaf is reported by the v1-v3 rules on the tree
+    except NotFoundError as err:
+        rep.report(SPEC_READABLE, root, f"leaf manifest {e.location} is missing ({err.message})", entry=entry,
+                   manifest_path=e.location)
+        return []
     if info.format_version == PRE_V4:
         if is_parquet(raw):
             rep.report(SPEC_MANIFEST_INFO, root, f"{e.location} is Parquet but format_version 0 says v1-v3 (Avro)",
