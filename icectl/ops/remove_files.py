@@ -1,9 +1,10 @@
 """`icectl remove-files`: remove data files from a v4 table in one `delete` commit, writing one root.
 
 Files are chosen by location (``PATH...``) and/or by partition values (``--where name=value``,
-every clause must hold). A root-level file becomes a DELETED root entry; a file inside a leaf is
-removed through the leaf's manifest DV; the deletion vectors of removed data files go the same
-way. No leaf is rewritten (the proposal forbids copy-on-write in a data-changing commit).
+every clause must hold). A root-level file becomes a DELETED root row (its colocated DV goes
+with it); a file inside a leaf, a v4 Parquet leaf or a carried-over v1-v3 manifest, is removed
+through the leaf's manifest DV (its root entry MODIFIED); the v2/v3 deletion vectors of removed
+data files in carried-over delete manifests go the same way. No leaf is rewritten.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""`icectl upgrade TABLE --to N`: raise a table's format version (2, 3, or icectl's experimental v4)."""
+"""`icectl upgrade TABLE --to N`: raise a table's format version (2, 3, or 4 as the Iceberg spec merged it)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,8 @@ from icectl.table import Table
 def upgrade_cmd(
     table: Table,
     to: Annotated[int, typer.Option(
-        "--to", help="Target format version: 2, 3, or 4 (root manifests; experimental).", show_default=False)],
+        "--to", help="Target format version: 2, 3, or 4 (the merged spec: root manifests).",
+        show_default=False)],
     yes: Annotated[bool, typer.Option(
         "--yes", "-y", help="Upgrade to v4 without asking (for scripts).")] = False,
     dry_run: DryRunOpt = False,

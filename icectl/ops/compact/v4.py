@@ -1,7 +1,9 @@
 """`icectl compact` on format v4: rewrite a branch head's root and leaves in one `replace` commit.
 
-The layout page's compaction (section 8), with v1-v3 compaction's planning per (spec, content)
-group (:mod:`icectl.ops.compact.plan`) and its three steps:
+Compaction of the merged spec's v4 tree, with v1-v3 compaction's planning per (spec, content)
+group (:mod:`icectl.ops.compact.plan`) and its three steps. Only data groups are rewritten (v4
+leaves hold data files; carried-over v1-v3 delete manifests stay as they are), and a root data
+file with a colocated DV stays in the root:
 
 1. :func:`plan_v4_compaction`: read the head's root. In each selected group, a leaf is kept as it
    is when it has no live manifest DV, is at least half the target size and not oversized (more
@@ -22,7 +24,7 @@ group (:mod:`icectl.ops.compact.plan`) and its three steps:
    otherwise the plan is stale and is planned once more, then the command gives up with the
    conflict exit code.
 
-Tree depth stays 2: leaves hold only data/delete files. With ``--engine spark`` the leaves are read
+Tree depth stays 2: leaves hold only data files. With ``--engine spark`` the leaves are read
 and written by Spark tasks (:mod:`icectl.ops.compact.distribute`), as v1-v3 manifests are.
 """
 
