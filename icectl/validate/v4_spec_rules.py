@@ -16,6 +16,7 @@ from icectl.codec import v4_schema as ids
 from icectl.codec.mumbling import decode_mumbling
 from icectl.codec.v4_manifest import is_parquet, read_v4_manifest
 from icectl.errors import CorruptInputError, IcectlError, NotFoundError, UnsupportedError
+from icectl.spec.manifest import ManifestEntryStatus
 from icectl.spec.snapshots import Snapshot
 from icectl.spec.tracked_file import (
     FORMAT_VERSION,
@@ -23,10 +24,11 @@ from icectl.spec.tracked_file import (
     ContentType,
     EntryStatus,
     TrackedFile,
+    manifest_file_of,
     manifest_info_of,
     with_inherited,
 )
-from icectl.table.scan_v4 import column_field_types, partition_field_types
+from icectl.table.scan_v4 import column_field_types, partition_field_types, read_leaf
 from icectl.validate.context import Context
 from icectl.validate.rules import Severity, rule
 
@@ -65,6 +67,10 @@ SPEC_MANIFEST_DV = rule("v4.spec-manifest-dv", E,
                         "manifest_info.dv is a valid Mumbling bitmap of positions below the leaf's row count; "
                         "deleted_positions and replaced_positions are disjoint subsets of it; a MODIFIED manifest "
                         "entry's modified_snapshot_id is its snapshot", "Manifest deletion vectors; Mumbling")
+SPEC_NO_NEW_DELETES = rule("v4.spec-no-new-deletes", E,
+                           "no position delete file, DV entry or equality delete file is added by a v4 snapshot: "
+                           "the rows of carried-over v1-v3 delete manifests were added before the upgrade",
+                           "Deletion vectors (v4: colocated); Equality deletes (prohibited in v4)")
 SPEC_UNIQUE = rule("v4.spec-one-live-entry", E,
                    "each file has at most one live entry in a snapshot (root rows and leaf rows outside the manifest "
                    "DV)", "Content file uniqueness")
@@ -185,6 +191,8 @@ def _check_leaf(ctx: Context, snap: Snapshot, root: str, entry: str, e: TrackedF
         if is_parquet(raw):
             rep.report(SPEC_MANIFEST_INFO, root, f"{e.location} is Parquet but format_version 0 says v1-v3 (Avro)",
                        entry=entry)
+        elif e.content_type == ContentType.DELETE_MANIFEST:
+            _no_new_deletes(ctx, root, entry, e, raw)
         return []
     if not is_parquet(raw):
         rep.report(SPEC_MANIFEST_INFO, root, f"{e.location} has format_version 4 but is not Parquet", entry=entry)
@@ -218,3 +226,19 @@ def _check_leaf(ctx: Context, snap: Snapshot, root: str, entry: str, e: TrackedF
         if row.is_live and j not in dv:
             out.append(row.location)
     return out
+
+
+def _no_new_deletes(ctx: Context, root: str, entry: str, e: TrackedFile, raw: bytes) -> None:
+    """A carried-over delete manifest's live rows were all added by snapshots without a root."""
+    md = ctx.metadata
+    v4_snapshots = {s.snapshot_id for s in md.snapshots if s.root_manifest}
+    m = manifest_file_of(e)
+    try:
+        rows = read_leaf(md, ctx.io, m, md.partition_type(m.partition_spec_id, used_by="v4 entry"), data=raw)
+    except IcectlError:
+        return  # an unreadable manifest is reported where the tree is read
+    for r in rows:
+        if r.is_live and r.status == ManifestEntryStatus.ADDED and r.snapshot_id in v4_snapshots:
+            ctx.reporter.report(SPEC_NO_NEW_DELETES, root, f"delete file {r.data_file.file_path} is ADDED in "
+                                f"{e.location} by v4 snapshot {r.snapshot_id}", entry=entry,
+                                file_path=r.data_file.file_path, snapshot_id=r.snapshot_id)

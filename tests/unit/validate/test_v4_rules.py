@@ -25,7 +25,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from support.corrupt import copy_table, edit_metadata, read_metadata
+from support.corrupt import copy_table, edit_avro, edit_metadata, read_metadata
 from support.forge import property_change
 
 from icectl.codec.mumbling import encode_mumbling
@@ -337,6 +337,22 @@ def _dv_past_the_leaf(t: V4Table) -> str:
     return edit_root(t.path, apply)
 
 
+def _delete_added_in_v4(t: V4Table) -> str:
+    """A row of a carried-over delete manifest claims to be ADDED by the current (v4) snapshot."""
+    root = current_root(t.path)
+    head = load_table(str(t.path)).metadata.current_snapshot_id
+    rows = read_rows(t.path, root)
+    e = next(e for e in rows if e.content_type == ContentType.DELETE_MANIFEST and e.is_live)
+
+    def edit(_schema: dict[str, Any], _meta: dict[str, bytes], records: list[dict[str, Any]]) -> None:
+        r = next(r for r in records if r["status"] != 2)
+        r.update(status=1, snapshot_id=head)
+    size = edit_avro(e.location, edit)
+    write_raw(t.path, root, [dataclasses.replace(r, file_size_in_bytes=size) if r.location == e.location else r
+                             for r in rows])
+    return root
+
+
 CASES: list[Case] = [
     Case("v4.snapshot-manifest-key", _both_keys),
     Case("v4.snapshot-manifest-key", _back_to_a_list, label="list-after-root"),
@@ -364,6 +380,7 @@ CASES: list[Case] = [
     Case("v4.spec-manifest-dv", _in_root(_is_modified_leaf, _tracking(replaced_positions=encode_mumbling([999]))),
          label="positions-outside-dv"),
     Case("v4.spec-one-live-entry", _duplicate_root_file),
+    Case("v4.spec-no-new-deletes", _delete_added_in_v4),
 ]
 
 
