@@ -53,6 +53,19 @@ def is_parquet(data: bytes) -> bool:
     return len(data) >= 8 and data[:4] == PARQUET_MAGIC and data[-4:] == PARQUET_MAGIC
 
 
+def probe_parquet_file(read_range: Callable[[int, int], bytes], size: int) -> None:
+    """Whether a file of ``size`` bytes opens as Parquet without decoding it: the magic at both ends
+    and a footer length that fits (CorruptInputError otherwise)."""
+    if size < 12:
+        raise CorruptInputError(f"not a Parquet file ({size} bytes)")
+    head, tail = read_range(0, 4), read_range(size - 8, 8)
+    if head != PARQUET_MAGIC or tail[4:] != PARQUET_MAGIC:
+        raise CorruptInputError("not a Parquet file (no PAR1 magic at both ends)")
+    footer = int.from_bytes(tail[:4], "little")
+    if footer <= 0 or footer > size - 12:
+        raise CorruptInputError(f"Parquet footer length {footer} does not fit the file's {size} bytes")
+
+
 # --------------------------------------------------------------------------- schema
 
 

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, TypeVar
 from icectl import progress
 from icectl.codec.avro import probe_avro_file
 from icectl.codec.manifest_reader import read_manifest_metadata
+from icectl.codec.v4_manifest import probe_parquet_file
 from icectl.errors import CorruptInputError, IcectlError, NotFoundError
 from icectl.spec.manifest import ManifestContent, ManifestEntry, ManifestFile
 from icectl.spec.metadata import TableMetadata
@@ -137,8 +138,9 @@ def delete_manifests(manifests: Iterable[ManifestFile]) -> list[ManifestFile]:
 def check_manifests_intact(io: FileIO, manifests: Sequence[ManifestFile], listed_in: str | None,
                            workers: int = READ_WORKERS, *, probe: bool = True) -> None:
     """Refuse (:class:`CorruptInputError`, naming the first in list order) unless every manifest
-    exists, is ``manifest_length`` bytes long and opens as Avro: magic, header and the trailing sync
-    marker (:func:`probe_avro_file`, two small reads). Records are not decoded, so this is cheap
+    exists, is ``manifest_length`` bytes long and opens as Avro (magic, header and the trailing sync
+    marker: :func:`probe_avro_file`) or, a v4 leaf, as Parquet (magic at both ends and a footer that
+    fits: :func:`probe_parquet_file`), two small reads each. Records are not decoded, so this is cheap
     enough for the manifests a writer carries into a new snapshot without reading them.
     ``probe=False``: the length alone, for manifests the caller decodes whole anyway."""
     if not manifests:
@@ -152,6 +154,8 @@ def check_manifests_intact(io: FileIO, manifests: Sequence[ManifestFile], listed
                 return f"manifest {path} is {size} bytes, the manifest list says {m.manifest_length}"
             if probe and path.endswith(".avro"):
                 probe_avro_file(lambda offset, n: io.read_range(path, offset, n), size)
+            elif probe and path.endswith(".parquet"):
+                probe_parquet_file(lambda offset, n: io.read_range(path, offset, n), size)
         except NotFoundError:
             return f"manifest {path} is missing"
         except CorruptInputError as e:

@@ -29,7 +29,9 @@ from icectl.spec.tracked_file import (
     with_inherited,
 )
 from icectl.table.scan_v4 import column_field_types, partition_field_types, read_leaf
+from icectl.validate import manifest_rules
 from icectl.validate.context import Context
+from icectl.validate.manifest_list_rules import ListRules, check_manifest_file
 from icectl.validate.rules import Severity, rule
 
 E, W = Severity.ERROR, Severity.WARNING
@@ -181,6 +183,10 @@ def _check_leaf(ctx: Context, snap: Snapshot, root: str, entry: str, e: TrackedF
     if e.status == EntryStatus.MODIFIED and e.tracking.modified_snapshot_id != snap.snapshot_id:
         rep.report(SPEC_MANIFEST_DV, root, f"{e.location} is MODIFIED in snapshot {snap.snapshot_id} but its "
                    f"modified_snapshot_id is {e.tracking.modified_snapshot_id}", entry=entry)
+    if info.format_version == PRE_V4:  # a v1-v3 manifest: existence, length and spec as in a list
+        ordinal = int(entry.rsplit("#", 1)[1])
+        if not check_manifest_file(ctx, root, manifest_file_of(e), ordinal):
+            return []
     try:
         raw = ctx.io.read(e.location)
     except NotFoundError as err:
@@ -191,8 +197,8 @@ def _check_leaf(ctx: Context, snap: Snapshot, root: str, entry: str, e: TrackedF
         if is_parquet(raw):
             rep.report(SPEC_MANIFEST_INFO, root, f"{e.location} is Parquet but format_version 0 says v1-v3 (Avro)",
                        entry=entry)
-        elif e.content_type == ContentType.DELETE_MANIFEST:
-            _no_new_deletes(ctx, root, entry, e, raw)
+            return []
+        _carried_over(ctx, root, entry, e, raw)
         return []
     if not is_parquet(raw):
         rep.report(SPEC_MANIFEST_INFO, root, f"{e.location} has format_version 4 but is not Parquet", entry=entry)
@@ -242,3 +248,18 @@ def _no_new_deletes(ctx: Context, root: str, entry: str, e: TrackedFile, raw: by
             ctx.reporter.report(SPEC_NO_NEW_DELETES, root, f"delete file {r.data_file.file_path} is ADDED in "
                                 f"{e.location} by v4 snapshot {r.snapshot_id}", entry=entry,
                                 file_path=r.data_file.file_path, snapshot_id=r.snapshot_id)
+
+
+# A carried-over manifest's counts and content are checked against its root entry under the v4 ids.
+CARRIED_OVER = ListRules(counts=SPEC_MANIFEST_INFO, min_sequence_number=SPEC_MANIFEST_INFO, content=SPEC_CONTENT_TYPES)
+
+
+def _carried_over(ctx: Context, root: str, entry: str, e: TrackedFile, raw: bytes) -> None:
+    """The v1-v3 rules on a carried-over manifest (each read once per run), and no delete in it added in v4."""
+    m = manifest_file_of(e)
+    if m.manifest_path not in ctx.summaries:
+        summary = manifest_rules.check_manifest(ctx, root, m, int(entry.rsplit("#", 1)[1]), raw, CARRIED_OVER)
+        if summary is not None:
+            ctx.summaries[m.manifest_path] = summary
+    if e.content_type == ContentType.DELETE_MANIFEST:
+        _no_new_deletes(ctx, root, entry, e, raw)

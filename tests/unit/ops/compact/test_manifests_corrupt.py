@@ -11,6 +11,7 @@ The same on a v4 table (leaves instead of manifests).
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -166,6 +167,15 @@ def _v4_copy(spark_tables: Any, tmp_path: Path, before_upgrade: Callable[[Path],
         before_upgrade(d)
     out = runner.invoke(app, ["upgrade", str(d), "--to", "4", "--yes", "--json"])
     assert out.exit_code == 0, out.output
+    # A root-level file of the current spec: its group (data files only: v4 compacts no delete
+    # manifest) is rewritten, flushing it with the spec's carried-over data manifest.
+    files = json.loads(runner.invoke(app, ["inspect", "files", str(d), "--content", "data", "--json"]).stdout)["rows"]
+    spec = max(r["spec_id"] for r in files)
+    source = next(r["file_path"] for r in files if r["spec_id"] == spec)
+    extra = d / "data" / "v4-root-file.parquet"
+    shutil.copyfile(source.removeprefix("file:"), extra)
+    out = runner.invoke(app, ["add-files", str(d), str(extra), "--json"])
+    assert out.exit_code == 0, out.output
     return d
 
 
@@ -205,7 +215,7 @@ def test_v4_impossible_leaf_entry_is_refused(spark_tables: Any, tmp_path: Path) 
     where: list[tuple[str, int]] = []
 
     def negative_size(d: Path) -> None:  # before the upgrade: the leaf is the v3 manifest, its length fixed
-        path, i = find_entry(d, lambda m, r: m.content == ManifestContent.DELETES and m.partition_spec_id == 0
+        path, i = find_entry(d, lambda m, r: m.content == ManifestContent.DATA and m.partition_spec_id == 1
                              and r["status"] != 2)
         edit_entry(d, path, i, _negative_size)
         where.append((path, i))
