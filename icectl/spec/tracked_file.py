@@ -184,6 +184,28 @@ class V4Manifest:
     metadata: dict[str, str]
 
 
+# --------------------------------------------------------------------------- paths
+
+
+def resolve_location(path: str, table_location: str) -> str:
+    """The spec's path resolution (v4): a location without a URI scheme that is not absolute is
+    ``table_location + "/" + path``, with no normalisation."""
+    if "://" in path or path.startswith("/") or ":" in path.split("/", 1)[0]:
+        return path
+    return f"{table_location}/{path}"
+
+
+def resolved(e: TrackedFile, table_location: str) -> TrackedFile:
+    """``e`` with its ``location`` and its DV's resolved against the table location."""
+    location = resolve_location(e.location, table_location)
+    dv = e.deletion_vector
+    if dv is not None and resolve_location(dv.location, table_location) != dv.location:
+        dv = dataclasses.replace(dv, location=resolve_location(dv.location, table_location))
+    if location == e.location and dv is e.deletion_vector:
+        return e
+    return dataclasses.replace(e, location=location, deletion_vector=dv)
+
+
 # --------------------------------------------------------------------------- rules
 
 

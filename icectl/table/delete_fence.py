@@ -91,10 +91,14 @@ def check_absolute(path: str, format_version: int, what: str, named_by: str, fil
     file...) by it. Such a path is invalid before v4 and would name a different file for every
     working directory, so the commands that delete by reachability (expire-snapshots,
     remove-orphan-files, drop --purge, on either engine) stop here instead of resolving it; icectl
-    validate reports it as a finding. v4 resolves relative paths against the table location."""
-    if format_version < 4 and is_relative_path(path):
+    validate reports it as a finding. v4 resolves a relative path of a root or leaf row against the
+    table location when it reads the row (:mod:`icectl.table.scan_v4`), so a path still relative
+    here is one icectl cannot resolve (a relative ``root-manifest``, a ``file:`` path without ``/``)."""
+    if is_relative_path(path):
+        why = ("paths are absolute before format v4" if format_version < 4
+               else "icectl resolves a v4 row's relative location against the table location, not this one")
         raise CorruptInputError(
-            f"{named_by} names {what} by the relative path {path!r}: paths are absolute before format v4, "
+            f"{named_by} names {what} by the relative path {path!r}: {why}, "
             "and icectl does not resolve one against the working directory", path=file,
             hint="nothing was deleted; icectl validate lists every relative path (rewrite them as absolute paths)")
 
@@ -105,6 +109,8 @@ def check_snapshot_lists(format_version: int, snapshots: Iterable[Snapshot]) -> 
     for s in snapshots:
         if s.manifest_list:
             check_absolute(s.manifest_list, format_version, "its manifest list", f"snapshot {s.snapshot_id}")
+        if s.root_manifest:
+            check_absolute(s.root_manifest, format_version, "its root manifest", f"snapshot {s.snapshot_id}")
         for m in s.manifests or ():
             check_absolute(m, format_version, "a manifest", f"snapshot {s.snapshot_id}")
 

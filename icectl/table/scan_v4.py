@@ -34,6 +34,7 @@ from icectl.spec.tracked_file import (
     V4Manifest,
     leaf_entries,
     manifest_file_of,
+    resolved,
     root_file_entries,
     with_inherited,
 )
@@ -88,7 +89,8 @@ def read_root(metadata: TableMetadata, snapshot: Snapshot, io: FileIO, data: byt
                                 column_types=column_field_types(metadata), root=True)
     except IcectlError as e:
         raise e.in_file(path) from None
-    entries = [with_inherited(e, snapshot.snapshot_id, snapshot.sequence_number) for e in root.entries]
+    entries = [with_inherited(resolved(e, metadata.location), snapshot.snapshot_id, snapshot.sequence_number)
+               for e in root.entries]
     return V4Manifest(entries, root.metadata)
 
 
@@ -199,7 +201,7 @@ def v4_leaf_reader(metadata: TableMetadata, manifest: ManifestFile,
                                     column_types=column_field_types(metadata), root=False)
         except IcectlError as e:
             raise e.in_file(path) from None
-        return leaf_entries(leaf.entries, manifest, ptype)
+        return leaf_entries([resolved(e, metadata.location) for e in leaf.entries], manifest, ptype)
 
     return read
 

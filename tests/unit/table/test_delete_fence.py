@@ -333,15 +333,15 @@ def test_property_a_data_path_in_metadata_never_widens_a_delete(where: str, comm
         assert legit or where == "inside" or command == "orphans" or "ignored by the delete fence" in err
 
 
-def test_check_absolute_refuses_relative_paths_before_v4_only() -> None:
-    """Issue 27 item 4: v1-v3 paths are absolute (the spec's full URI); v4 resolves relative ones
-    against the table location, so icectl's v4 behaviour is left as it is."""
+def test_check_absolute_refuses_relative_paths() -> None:
+    """Issue 27 item 4: v1-v3 paths are absolute (the spec's full URI). v4 rows' relative locations
+    are resolved against the table location when read (scan_v4), so a path that is still relative
+    here (a relative root-manifest, ``file:`` without ``/``) is refused in v4 too."""
     for path in ("data/x.parquet", "./x.parquet", "file:data/x.parquet"):
-        for version in (1, 2, 3):
+        for version in (1, 2, 3, 4):
             with pytest.raises(CorruptInputError) as e:
                 check_absolute(path, version, "a live file", "manifest /t/metadata/m.avro", "/t/metadata/m.avro")
             line = e.value.one_line()
             assert repr(path) in line and "/t/metadata/m.avro" in line and e.value.exit_code == ExitCode.CORRUPT
-        check_absolute(path, 4, "a live file", "manifest m")
     for path in ("/t/data/x.parquet", "file:/t/x", "file:///t/x", "s3://b/t/x", "s3a://b/t/x", "gs://b/x"):
         check_absolute(path, 2, "a live file", "manifest m")
