@@ -10,7 +10,7 @@ Choices (the shared reference page's open questions):
   521 in the PR head, is not written; neither are 524/525 (modified counts, PR head only, not
   in Java). ``replaced_files_count`` keeps 520.
 * Q2 ``dv_cardinality`` (523) is not written (Java dropped it on 2026-09-16; the Mumbling header
-  carries the cardinality). Read when present and checked against the bitmap.
+  carries the cardinality), and ignored when read.
 * Q3 file counts (504-506, 520) are ``int`` (Java), row counts ``long``.
 * Q4 manifests are written as Parquet (Java writes Parquet from v4); Avro ``tracked_file``
   manifests are not read (no writer makes them).
@@ -103,6 +103,6 @@ def stats_field_of(struct_id: int) -> int | None:
 # ----------------------------------------------------------------- file-level
 KV_SCHEMA_ID = "schema-id"
 KV_FORMAT_VERSION = "format-version"
-RECORD_NAME = "tracked_file"
+RECORD_NAME = "tracked_file"  # informational: pyarrow names a Parquet file's root group "schema"
 MANIFEST_SUFFIX = ".parquet"
 PARQUET_COMPRESSION = "gzip"

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 from icectl.codec.manifest_reader import read_manifest_metadata
 from icectl.codec.mumbling import decode_mumbling
 from icectl.codec.v4_manifest import is_parquet, read_v4_manifest
-from icectl.errors import CorruptInputError, IcectlError, RefusedError
+from icectl.errors import CorruptInputError, IcectlError, RefusedError, UnsupportedError
 from icectl.spec.manifest import DataFileContent, ManifestContent, ManifestEntry, ManifestFile
 from icectl.spec.metadata import TableMetadata
 from icectl.spec.schema import IcebergType, StructType
@@ -66,8 +66,32 @@ def column_field_types(metadata: TableMetadata) -> dict[int, IcebergType]:
 
 
 def is_proposal_root(data: bytes) -> bool:
-    """Whether a root is in the proposal layout of earlier icectl versions (Avro)."""
-    return not is_parquet(data)
+    """Whether a root is in the proposal layout of earlier icectl versions (an Avro file with the
+    proposal's ``content`` key); a root that is neither that nor Parquet is refused (exit 4)."""
+    if is_parquet(data):
+        return False
+    try:
+        content = read_manifest_metadata(data).get("content")
+    except IcectlError:
+        content = None
+    if content != "root":
+        raise UnsupportedError("v4 root manifest is neither Parquet nor in icectl's earlier (proposal) layout: "
+                               "icectl reads v4 manifests as Parquet (Avro tracked_file manifests are not read)",
+                               hint="nothing was changed")
+    return True
+
+
+def _resolved(e: TrackedFile, metadata: TableMetadata) -> TrackedFile:
+    # Without a table location (optional in v4: the catalog knows it) a relative path stays as it
+    # is, and the delete fence refuses it.
+    return resolved(e, metadata.location) if metadata.location else e
+
+
+def _proposal(data: bytes, path: str) -> bool:
+    try:
+        return is_proposal_root(data)
+    except IcectlError as e:
+        raise e.in_file(path) from None
 
 
 def _root_bytes(snapshot: Snapshot, io: FileIO, data: bytes | None) -> tuple[str, bytes]:
@@ -81,7 +105,7 @@ def read_root(metadata: TableMetadata, snapshot: Snapshot, io: FileIO, data: byt
     """A snapshot's root manifest (spec layout), ADDED rows' nulls inherited from the snapshot.
     A proposal-layout root is refused (exit 6): only reading goes through it."""
     path, raw = _root_bytes(snapshot, io, data)
-    if is_proposal_root(raw):
+    if _proposal(raw, path):
         raise RefusedError(f"snapshot {snapshot.snapshot_id}'s root {path} is in icectl's earlier v4 layout (the "
                            "proposal), which icectl reads but no longer writes", path=path, hint=PROPOSAL_HINT)
     try:
@@ -89,7 +113,7 @@ def read_root(metadata: TableMetadata, snapshot: Snapshot, io: FileIO, data: byt
                                 column_types=column_field_types(metadata), root=True)
     except IcectlError as e:
         raise e.in_file(path) from None
-    entries = [with_inherited(resolved(e, metadata.location), snapshot.snapshot_id, snapshot.sequence_number)
+    entries = [with_inherited(_resolved(e, metadata), snapshot.snapshot_id, snapshot.sequence_number)
                for e in root.entries]
     return V4Manifest(entries, root.metadata)
 
@@ -116,7 +140,7 @@ def tree_manifests(metadata: TableMetadata, snapshot: Snapshot, io: FileIO,
     before writing it.
     """
     path, raw = _root_bytes(snapshot, io, root_data)
-    if is_proposal_root(raw):
+    if _proposal(raw, path):
         return proposal.tree_manifests(metadata, snapshot, io, raw)
     root = read_root(metadata, snapshot, io, raw)
     size = len(raw)
@@ -148,7 +172,7 @@ def tree_files(metadata: TableMetadata, snapshot: Snapshot, io: FileIO) -> TreeF
     """What a v4 snapshot reaches through its root (leaf contents: :func:`leaf_rows`): the DV
     files of live root data files count as delete files; manifest DVs are inline."""
     path, raw = _root_bytes(snapshot, io, None)
-    if is_proposal_root(raw):
+    if _proposal(raw, path):
         return proposal.tree_files(metadata, snapshot, io, raw)
     root = read_root(metadata, snapshot, io, raw)
     try:
@@ -201,7 +225,7 @@ def v4_leaf_reader(metadata: TableMetadata, manifest: ManifestFile,
                                     column_types=column_field_types(metadata), root=False)
         except IcectlError as e:
             raise e.in_file(path) from None
-        return leaf_entries([resolved(e, metadata.location) for e in leaf.entries], manifest, ptype)
+        return leaf_entries([_resolved(e, metadata) for e in leaf.entries], manifest, ptype)
 
     return read
 

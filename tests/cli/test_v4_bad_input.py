@@ -116,6 +116,8 @@ DAMAGES: dict[str, tuple[Callable[[Path], None], str]] = {
                        "content_type 5"),
     "colliding field ids": (lambda d: _rewrite_table(_root(d), _colliding), "two fields with id 100"),
     "no field ids": (lambda d: _rewrite_table(_root(d), _no_field_ids), "has no Parquet field id"),
+    "Avro root": (lambda d: _root(d).write_bytes(next((d / "metadata").glob("*-m0.avro")).read_bytes()),
+                  "neither Parquet nor"),
     "truncated Mumbling": (_mdv(TRUNCATED), "Mumbling"),
     "over-limit Mumbling": (_mdv(OVER_LIMIT), "8193"),
 }
