@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Final, Literal, Protocol, runtime_checkable
+from typing import Any, ClassVar, Final, Generic, Literal, Protocol, TypeVar, runtime_checkable
 
 
 class _Unset:
@@ -38,9 +38,11 @@ class _Unset:
 Unset = _Unset  # the type of UNSET, for annotations: ``list[str] | Unset = UNSET``
 UNSET: Final = _Unset()
 
-# Field metadata: a field that is not part of the JSON document, and a JSON key that is no
-# Python name (``from``).
+# Field metadata: a field that is not part of the JSON document, a JSON key that is no Python
+# name (``from``), and a shared part whose keys stand in the document where the part does
+# (:class:`DryRun`, :class:`Committed`).
 NOT_JSON: Final = {"json": False}
+FLAT: Final = {"flatten": True}
 
 
 def json_key(key: str) -> dict[str, str]:
@@ -67,6 +69,9 @@ def fields_json(obj: Any) -> dict[str, Any]:
         value = getattr(obj, f.name)
         if value is UNSET:
             continue
+        if f.metadata.get("flatten"):
+            out.update(fields_json(value))
+            continue
         out[f.metadata.get("key", f.name)] = plain(value)
     return out
 
@@ -76,7 +81,15 @@ def document_keys(cls: type) -> list[str]:
 
     For classes whose ``to_json`` is the generic one (ExpireResult orders its keys by itself).
     """
-    keys = [f.metadata.get("key", f.name) for f in dataclasses.fields(cls) if f.metadata.get("json", True)]
+    keys: list[str] = []
+    for f in dataclasses.fields(cls):
+        if not f.metadata.get("json", True):
+            continue
+        if f.metadata.get("flatten"):
+            assert f.default_factory is not dataclasses.MISSING
+            keys += document_keys(type(f.default_factory()))
+        else:
+            keys.append(f.metadata.get("key", f.name))
     return ["view", *keys] if issubclass(cls, CommandResult) and not issubclass(cls, MessageResult) else keys
 
 
@@ -86,6 +99,34 @@ class Part:
 
     def to_json(self) -> dict[str, Any]:
         return fields_json(self)
+
+
+W = TypeVar("W")
+D = TypeVar("D")
+
+
+@dataclass
+class DryRun(Part, Generic[W, D]):
+    """What a writing command's dry run would write and delete (each command says what its lists
+    hold: paths, planned writes, paths per category). Left unset on a real run."""
+
+    would_write: W | Unset = UNSET
+    would_delete: D | Unset = UNSET
+
+    def plan(self, writes: W, deletes: D | Unset = UNSET) -> None:
+        self.would_write, self.would_delete = writes, deletes
+
+
+@dataclass
+class Committed(Part):
+    """Where a commit left the table: its new metadata file and the attempts the commit took
+    (Java's ``commit.retry.*``). Left unset on a dry run."""
+
+    metadata_location: str | Unset = UNSET
+    commit_attempts: int | Unset = UNSET
+
+    def record(self, metadata_location: str, attempts: int | Unset = UNSET) -> None:
+        self.metadata_location, self.commit_attempts = metadata_location, attempts
 
 
 @runtime_checkable

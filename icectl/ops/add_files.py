@@ -26,7 +26,7 @@ from icectl.errors import (
     RefusedError,
     UsageError,
 )
-from icectl.results import NEXT_METADATA, UNSET, CommandResult, Part, Unset, json_key
+from icectl.results import FLAT, NEXT_METADATA, UNSET, CommandResult, Committed, DryRun, Part, Unset, json_key
 from icectl.spec.manifest import DataFile, ManifestContent
 from icectl.spec.metadata import TableMetadata
 from icectl.spec.name_mapping import ensure_name_mapping
@@ -90,11 +90,9 @@ class AddFilesResult(CommandResult):
     created_branch: CreatedBranch | Unset = UNSET
     name_mapping: str  # created, extended, unchanged (a dry run: "would be ...")
     layout: str | Unset = UNSET  # v4: "root" or "new leaf"
-    would_write: list[str] | Unset = UNSET  # dry run
-    would_delete: list[str] | Unset = UNSET  # dry run
+    dry: DryRun[list[str], list[str]] = field(default_factory=DryRun, metadata=FLAT)  # dry run
     snapshot_id: int | Unset = UNSET  # committed from here on
-    metadata_location: str | Unset = UNSET
-    commit_attempts: int | Unset = UNSET
+    commit: Committed = field(default_factory=Committed, metadata=FLAT)
     written: list[str] | Unset = UNSET  # v4: the leaf (if any) and the root
 
 
@@ -264,9 +262,9 @@ def add_files(table: Table, paths: Iterable[str], *, branch: str = "main", creat
     change = SnapshotChange("append", layout)
     snapshot_id = new_snapshot_id(table.metadata)
     if dry_run:
-        res.would_write = [*layout.appended_paths(table.metadata, table.metadata_folder, {plan.spec_id: plan.files},
+        res.dry.would_write = [*layout.appended_paths(table.metadata, table.metadata_folder, {plan.spec_id: plan.files},
                                                   snapshot_id), NEXT_METADATA]
-        res.would_delete = []
+        res.dry.would_delete = []
         return _said(res)
     md = table.metadata
 
@@ -282,7 +280,8 @@ def add_files(table: Table, paths: Iterable[str], *, branch: str = "main", creat
                               change.written)
         done = write_snapshot(table, branch, change, snapshot_id=snapshot_id, check=unchanged, adjust=with_mapping,
                               create_branch=create_branch)
-    res.snapshot_id, res.metadata_location, res.commit_attempts = snapshot_id, done.metadata_location, done.attempts
+    res.snapshot_id = snapshot_id
+    res.commit.record(done.metadata_location, done.attempts)
     res.name_mapping = outcome
     if isinstance(layout, RootLayout):
         res.written = done.files

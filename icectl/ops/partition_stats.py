@@ -34,12 +34,12 @@ from __future__ import annotations
 
 import math
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from icectl.codec.partition_stats_file import read_partition_stats_file, stats_schema, write_partition_stats
 from icectl.errors import IcectlError, NotFoundError, UsageError
-from icectl.results import NEXT_METADATA, UNSET, CommandResult, Unset
+from icectl.results import FLAT, NEXT_METADATA, UNSET, CommandResult, Committed, Unset
 from icectl.spec.manifest import DataFileContent
 from icectl.spec.metadata import TableMetadata
 from icectl.spec.partitioning import unified_partition_type
@@ -71,9 +71,8 @@ class PartitionStatsResult(CommandResult):
     row_count: int
     existing: bool = False
     file_size_in_bytes: int | Unset = UNSET
-    would_write: list[str] | Unset = UNSET
-    metadata_location: str | Unset = UNSET
-    commit_attempts: int | Unset = UNSET
+    would_write: list[str] | Unset = UNSET  # dry run
+    commit: Committed = field(default_factory=Committed, metadata=FLAT)
 
 
 # --------------------------------------------------------------------------- the rows
@@ -219,7 +218,7 @@ def compute_partition_stats(table: Table, snapshot_id: int | None = None, *,
         written.append(res.path)
         table.io.write(res.path, data)
         done = commit(table, build)
-    res.metadata_location, res.commit_attempts = done.metadata_location, done.attempts
+    res.commit.metadata_location, res.commit.commit_attempts = done.metadata_location, done.attempts
     res.title = f"wrote {res.path} ({_partitions(len(rows))}) for snapshot {snap.snapshot_id} of {table.identifier}"
     return res
 

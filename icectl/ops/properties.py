@@ -16,14 +16,14 @@ and reported (``not_set``, a warning on stderr). Setting a key to the value it h
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from icectl.catalog import open_catalog, walk_tables
 from icectl.config import Config
 from icectl.errors import CorruptInputError, IcectlError, UsageError
 from icectl.humanize import fmt_bytes
-from icectl.results import NEXT_METADATA, UNSET, Column, CommandResult, Part, RowsResult, Unset
+from icectl.results import FLAT, NEXT_METADATA, UNSET, Column, CommandResult, Committed, Part, RowsResult, Unset
 from icectl.spec import name_mapping
 from icectl.spec.durations import human_duration
 from icectl.spec.metadata import TableMetadata
@@ -63,8 +63,7 @@ class PropertiesChangeResult(CommandResult):
     unchanged: list[str]  # set to the value it has already
     not_set: list[str]  # unset, but absent already (ignored, as Java's UpdateProperties does)
     would_write: list[str] | Unset = UNSET  # dry run
-    metadata_location: str | Unset = UNSET  # committed
-    commit_attempts: int | Unset = UNSET  # committed
+    commit: Committed = field(default_factory=Committed, metadata=FLAT)
 
 
 
@@ -143,7 +142,7 @@ def _change(table: Table, updates: Mapping[str, str], removals: tuple[str, ...],
         return TableChange((), (set_updates, remove))
 
     done = commit(table, build)
-    res.metadata_location, res.commit_attempts = done.metadata_location, done.attempts
+    res.commit.metadata_location, res.commit.commit_attempts = done.metadata_location, done.attempts
     return res
 
 

@@ -44,7 +44,7 @@ class RegisterResult(CommandResult):
     total_records_count: int | None  # the current snapshot's summary (None for an empty table); Spark's names
     total_data_files_count: int | None
     would_write: list[str] | Unset = UNSET  # dry run
-    metadata_location: str | Unset = UNSET  # registered: what the catalog points at now
+    metadata_location: str | Unset = UNSET
     warning: str | Unset = UNSET  # the metadata is already another catalog entry's (they share every file)
 
 

@@ -10,14 +10,14 @@ data files in carried-over delete manifests go the same way. No leaf is rewritte
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from pyroaring import BitMap64
 
 from icectl.codec.v4_schema import MANIFEST_SUFFIX
 from icectl.errors import NotFoundError, UnsupportedError, UsageError
-from icectl.results import NEXT_METADATA, UNSET, CommandResult, Part, Unset
+from icectl.results import FLAT, NEXT_METADATA, UNSET, CommandResult, Committed, DryRun, Part, Unset
 from icectl.spec.manifest import DataFile, DataFileContent, ManifestContent, ManifestEntry
 from icectl.spec.metadata import TableMetadata
 from icectl.spec.schema import StructType
@@ -57,11 +57,9 @@ class RemoveFilesResult(CommandResult):
     removed_delete_files: int
     files: list[RemovedFile]
     committed: bool | Unset = UNSET  # False: nothing matched; True: committed
-    would_write: list[str] | Unset = UNSET  # dry run
-    would_delete: list[str] | Unset = UNSET  # dry run
+    dry: DryRun[list[str], list[str]] = field(default_factory=DryRun, metadata=FLAT)  # dry run
     snapshot_id: int | Unset = UNSET  # committed from here on
-    metadata_location: str | Unset = UNSET
-    commit_attempts: int | Unset = UNSET
+    commit: Committed = field(default_factory=Committed, metadata=FLAT)
     written: list[str | None] | Unset = UNSET
 
 
@@ -184,11 +182,12 @@ def remove_files(table: Table, paths: Sequence[str] = (), *, where: Sequence[str
     snapshot_id = new_snapshot_id(md)
     if dry_run:
         res.title = f"Would remove {len(data_removed)} files from {table.identifier}"
-        res.would_write = [join(table.metadata_folder, f"root-{snapshot_id}-<uuid>{MANIFEST_SUFFIX}"), NEXT_METADATA]
-        res.would_delete = []
+        res.dry.would_write = [join(table.metadata_folder, f"root-{snapshot_id}-<uuid>{MANIFEST_SUFFIX}"),
+                               NEXT_METADATA]
+        res.dry.would_delete = []
         return res
     done = write_snapshot(table, branch, change, snapshot_id=snapshot_id)
     res.title = f"Removed {len(data_removed)} files from {table.identifier}"
-    res.committed, res.snapshot_id, res.metadata_location = True, snapshot_id, done.metadata_location
-    res.commit_attempts, res.written = done.attempts, list(done.files)
+    res.committed, res.snapshot_id, res.commit.metadata_location = True, snapshot_id, done.metadata_location
+    res.commit.commit_attempts, res.written = done.attempts, list(done.files)
     return res

@@ -26,12 +26,12 @@ import dataclasses
 import time
 import uuid
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from icectl.codec.manifest_writer import write_manifest
 from icectl.errors import CommitConflictError, CorruptInputError, IcectlError, RefusedError, UsageError
-from icectl.results import NEXT_METADATA, UNSET, CommandResult, Part, Unset
+from icectl.results import FLAT, NEXT_METADATA, UNSET, CommandResult, Committed, DryRun, Part, Unset
 from icectl.spec.manifest import DataFileContent, ManifestContent, ManifestEntry, ManifestEntryStatus, ManifestFile
 from icectl.spec.metadata import MAX_FORMAT_VERSION, TableMetadata
 from icectl.spec.snapshots import MAIN_BRANCH, Snapshot
@@ -87,11 +87,9 @@ class UpgradeResult(CommandResult):
     branches: list[UpgradeBranch]  # --to 4 only; empty otherwise
     warning: str | Unset = UNSET  # --to 4 from an older version
     committed: bool | Unset = UNSET  # False when the table is at the version already
-    would_write: list[str] | Unset = UNSET  # dry run
-    would_delete: list[str] | Unset = UNSET  # dry run
+    dry: DryRun[list[str], list[str]] = field(default_factory=DryRun, metadata=FLAT)  # dry run
     written: list[str] | Unset = UNSET  # committed from here on
-    metadata_location: str | Unset = UNSET
-    commit_attempts: int | Unset = UNSET
+    commit: Committed = field(default_factory=Committed, metadata=FLAT)
     seconds: float | Unset = UNSET
 
 
@@ -317,7 +315,7 @@ def upgrade(table: Table, to: int, *, dry_run: bool = False) -> UpgradeResult:
         res.title = (f"Would upgrade {table.identifier} from v{plan.from_version} to v{to}" if plan.from_version < to
                      else f"Would rewrite {len(plan.roots)} branch head(s) of {table.identifier} into the v4 layout "
                           "of the spec")
-        res.would_write, res.would_delete = [*writes, NEXT_METADATA], []
+        res.dry.would_write, res.dry.would_delete = [*writes, NEXT_METADATA], []
         return res
     written: list[str] = []
     heads = {r.branch: r.head.snapshot_id for r in plan.roots}
@@ -339,8 +337,8 @@ def upgrade(table: Table, to: int, *, dry_run: bool = False) -> UpgradeResult:
         done = commit_snapshots(table, stage, written)
     res.title = (f"Upgraded {table.identifier} from v{plan.from_version} to v{to}" if plan.from_version < to else
                  f"Rewrote {len(plan.roots)} branch head(s) of {table.identifier} into the v4 layout of the spec")
-    res.committed, res.written, res.metadata_location = True, written, done.metadata_location
-    res.commit_attempts, res.seconds = done.attempts, round(time.perf_counter() - start, 3)
+    res.committed, res.written, res.commit.metadata_location = True, written, done.metadata_location
+    res.commit.commit_attempts, res.seconds = done.attempts, round(time.perf_counter() - start, 3)
     return res
 
 

@@ -132,7 +132,7 @@ def _expire_state(r: ExpireResult) -> str:
     would = "would " if r.dry_run else ""
     if r.dry_run:
         return f"{would}expire {plural(len(r.expired_snapshots), 'snapshot')}"
-    if r.metadata_location is UNSET:
+    if r.commit.metadata_location is UNSET:
         return "nothing to expire"
     return f"expired {plural(len(r.expired_snapshots), 'snapshot')}"
 
@@ -162,7 +162,7 @@ def expire_report(r: ExpireResult) -> RenderableType:
     if r.leftover_snapshots:
         grid.add_row("leftovers", f"{plural(len(r.leftover_snapshots), 'snapshot')} expired earlier, files still on "
                                   "disk")
-    if r.dry_run or r.metadata_location is not UNSET:
+    if r.dry_run or r.commit.metadata_location is not UNSET:
         grid.add_row("would delete" if r.dry_run else "deleted", _deleted_words(r))
     if r.kept_external_files:
         grid.add_row("kept", f"{plural(len(r.kept_external_files), 'file')} outside the table location "
@@ -173,8 +173,8 @@ def expire_report(r: ExpireResult) -> RenderableType:
             grid.add_row(key, str(value))
     if r.failures:
         grid.add_row("failures", f"{len(r.failures)} (first: {r.failures[0]})")
-    if r.metadata_location is not UNSET:
-        grid.add_row("metadata", str(r.metadata_location))
+    if r.commit.metadata_location is not UNSET:
+        grid.add_row("metadata", str(r.commit.metadata_location))
     for note in r.skipped_metadata:
         grid.add_row("note", note)
     return _group(Text(r.title or f"expire-snapshots {r.table}"), grid)

@@ -39,8 +39,8 @@ def compact_result(run: Compaction[Any, Any]) -> CompactResult:
     else:
         what = f"{len(plan.replaced)} manifests into {created}"
     if run.dry_run:
-        res.would_write = _would_write(plan) if plan.commits else []
-        res.would_delete = []  # replaced manifests stay for older snapshots; expiry removes them
+        res.dry.would_write = _would_write(plan) if plan.commits else []
+        res.dry.would_delete = []  # replaced manifests stay for older snapshots; expiry removes them
         res.title = f"Would compact {plan.table}: {what}" if plan.commits else f"Nothing to compact in {plan.table}"
         return res
     res.replanned = run.replanned

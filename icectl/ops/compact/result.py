@@ -3,10 +3,10 @@ their ``--json`` documents, one dataclass each (the rules are :mod:`icectl.resul
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import ClassVar
 
-from icectl.results import UNSET, CommandResult, FileRef, Part, PlannedWrite, Unset, WrittenFile
+from icectl.results import FLAT, UNSET, CommandResult, DryRun, FileRef, Part, PlannedWrite, Unset, WrittenFile
 
 
 @dataclass(kw_only=True)
@@ -55,8 +55,7 @@ class CompactResult(CommandResult):
     manifest_dvs_applied: int | Unset = UNSET  # v4
     root_deleted_entries_dropped: int | Unset = UNSET  # v4
     groups: list[CompactGroup]
-    would_write: list[PlannedWrite] | Unset = UNSET  # dry run
-    would_delete: list[str] | Unset = UNSET  # dry run
+    dry: DryRun[list[PlannedWrite], list[str]] = field(default_factory=DryRun, metadata=FLAT)  # dry run
     snapshot_id: int | Unset = UNSET  # committed from here on
     sequence_number: int | Unset = UNSET
     metadata_location: str | Unset = UNSET

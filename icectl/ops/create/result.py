@@ -24,7 +24,7 @@ class CreateResult(CommandResult):
     sort_order: list[str]  # "<transform>(<column>) <direction> <null order>"
     properties: dict[str, str]
     would_write: list[str] | Unset = UNSET  # dry run
-    metadata_location: str | Unset = UNSET  # created
+    metadata_location: str | Unset = UNSET
 
 
 @dataclass

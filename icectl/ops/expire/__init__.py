@@ -201,8 +201,9 @@ def _expire_snapshots(table: Table, policy: ExpirePolicy, *, dry_run: bool, max_
                        leftover_snapshots=sorted(found.on_disk), skipped_metadata=found.notes)
     _note_policy(res, plan)
     if dry_run:
-        res.would_write = ["the next table metadata version (snapshots, refs and logs updated)"] if may_change else []
-        res.would_delete = planned.by_category()
+        res.dry.would_write = (["the next table metadata version (snapshots, refs and logs updated)"] if may_change
+                               else [])
+        res.dry.would_delete = planned.by_category()
         res.deleted = {c: len(v) for c, v in planned.by_category().items()}
         kept_note = _report_kept(res, kept, table) + _report_shared(res, shared)
         res.title = (f"Would expire {len(plan.expired)} snapshots of {table.identifier}"
@@ -226,7 +227,7 @@ def _expire_snapshots(table: Table, policy: ExpirePolicy, *, dry_run: bool, max_
     res.expired_snapshots, res.removed_refs = retention.expired, retention.removed_refs
     res.retained_snapshot_count = len(retention.retained)
     _note_policy(res, retention)
-    res.metadata_location, res.commit_attempts = result.metadata_location, result.attempts
+    res.commit.record(result.metadata_location, result.attempts)
     try:
         # Judged on the table as it is now, so a snapshot another writer added after our commit
         # keeps its files. Any read failure here deletes nothing.

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from icectl.results import UNSET, CommandResult, Part, Unset, plain
+from icectl.results import FLAT, UNSET, CommandResult, Committed, DryRun, Part, Unset, plain
 from icectl.table.reach import CATEGORIES
 
 # The file categories of an expiry: Spark's expire_snapshots output names (deleted_<category>_count)
@@ -68,10 +68,8 @@ class ExpireResult(CommandResult):
     retained_snapshot_count: int
     leftover_snapshots: list[int]  # expired by an earlier run, still on disk
     skipped_metadata: list[str]  # earlier metadata files not read as leftovers, and why
-    would_write: list[str] | Unset = UNSET  # dry run
-    would_delete: dict[str, list[str]] | Unset = UNSET  # dry run: paths per category
-    metadata_location: str | Unset = UNSET  # committed
-    commit_attempts: int | Unset = UNSET  # committed
+    dry: DryRun[list[str], dict[str, list[str]]] = field(default_factory=DryRun, metadata=FLAT)  # dry run
+    commit: Committed = field(default_factory=Committed, metadata=FLAT)
     kept_external_files: list[str] | Unset = UNSET  # outside the table location: not deleted
     kept_shared_files: list[str] | Unset = UNSET  # reached by another table (shared_with): not deleted
     shared_with: list[str] | Unset = UNSET  # the tables that reach kept_shared_files
@@ -100,10 +98,10 @@ class ExpireResult(CommandResult):
         policy = {k: plain(v) for k, v in (("cutoff", self.cutoff), ("ref_policies", self.ref_policies))
                   if v is not UNSET}
         if self.dry_run:  # the plan, then the counts it would delete, then what the fence keeps
-            return {**doc, "would_write": self.would_write, "would_delete": self.would_delete, **deleted, **kept,
-                    **policy}
-        done = {k: v for k, v in (("metadata_location", self.metadata_location),
-                                  ("commit_attempts", self.commit_attempts),
+            return {**doc, "would_write": self.dry.would_write, "would_delete": self.dry.would_delete, **deleted,
+                    **kept, **policy}
+        done = {k: v for k, v in (("metadata_location", self.commit.metadata_location),
+                                  ("commit_attempts", self.commit.commit_attempts),
                                   ("deletes_refused", self.deletes_refused),
                                   ("already_gone", self.already_gone), ("failures", self.failures))
                 if v is not UNSET}

@@ -497,7 +497,7 @@ def _remove_orphan_files(table: Table, *, older_than_ms: int | None, location: s
                                                                    "--max-deletes")
     res.orphan_file_locations = orphans
     if dry_run:
-        res.would_write, res.would_delete = [], orphans
+        res.dry.plan([], orphans)
         res.title = f"Would delete {len(orphans)} orphan file(s) of {table.identifier} under {where}{notes}"
         return res
     with deleting(len(orphans), "orphan files", "run the same command again to delete the rest"):

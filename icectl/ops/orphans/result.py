@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from icectl.results import UNSET, CommandResult, Unset
+from icectl.results import FLAT, UNSET, CommandResult, DryRun, Unset
 
 
 @dataclass(kw_only=True)
@@ -36,8 +36,7 @@ class RemoveOrphanFilesResult(CommandResult):
     kept_external_files: list[str] = field(default_factory=list)  # outside the delete fence
     skipped_table_folders: list[str] = field(default_factory=list)  # hold another table: not listed
     kept_shared_files: list[str] = field(default_factory=list)  # another table reaches them
-    would_write: list[str] | Unset = UNSET  # dry run
-    would_delete: list[str] | Unset = UNSET  # dry run
+    dry: DryRun[list[str], list[str]] = field(default_factory=DryRun, metadata=FLAT)  # dry run
     deleted_count: int | Unset = UNSET  # real run
     already_gone: int | Unset = UNSET  # real run
     failures: list[str] | Unset = UNSET  # real run

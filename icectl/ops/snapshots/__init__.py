@@ -138,8 +138,8 @@ def _move(table: Table, branch: str, target: Target, res: SnapshotManagementResu
     ref, to = target(table.metadata)
     _said_move(res, branch, ref, to)
     if dry_run:
-        res.would_write = [NEXT_METADATA] if res.changed else []
-        res.would_delete = []
+        res.dry.would_write = [NEXT_METADATA] if res.changed else []
+        res.dry.would_delete = []
         return res
 
     def build(base: TableMetadata) -> TableChange:
@@ -152,8 +152,8 @@ def _move(table: Table, branch: str, target: Target, res: SnapshotManagementResu
 
     done = commit(table, build)
     if done.committed:
-        res.metadata_location = done.metadata_location
-    res.commit_attempts = done.attempts
+        res.commit.metadata_location = done.metadata_location
+    res.commit.commit_attempts = done.attempts
     return res
 
 
@@ -410,9 +410,9 @@ def _pick_new(table: Table, source: Snapshot, wap_id: str | None, res: SnapshotM
                       missing=lambda paths: _missing_deletes(source, paths))
     if dry_run:
         rewrites = layout.would_rewrite(table.io, md, head, deletes) if isinstance(layout, ManifestListLayout) else 0
-        res.would_write = [*layout.appended_paths(md, table.metadata_folder, added_files, new_id,
+        res.dry.would_write = [*layout.appended_paths(md, table.metadata_folder, added_files, new_id,
                                                   more_manifests=rewrites), NEXT_METADATA]
-        res.would_delete = []
+        res.dry.would_delete = []
         return res
 
     change = SnapshotChange(operation, layout, summary, extra=lambda _index: dict(extra), deletes=deletes)
@@ -440,7 +440,7 @@ def _pick_new(table: Table, source: Snapshot, wap_id: str | None, res: SnapshotM
     res.new_snapshot = NewSnapshot(new_id, committed.parent_snapshot_id, committed.operation or operation,
                                    dict(committed.summary), SourceFiles.paths(files.added),
                                    removed_data_files=sorted(removed))
-    res.metadata_location, res.commit_attempts = done.metadata_location, done.attempts
+    res.commit.metadata_location, res.commit.commit_attempts = done.metadata_location, done.attempts
     return res
 
 

@@ -187,7 +187,7 @@ def _commit_ref(table: Table, res: RefChangeResult, name: str, kind: RefKind, be
         res.changed, res.reason = False, gave_up[0]
         res.after = ref_state(done.metadata.refs.get(name))
         res.title = f"{table.identifier}: nothing to do: {res.reason}"
-    res.metadata_location, res.commit_attempts = done.metadata_location, done.attempts
+    res.commit.metadata_location, res.commit.commit_attempts = done.metadata_location, done.attempts
     return res
 
 
@@ -287,7 +287,7 @@ def _create_branch_on_empty_table(table: Table, name: str, retention: RefRetenti
     done = write_snapshot(table, name, change, snapshot_id=snapshot_id,
                           check=still_empty, then=with_retention, create_branch=True)
     res.after = ref_state(table.metadata.refs.get(name))
-    res.metadata_location, res.commit_attempts = done.metadata_location, done.attempts
+    res.commit.metadata_location, res.commit.commit_attempts = done.metadata_location, done.attempts
     return res
 
 

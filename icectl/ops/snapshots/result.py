@@ -3,10 +3,10 @@ their ``--json`` documents, one dataclass each (the rules are :mod:`icectl.resul
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import ClassVar
 
-from icectl.results import UNSET, CommandResult, Part, Unset
+from icectl.results import FLAT, UNSET, CommandResult, Committed, DryRun, Part, Unset
 
 
 @dataclass
@@ -57,10 +57,8 @@ class SnapshotManagementResult(CommandResult):
     source_snapshot_id: int | Unset = UNSET  # cherrypick, publish
     wap_id: str | Unset = UNSET  # publish, or a cherry-picked staged snapshot
     new_snapshot: NewSnapshot | Unset = UNSET
-    would_write: list[str] | Unset = UNSET
-    would_delete: list[str] | Unset = UNSET
-    metadata_location: str | Unset = UNSET
-    commit_attempts: int | Unset = UNSET
+    dry: DryRun[list[str], list[str]] = field(default_factory=DryRun, metadata=FLAT)  # dry run
+    commit: Committed = field(default_factory=Committed, metadata=FLAT)
 
 
 @dataclass(kw_only=True)
@@ -117,5 +115,4 @@ class RefChangeResult(CommandResult):
     changed: bool  # False: nothing to do (--if-not-exists, --if-exists, or the ref is that already)
     reason: str | Unset = UNSET  # why nothing changed
     would_write: list[str] | Unset = UNSET  # dry run
-    metadata_location: str | Unset = UNSET  # committed
-    commit_attempts: int | Unset = UNSET  # committed
+    commit: Committed = field(default_factory=Committed, metadata=FLAT)

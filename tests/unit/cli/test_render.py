@@ -18,7 +18,7 @@ from icectl.ops.create.result import CatalogMeta, CreateResult, NamespaceCreateR
 from icectl.ops.expire.result import ExpireResult
 from icectl.ops.inspect.result import SchemaBrief, SortOrderBrief, SpecBrief, TableOverview, TableViewMeta
 from icectl.ops.upgrade import UpgradeBranch, UpgradeResult
-from icectl.results import MultiResult, RowsResult, TableFailure
+from icectl.results import DryRun, MultiResult, RowsResult, TableFailure
 from icectl.validate import RuleCount, ValidateSummary
 
 
@@ -32,8 +32,8 @@ RESULTS: dict[str, Any] = {
                            schema=["1: id long"], partition_spec=[], sort_order=[], properties={"k": "v"},
                            metadata_location="/w/db/t/metadata/v1.metadata.json"),
     "expire": ExpireResult(title="Would expire", table="db.t", dry_run=True, expired_snapshots=[], removed_refs=[],
-                           retained_snapshot_count=1, leftover_snapshots=[], skipped_metadata=[], would_write=[],
-                           would_delete={}, kept_external_files=[]),
+                           retained_snapshot_count=1, leftover_snapshots=[], skipped_metadata=[],
+                           dry=DryRun([], {}), kept_external_files=[]),
     "overview": TableOverview(title="Table db.t", table="db.t", metadata_location="m", format_version=2,
                               table_uuid="u", location="l", last_updated=None, last_sequence_number=0,
                               current_snapshot_id=None, current_snapshot=None, snapshot_count=0, refs={},

@@ -13,7 +13,7 @@ from icectl.cli.output.summaries import compact_line, expire_line, expire_report
 from icectl.ops.compact.result import CompactResult
 from icectl.ops.expire.result import ExpireCutoff, ExpireResult, RefPolicy
 from icectl.ops.orphans.result import RemoveOrphanFilesResult
-from icectl.results import UNSET, TableFailure
+from icectl.results import UNSET, Committed, TableFailure
 
 DAY = 86_400_000
 NOW = 1_795_600_000_000  # 2026-11-25 09:46:40 UTC
@@ -29,8 +29,9 @@ def _cutoff() -> ExpireCutoff:
 def _expire(**kw: Any) -> ExpireResult:
     base: dict[str, Any] = {"table": "db.t", "dry_run": False, "expired_snapshots": [11, 12, 13],
                             "removed_refs": [], "retained_snapshot_count": 4, "leftover_snapshots": [],
-                            "skipped_metadata": [], "metadata_location": "/w/db/t/metadata/v9.metadata.json",
-                            "commit_attempts": 1, "deleted": {"data_files": 2, "manifest_lists": 3},
+                            "skipped_metadata": [],
+                            "commit": Committed("/w/db/t/metadata/v9.metadata.json", 1),
+                            "deleted": {"data_files": 2, "manifest_lists": 3},
                             "cutoff": _cutoff()}
     return ExpireResult(**{**base, **kw})
 
@@ -47,7 +48,7 @@ def test_expire_lines() -> None:
     assert line.endswith("; removed refs old; kept 1 external file; 1 deletion failed")
     refused = expire_line(_expire(deleted={}, deletes_refused="expiry would delete 9 files, more than --max-deletes 1"))
     assert refused.startswith("db.t  expired 3 snapshots, deleted 0 files") and "--max-deletes 1" in refused
-    nothing = expire_line(_expire(expired_snapshots=[], deleted={}, metadata_location=UNSET))
+    nothing = expire_line(_expire(expired_snapshots=[], deleted={}, commit=Committed()))
     assert nothing == "db.t  nothing to expire (4 snapshots kept; cutoff 2026-11-20 09:46 UTC, retain last 3)"
     failed = TableFailure(view="expire_snapshots", title="db.x: failed", table="db.x", error="table metadata is "
                           "not valid (gzip) JSON", exit_code=4)

@@ -74,7 +74,7 @@ def test_rows_are_the_files_counts_per_partition(table_dir: Path) -> None:
     s1, s2, s3 = _snapshots(table_dir)
     before = _listing(table_dir)
     res = compute_partition_stats(load_table(str(table_dir)))
-    assert res.snapshot_id == s3.snapshot_id and res.row_count == 3 and res.commit_attempts == 1
+    assert res.snapshot_id == s3.snapshot_id and res.row_count == 3 and res.commit.commit_attempts == 1
     # Java's name, in the table's metadata folder, and nothing else written but the next metadata version.
     assert re.fullmatch(rf"{re.escape(str(table_dir))}/metadata/partition-stats-{s3.snapshot_id}-"
                         r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\.parquet", res.path)
@@ -194,7 +194,7 @@ def test_a_concurrent_commit_is_retried(table_dir: Path, monkeypatch: pytest.Mon
     monkeypatch.setattr(FileSystemOperations, "commit_change", racing)
     res = compute_partition_stats(load_table(str(table_dir)))
     md = load_table(str(table_dir)).metadata
-    assert raced and res.commit_attempts == 2 and md.properties["owner"] == "other"
+    assert raced and res.commit.commit_attempts == 2 and md.properties["owner"] == "other"
     assert [s.statistics_path for s in md.partition_statistics] == [res.path]
 
 

@@ -27,7 +27,7 @@ def test_set_and_unset_in_one_commit_each(table_dir: Path) -> None:  # noqa: F81
     before = props(table_dir)
     n = len(versions(table_dir))
     res = set_properties(load_table(str(table_dir)), {"commit.retry.num-retries": "10", "owner": "ops=team"})
-    assert len(versions(table_dir)) == n + 1 and res.commit_attempts == 1
+    assert len(versions(table_dir)) == n + 1 and res.commit.commit_attempts == 1
     assert props(table_dir) == {**before, "commit.retry.num-retries": "10", "owner": "ops=team"}
     assert res.data["changes"] == {"commit.retry.num-retries": {"old": None, "new": "10"},
                                    "owner": {"old": None, "new": "ops=team"}}

@@ -31,7 +31,7 @@ from icectl.ops.expire.result import ExpireCutoff, ExpireResult
 from icectl.ops.inspect.result import TableOverview
 from icectl.ops.remove_files import RemoveFilesResult, remove_files
 from icectl.ops.upgrade import UpgradeResult, upgrade
-from icectl.results import UNSET, CommandResult, Part, TableFailure, Unset, document_keys
+from icectl.results import UNSET, CommandResult, Committed, DryRun, Part, TableFailure, Unset, document_keys
 from icectl.table import load_table
 
 BEFORE = Path(__file__).parents[2] / "cli" / "data" / "json_contract_before.json"
@@ -94,16 +94,27 @@ def test_recorded_documents_follow_the_declared_order() -> None:
 
 
 def from_doc(cls: type, doc: dict[str, Any]) -> Any:
-    """The typed result holding ``doc``'s values (a key the class lacks fails)."""
+    """The typed result holding ``doc``'s values (a key the class lacks fails); the keys of a shared
+    part (DryRun, Committed) go to that part."""
     hints = typing.get_type_hints(cls)
-    by_key = {f.metadata.get("key", f.name): f for f in dataclasses.fields(cls) if f.metadata.get("json", True)}
-    kwargs = {by_key[k].name: _build(hints[by_key[k].name], v) for k, v in doc.items() if k != "view"}
+    kwargs: dict[str, Any] = {}
+    in_parts: set[str] = set()
+    for f in dataclasses.fields(cls):
+        if f.metadata.get("flatten"):
+            part = type(f.default_factory())  # type: ignore[misc]
+            keys = set(document_keys(part))
+            kwargs[f.name] = from_doc(part, {k: v for k, v in doc.items() if k in keys})
+            in_parts |= keys
+    by_key = {f.metadata.get("key", f.name): f for f in dataclasses.fields(cls)
+              if f.metadata.get("json", True) and not f.metadata.get("flatten")}
+    kwargs |= {by_key[k].name: _build(hints[by_key[k].name], v) for k, v in doc.items()
+               if k != "view" and k not in in_parts}
     return cls(**kwargs)
 
 
 def _build(tp: Any, value: Any) -> Any:
-    if value is None:
-        return None
+    if value is None or isinstance(tp, typing.TypeVar):
+        return value
     if typing.get_origin(tp) in (typing.Union, types.UnionType):
         real = [a for a in typing.get_args(tp) if a not in (Unset, type(None))]
         return _build(real[0], value)
@@ -197,16 +208,16 @@ COMMITTED = ["metadata_location", "commit_attempts"]
 
 
 @pytest.mark.parametrize(("result", "keys"), [
-    (_expire(dry_run=True, would_write=[], would_delete={}, kept_external_files=[]),
+    (_expire(dry_run=True, dry=DryRun([], {}), kept_external_files=[]),
      [*HEAD, "would_write", "would_delete", *DELETED, *KEPT]),
     (_expire(), [*HEAD, *DELETED]),  # nothing to expire
-    (_expire(metadata_location="m", commit_attempts=1, kept_external_files=[], already_gone=0, failures=[]),
+    (_expire(commit=Committed("m", 1), kept_external_files=[], already_gone=0, failures=[]),
      [*HEAD, *COMMITTED, *KEPT, "already_gone", "failures", *DELETED]),
-    (_expire(metadata_location="m", commit_attempts=1, cleanup_skipped="why"),  # cleanup could not read the table
+    (_expire(commit=Committed("m", 1), cleanup_skipped="why"),  # cleanup could not read the table
      [*HEAD, *COMMITTED, *DELETED, "cleanup_skipped"]),
-    (_expire(metadata_location="m", commit_attempts=1, deletes_refused="why"),
+    (_expire(commit=Committed("m", 1), deletes_refused="why"),
      [*HEAD, *COMMITTED, "deletes_refused", *DELETED]),
-    (_expire(metadata_location="m", commit_attempts=1, kept_external_files=[], cleanup_skipped="why"),  # lost
+    (_expire(commit=Committed("m", 1), kept_external_files=[], cleanup_skipped="why"),  # lost
      [*HEAD, *COMMITTED, *KEPT, *DELETED, "cleanup_skipped"]),
 ], ids=["dry_run", "nothing", "done", "unreadable", "refused", "lost"])
 def test_expire_keys_on_every_path(result: ExpireResult, keys: list[str]) -> None:
@@ -215,7 +226,7 @@ def test_expire_keys_on_every_path(result: ExpireResult, keys: list[str]) -> Non
 
 
 def test_expire_counts_follow_the_lists() -> None:
-    doc = _expire(dry_run=True, would_write=[], would_delete={}, kept_external_files=["/x", "/y"],
+    doc = _expire(dry_run=True, dry=DryRun([], {}), kept_external_files=["/x", "/y"],
                   deleted={"manifest_lists": 2}).to_json()
     assert doc["expired_snapshot_count"] == 2 and doc["kept_external_files_count"] == 2
     assert [doc[k] for k in DELETED] == [0, 0, 0, 0, 2, 0]
@@ -239,9 +250,9 @@ def test_expire_policy_keys_come_after_every_earlier_key() -> None:
     cutoff = ExpireCutoff(expire_older_than_ms=1, expire_older_than="1970-01-01T00:00:00.001Z",
                           max_snapshot_age_ms=5, source="default", now_ms=6, min_snapshots_to_keep=1,
                           min_snapshots_to_keep_source="default", max_ref_age_ms=7, max_ref_age_source="default")
-    dry = _expire(dry_run=True, would_write=[], would_delete={}, kept_external_files=[], cutoff=cutoff,
+    dry = _expire(dry_run=True, dry=DryRun([], {}), kept_external_files=[], cutoff=cutoff,
                   ref_policies=[])
     assert list(dry.to_json()) == [*HEAD, "would_write", "would_delete", *DELETED, *KEPT, "cutoff", "ref_policies"]
-    done = _expire(metadata_location="m", commit_attempts=1, cleanup_skipped="why", cutoff=cutoff, ref_policies=[])
+    done = _expire(commit=Committed("m", 1), cleanup_skipped="why", cutoff=cutoff, ref_policies=[])
     assert list(done.to_json()) == [*HEAD, *COMMITTED, *DELETED, "cleanup_skipped", "cutoff", "ref_policies"]
     assert dry.to_json()["cutoff"]["source"] == "default"

@@ -55,7 +55,7 @@ def test_create_branch_with_retention_from_a_snapshot(table_dir: Path) -> None:
     res = create_ref(t, "b", "branch", snapshot_id=s1,
                      retention=RefRetention(min_snapshots_to_keep=3, max_snapshot_age_ms=7 * 86_400_000,
                                             max_ref_age_ms=30 * 86_400_000))
-    assert res.changed and res.commit_attempts == 1 and res.before is None
+    assert res.changed and res.commit.commit_attempts == 1 and res.before is None
     assert refs_on_disk(table_dir)["b"] == {"snapshot-id": s1, "type": "branch", "min-snapshots-to-keep": 3,
                                             "max-snapshot-age-ms": 604_800_000, "max-ref-age-ms": 2_592_000_000}
     assert res.title.endswith("(retain-last 3, max-snapshot-age 1w, max-ref-age 30d)")
