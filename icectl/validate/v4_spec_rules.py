@@ -8,7 +8,6 @@ and reported once as ``v4.spec-layout`` (run ``icectl upgrade --to 4``).
 
 from __future__ import annotations
 
-import itertools
 from collections import Counter
 from typing import Any
 
@@ -108,13 +107,20 @@ def check_spec_root(ctx: Context, snap: Snapshot, data: bytes) -> int:
                            entry=entry)
             else:
                 ranges.append((e.tracking.first_row_id, e.tracking.first_row_id + e.record_count, e.location))
-        if e.is_manifest and e.is_live:
+        if e.is_manifest and e.is_live and e.manifest_info is not None:  # no manifest_info: reported above
             live.update(_check_leaf(ctx, snap, root, entry, e))
+            info = e.manifest_info
+            if e.content_type == ContentType.DATA_MANIFEST and e.tracking.first_row_id is not None:
+                ranges.append((e.tracking.first_row_id,
+                               e.tracking.first_row_id + info.added_rows_count + info.existing_rows_count, e.location))
     ranges.sort()
-    for (a0, a1, a), (b0, _b1, b) in itertools.pairwise(ranges):
-        if b0 < a1:
-            rep.report(SPEC_FIRST_ROW_ID, root, f"row ids of {a} [{a0}, {a1}) overlap those of {b} (from {b0})",
-                       entry=where)
+    reach = (-1, "")  # the furthest end so far, and whose: a long range can overlap several after it
+    for start, end, name in ranges:
+        if start < reach[0]:
+            rep.report(SPEC_FIRST_ROW_ID, root, f"row ids of {name} (from {start}) overlap those of {reach[1]} "
+                       f"(to {reach[0]})", entry=where)
+        if end > reach[0]:
+            reach = (end, name)
     for path, n in live.items():
         if n > 1:
             rep.report(SPEC_UNIQUE, root, f"{path} has {n} live entries in {where}", entry=where, file_path=path)

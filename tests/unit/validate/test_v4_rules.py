@@ -369,6 +369,8 @@ CASES: list[Case] = [
                                                                          equality_ids=(1,)))),
     Case("v4.spec-manifest-info", _in_root(_is_v4_leaf, _info(format_version=7))),
     Case("v4.spec-manifest-info", _in_root(_is_v4_leaf, _info(existing_files_count=99)), label="counts"),
+    Case("v4.spec-manifest-info", _in_root(_is_v4_leaf, lambda e: dataclasses.replace(e, manifest_info=None)),
+         label="missing"),
     Case("v4.spec-tracking", _in_root(_is_root_file(EntryStatus.EXISTING), _tracking(snapshot_id=None))),
     Case("v4.spec-tracking", _in_root(_is_v4_leaf, _tracking(file_sequence_number=0)), label="manifest-seq"),
     Case("v4.spec-first-row-id", _in_root(_is_root_file(EntryStatus.EXISTING), _tracking(first_row_id=None))),
