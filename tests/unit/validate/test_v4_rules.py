@@ -382,7 +382,7 @@ CASES: list[Case] = [
     Case("v4.spec-manifest-dv", _in_root(_is_modified_leaf, _tracking(replaced_positions=encode_mumbling([999]))),
          label="positions-outside-dv"),
     Case("v4.spec-one-live-entry", _duplicate_root_file),
-    Case("v4.spec-no-new-deletes", _delete_added_in_v4),
+    Case("v4.spec-no-new-deletes", _delete_added_in_v4, implied=frozenset({"manifest.added-by-snapshot"})),
 ]
 
 

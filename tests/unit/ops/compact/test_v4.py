@@ -466,7 +466,7 @@ def test_compact_upgraded_spark_fixture(spark: Any, spark_clone: Callable[..., F
     for b in heads:
         assert files_of(d, b) == model[b], b
     kinds = Counter(f"{r['content_type']}/{r['status']}" for r in tree_rows(d))
-    assert kinds["DATA/DELETED"] == 1 and kinds["MANIFEST_DV/ADDED"] >= 1 and kinds["DATA/EXISTING"] == 1
+    assert kinds["DATA/DELETED"] == 1 and kinds["DATA_MANIFEST/MODIFIED"] >= 1 and kinds["DATA/EXISTING"] == 1
 
     before = {b: live_entries_of(d, b) for b in heads}
     for b in heads:
@@ -474,15 +474,17 @@ def test_compact_upgraded_spark_fixture(spark: Any, spark_clone: Callable[..., F
         out = icectl("compact", d, "--branch", b)
         assert out["snapshot_id"] and out["root_files_flushed"] == 1, out
         if b == "main":  # DVs on the new leaf and on the victim's upgraded leaf(s); DELETED root entries
-            assert out["manifest_dvs_applied"] >= 2 and out["root_deleted_entries_dropped"] >= 2, out
+            assert out["manifest_dvs_applied"] >= 2 and out["root_deleted_entries_dropped"] >= 1, out
         for b2 in heads:  # every branch, compacted or not, reads as before
             assert live_entries_of(d, b2) == before[b2], (b, b2)
             assert files_of(d, b2) == model[b2]
-        leaves = only_leaves(d, b)
-        # The default target (8 MiB) holds any of these groups: one leaf per (spec, content) (a
-        # group that already had one leaf and nothing to flush or apply keeps it).
-        assert len(leaves) == len(groups) >= out["manifests_created"] >= 1, (leaves, groups)
-        assert {(r["spec_id"], 0 if r["content_type"] == "DATA_MANIFEST" else 1) for r in leaves} == groups
+        # The default target (8 MiB) holds any of these data groups: one Parquet leaf per spec (a
+        # group that already had one leaf and nothing to flush or apply keeps it); v4 compaction
+        # leaves the carried-over delete manifests as they are.
+        leaves = [r for r in only_leaves(d, b) if r["content_type"] == "DATA_MANIFEST"]
+        data_groups = {g for g in groups if g[1] == 0}
+        assert len(leaves) == len(data_groups) >= out["manifests_created"] >= 1, (leaves, data_groups)
+        assert {(r["spec_id"], 0) for r in leaves} == data_groups
         again = icectl("compact", d, "--branch", b)
         assert "snapshot_id" not in again and again["manifests_replaced"] == 0
     assert validate_errors(d) == []

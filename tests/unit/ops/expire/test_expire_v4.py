@@ -265,7 +265,7 @@ def test_expire_on_upgraded_spark_table(spark_clone: Any, kind: str) -> None:
     icectl("add-files", str(d), x[0])  # a root-level file
     icectl("add-files", str(d), *x[1:])  # a new leaf
     new_avro = {norm(str(d / "metadata" / n)) for n in set(os.listdir(d / "metadata")) - meta_before
-                if n.endswith(".avro")}
+                if n.endswith((".avro", ".parquet"))}  # roots and leaves (Parquet in the spec layout)
     new_leaves = {p for p in new_avro if not os.path.basename(p).startswith("root-")}
     assert len(new_leaves) == 1
     leaves |= new_leaves
