@@ -1,0 +1,81 @@
+"""table/reach: the one list of categories, reachability over a table's snapshots, and the local
+engine's set algebra (what expired snapshots alone reach). Ported from the i28-reach branch onto
+main's API."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from typer.testing import CliRunner
+
+from icectl.cli.app import app
+from icectl.engine import LocalEngine
+from icectl.ops.drop import DROP_CATEGORIES
+from icectl.ops.expire.result import EXPIRE_CATEGORIES
+from icectl.storage import FileIO
+from icectl.table import load_table
+from icectl.table.reach import CATEGORIES, FileSet, ReadCache, files_to_delete, reachable_files
+
+
+def _run(wh: Path, *args: str) -> str:
+    r = CliRunner().invoke(app, list(args), env={"ICECTL_WAREHOUSE": str(wh), "ICECTL_CONFIG": ""})
+    assert r.exit_code == 0, r.stderr
+    return r.stdout
+
+
+def _table(tmp_path: Path, appends: int) -> tuple[Path, list[int]]:
+    wh = tmp_path / "wh"
+    _run(wh, "create", "db.t", "--schema", "id long")
+    d = wh / "db" / "t"
+    ids = []
+    for n in range(appends):
+        f = d / "data" / f"f{n}.parquet"
+        f.parent.mkdir(parents=True, exist_ok=True)
+        pq.write_table(pa.table({"id": pa.array([n], pa.int64())}), f)
+        ids.append(int(json.loads(_run(wh, "add-files", "db.t", str(f), "--json"))["snapshot_id"]))
+    return d, ids
+
+
+def test_one_list_of_categories() -> None:
+    assert CATEGORIES == ("data_files", "position_delete_files", "equality_delete_files", "manifest_files",
+                          "manifest_lists", "statistics_files")
+    assert EXPIRE_CATEGORIES is CATEGORIES
+    assert DROP_CATEGORIES == (*CATEGORIES, "metadata_files")
+
+
+def test_a_file_counts_once_in_its_first_category() -> None:
+    s = FileSet()
+    s.add("/t/a", "manifest_lists")
+    s.add("/t/a", "data_files")
+    s.add("/t/b", "data_files")
+    assert s.by_category()["manifest_lists"] == ["/t/a"] and s.by_category()["data_files"] == ["/t/b"]
+    assert set(s.minus(FileSet({"/t/a": ("/t/a", "data_files")})).paths) == {"/t/b"}
+
+
+def test_reachable_files_of_some_snapshots(tmp_path: Path) -> None:
+    d, ids = _table(tmp_path, 3)
+    md = load_table(str(d)).metadata
+    got, manifests = reachable_files(md, ids[:2], FileIO())
+    cats = got.by_category()
+    assert [Path(p).name for p in cats["data_files"]] == ["f0.parquet", "f1.parquet"]
+    assert len(cats["manifest_lists"]) == 2 and set(cats["manifest_files"]) == manifests and len(manifests) == 2
+
+
+def test_local_engine_doomed_files_is_the_local_set_algebra(tmp_path: Path) -> None:
+    d, ids = _table(tmp_path, 3)
+    md = load_table(str(d)).metadata
+    after = md.replace(snapshots=[s for s in md.snapshots if s.snapshot_id != ids[0]])
+    doomed = LocalEngine().doomed_files(md, [ids[0]], after, FileIO(), ReadCache())
+    # appends: every manifest stays listed by a later snapshot, only the first list goes
+    assert [c for _p, c in doomed.files.values()] == ["manifest_lists"]
+    assert doomed.files == files_to_delete(md, [ids[0]], after, FileIO()).files
+    extra = FileSet()
+    extra.add(str(d / "data" / "left.parquet"), "data_files")
+    seen: list[set[str]] = []
+    with_extra = LocalEngine().doomed_files(md, [ids[0]], after, FileIO(), ReadCache(),
+                                            extra=lambda kept: (seen.append(kept), extra)[1])
+    assert seen and seen[0]  # told the manifests that stay reachable
+    assert sorted(c for _p, c in with_extra.files.values()) == ["data_files", "manifest_lists"]
