@@ -269,11 +269,11 @@ def test_expire_moves_the_pointer_and_waits_for_the_commit_to_settle_where_the_c
     res = expire_snapshots(table, ExpirePolicy(older_than_ms=now_ms() + 1000, retain_last=1))
     assert res.expired_snapshots == [old.snapshot_id]
     after = load_table(ident, config, io)
-    assert after.metadata_location == res.metadata_location != before  # the catalog's pointer moved
+    assert after.metadata_location == res.commit.metadata_location != before  # the catalog's pointer moved
     ops = operations_for(after)
     pointer = ops.current_pointer()
     if pointer is not None:
-        assert pointer == res.metadata_location
+        assert pointer == res.commit.metadata_location
     assert not io.exists(old.manifest_list) and all(io.exists(p) for p in data)
     # A check-then-rename catalog (a warehouse on a local disk) waits before trusting its commit.
     if kind_of(config) == "hadoop":
