@@ -14,8 +14,6 @@ import sys
 import time
 import uuid
 from collections.abc import Callable
-from pathlib import Path
-from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -23,7 +21,7 @@ import pytest
 
 from icectl.catalog import open_catalog
 from icectl.catalog.operations import encode_metadata, now_ms
-from icectl.config import Config, parse_config
+from icectl.config import Config
 from icectl.errors import ExitCode, NotFoundError, RefusedError, UsageError
 from icectl.ops.add_files import add_files
 from icectl.ops.create.metadata import new_table_metadata
@@ -31,37 +29,18 @@ from icectl.ops.drop import drop_table, drop_unreadable_entry
 from icectl.ops.expire import ExpirePolicy, expire_snapshots
 from icectl.ops.register import register_table
 from icectl.spec.metadata import TableMetadata
-from icectl.spec.schema import NestedField, Schema, parse_primitive
 from icectl.spec.updates import SetProperties, TableChange
 from icectl.storage import FileIO
 from icectl.table import Table, load_table
 from icectl.table.commit import commit, create_table, operations_for
 
-SCHEMA = Schema((NestedField(1, "id", parse_primitive("long"), True),
-                 NestedField(2, "name", parse_primitive("string"), False)))
-FAST = {"commit.retry.num-retries": "4", "commit.retry.min-wait-ms": "0", "commit.retry.max-wait-ms": "0"}
+# The catalog kinds, their configs and the table schema are the contract test's: one list of kinds.
+from unit.catalog import test_catalog_contract as contract
 
-# catalog kind -> the fixture giving its config (as test_catalog_contract.py; servers' in tests/support)
-KINDS = {"hadoop": "hadoop_catalog_config", "sqlite": "sqlite_catalog_config",
-         "postgres": "postgres_catalog_config", "rest": "rest_catalog_config",
-         "glue": "glue_catalog_config"}
-
-
-@pytest.fixture
-def hadoop_catalog_config(tmp_path: Path) -> dict[str, Any]:
-    (tmp_path / "wh").mkdir()
-    return {"catalog": {"c": {"type": "hadoop", "warehouse": str(tmp_path / "wh")}}}
-
-
-@pytest.fixture
-def sqlite_catalog_config(tmp_path: Path) -> dict[str, Any]:
-    return {"catalog": {"c": {"type": "sql", "uri": str(tmp_path / "cat.db"), "warehouse": str(tmp_path / "wh")}}}
-
-
-@pytest.fixture(params=sorted(KINDS))
-def config(request: pytest.FixtureRequest) -> Config:
-    raw = request.getfixturevalue(KINDS[request.param])
-    return parse_config({**raw, "default-catalog": "c"})
+FAST, KINDS, SCHEMA = contract.FAST, contract.KINDS, contract.SCHEMA
+config = contract.config  # fixtures, used by name
+hadoop_catalog_config = contract.hadoop_catalog_config
+sqlite_catalog_config = contract.sqlite_catalog_config
 
 
 def kind_of(config: Config) -> str:
