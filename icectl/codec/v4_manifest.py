@@ -475,6 +475,17 @@ def read_v4_manifest(data: bytes, *, partition_types: Mapping[int, IcebergType],
     if ids.REMOVED_FORMAT_VERSION in fields:
         raise CorruptInputError("v4 manifest has tracked_file field 157 (format_version), which the merged spec "
                                 "moved into manifest_info", hint="rewrite it with a spec-conforming writer")
+    try:
+        return _decode(table, fields, metadata, partition_types, column_types, root)
+    except (pa.ArrowException, ValueError, TypeError, KeyError, AttributeError, OverflowError) as e:
+        # A field of the wrong Parquet type, a value no Iceberg type holds: damaged, not a bug of ours.
+        raise CorruptInputError(f"v4 manifest has a value icectl cannot decode: {type(e).__name__}: {e}",
+                                hint="nothing was changed") from None
+
+
+def _decode(table: Any, fields: dict[int, tuple[int, Any]], metadata: dict[str, str],
+            partition_types: Mapping[int, IcebergType], column_types: Mapping[int, IcebergType],
+            root: bool | None) -> V4Manifest:
     batch = table.combine_chunks()
 
     def col(fid: int) -> Any:

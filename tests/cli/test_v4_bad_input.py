@@ -87,6 +87,16 @@ def _colliding(table: pa.Table) -> pa.Table:
     return table.cast(table.schema.set(i, f))
 
 
+def _partition_as_text(table: pa.Table) -> pa.Table:
+    """The partition struct's date field written as text (a value its type cannot hold)."""
+    i = table.schema.get_field_index("partition")
+    f = table.schema.field(i)
+    child = f.type.field(0)
+    text = pa.struct([pa.field(child.name, pa.string(), True, child.metadata)])
+    values = [None if v is None else {child.name: "not a date"} for v in table.column(i).to_pylist()]
+    return table.set_column(i, pa.field(f.name, text, f.nullable, f.metadata), pa.array(values, text))
+
+
 def _mdv(dv: bytes) -> Callable[[Path], None]:
     def damage(d: Path) -> None:  # the first leaf entry gets this manifest DV
         md = load_table(str(d)).metadata
@@ -116,6 +126,7 @@ DAMAGES: dict[str, tuple[Callable[[Path], None], str]] = {
                        "content_type 5"),
     "colliding field ids": (lambda d: _rewrite_table(_root(d), _colliding), "two fields with id 100"),
     "no field ids": (lambda d: _rewrite_table(_root(d), _no_field_ids), "has no Parquet field id"),
+    "wrong value type": (lambda d: _rewrite_table(_root(d), _partition_as_text), "cannot decode"),
     "Avro root": (lambda d: _root(d).write_bytes(next((d / "metadata").glob("*-m0.avro")).read_bytes()),
                   "neither Parquet nor"),
     "truncated Mumbling": (_mdv(TRUNCATED), "Mumbling"),
