@@ -21,6 +21,7 @@ from icectl.codec.parquet_metrics import data_file_from_footer
 from icectl.errors import UnsupportedError
 from icectl.spec.manifest import DataFile
 from icectl.spec.metadata import TableMetadata
+from icectl.spec.metrics_config import metrics_modes
 from icectl.spec.partitioning import PartitionSpec
 from icectl.spec.schema import Schema
 from icectl.storage import FileIO, join
@@ -125,6 +126,7 @@ class DataFileWriter:
 
     def __post_init__(self) -> None:
         self.settings = ParquetSettings.of(self.md.properties)
+        self.modes = metrics_modes(self.md.properties, self.schema)
         self.base = data_location(self.md)
 
     def write(self, batch: pa.RecordBatch, partition: tuple[Any, ...] | None = None) -> None:
@@ -182,7 +184,8 @@ class DataFileWriter:
         with self.io.open(f.path) as src:
             metadata = pq.ParquetFile(src).metadata
         self.files.append(data_file_from_footer(f.path, size, metadata, self.schema,
-                                                partition if not self.spec.is_unpartitioned else ()))
+                                                partition if not self.spec.is_unpartitioned else (),
+                                                modes=self.modes))
 
     def close(self) -> list[DataFile]:
         """Close every open file; the data files written, in order."""

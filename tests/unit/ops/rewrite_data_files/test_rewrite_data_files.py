@@ -200,3 +200,22 @@ def test_files_of_a_table_never_leave_it(spark: Any, spark_clone: Callable[..., 
     assert any(p.endswith("-deletes.parquet") for p in before)
     icectl("rewrite-data-files", str(t.location), "--rewrite-all")
     assert not [p for p in before if not os.path.exists(t.location / p)]
+
+
+def test_new_files_keep_metrics_in_the_tables_modes(spark: Any, spark_clone: Callable[..., FixtureTable]) -> None:
+    """write.metadata.metrics.*: the default for every column, a column's own mode over it."""
+    t = spark_clone("many_appends")  # id bigint, part int, ts timestamp, payload string
+    spark.sql(f"""ALTER TABLE {t.name} SET TBLPROPERTIES (
+        'write.metadata.metrics.default'='counts', 'write.metadata.metrics.column.id'='full',
+        'write.metadata.metrics.column.payload'='truncate(2)', 'write.metadata.metrics.column.ts'='none')""")
+    doc = icectl("rewrite-data-files", str(t.location), "--min-input-files", "2")
+    spark.sql(f"REFRESH TABLE {t.name}")
+    ids = {f["name"]: f["id"] for f in latest_metadata_json(t.location)["schemas"][-1]["fields"]}
+    added = {e["data_file"]["file_path"] for e in _new_entries(spark, t, doc["snapshot_id"]) if e["status"] == 1}
+    new = [f for f in metadata_table(spark, t.name, "data_files") if f["file_path"] in added]
+    assert len(new) == doc["added_data_files_count"] > 0
+    for f in new:
+        assert set(f["lower_bounds"]) == {ids["id"], ids["payload"]}, f["lower_bounds"]
+        assert len(f["lower_bounds"][ids["payload"]]) <= 2 and len(f["upper_bounds"][ids["payload"]]) <= 2
+        assert set(f["value_counts"]) == {ids["id"], ids["part"], ids["payload"]}  # ts: none
+        assert ids["ts"] not in f["column_sizes"]
