@@ -3,7 +3,7 @@ target size, as Spark's ``rewrite_data_files`` procedure does with its default b
 
 1. Plan (:mod:`.plan`): the branch head's live data files with the deletes that apply to them
    (:mod:`icectl.table.scan_tasks`), chosen and grouped as Java's ``BinPackRewriteFilePlanner``.
-2. Rewrite: each group's live rows (deletion vectors and position deletes applied, columns read by
+2. Rewrite: each group's live rows (deletion vectors, position and equality deletes applied, columns read by
    field id into the current schema, v3 row lineage kept as ``_row_id`` and
    ``_last_updated_sequence_number`` columns; :mod:`icectl.table.rows`) are written into new
    Parquet files of the default partition spec (:mod:`icectl.table.data_writer`); groups run in
@@ -40,7 +40,7 @@ from icectl.table.commit import discard_on_failure, new_snapshot_id
 from icectl.table.data_writer import DataFileWriter, data_location
 from icectl.table.layout import Deletes
 from icectl.table.layout.manifest_list import ManifestListLayout
-from icectl.table.rows import DeletedPositions, arrow_schema, live_batches
+from icectl.table.rows import DeleteReader, arrow_schema, live_batches
 from icectl.table.scan_tasks import FileScanTask, plan_tasks
 from icectl.table.snapshot_writer import SnapshotChange, branch_head, write_snapshot
 from icectl.table.write_guard import check_writable
@@ -104,13 +104,6 @@ def rewrite_data_files(table: Table, options: RewriteOptions, *, dry_run: bool =
         if dry_run:
             res.dry.plan([], [])
         return res
-    for g in groups:
-        if any(t.equality_deletes for t in g.tasks):
-            t = next(t for t in g.tasks if t.equality_deletes)
-            raise UnsupportedError(
-                f"equality delete files apply to {t.data.file.file_path}; rewriting through equality deletes "
-                "is not supported yet", path=t.data.file.file_path,
-                hint="rewrite this table with Spark's rewrite_data_files until icectl applies equality deletes")
     if dry_run:
         res.added_data_files_count = sum(g.expected_output_files for g in groups)
         commit_id = str(uuid.uuid4())
@@ -122,7 +115,7 @@ def rewrite_data_files(table: Table, options: RewriteOptions, *, dry_run: bool =
     return _rewrite_and_commit(table, options, head, groups, res, workers)
 
 
-def _rewrite_group(table: Table, md: TableMetadata, group: FileGroup, deleted: DeletedPositions,
+def _rewrite_group(table: Table, md: TableMetadata, group: FileGroup, deletes: DeleteReader,
                    written: list[str]) -> list[DataFile]:
     spec = md.spec()
     schema = md.schema()
@@ -137,7 +130,7 @@ def _rewrite_group(table: Table, md: TableMetadata, group: FileGroup, deleted: D
     same_spec = _same_spec(group, spec)
     try:
         for t in group.tasks:
-            for batch in live_batches(table.io, t, schema, target, deleted.of(t), mapping, row_lineage=lineage):
+            for batch in live_batches(table.io, t, schema, target, deletes, mapping, row_lineage=lineage):
                 writer.write(batch, group.partition if same_spec else None)
         return writer.close()
     except BaseException:
@@ -177,7 +170,7 @@ def _rewrite_and_commit(table: Table, options: RewriteOptions, head: Snapshot, g
                         res: RewriteDataFilesResult, workers: int) -> RewriteDataFilesResult:
     md = table.metadata
     spec = md.spec()
-    deleted = DeletedPositions(table.io)
+    deletes = DeleteReader(table.io, md.schema())
     layout = ManifestListLayout(str(uuid.uuid4()), [])
     removed: list[DataFile] = []
     change = SnapshotChange("replace", layout, deletes=Deletes(removed))
@@ -190,7 +183,7 @@ def _rewrite_and_commit(table: Table, options: RewriteOptions, head: Snapshot, g
             partition_of[t.data.file.file_path] = (s.partition_path(t.data.file.partition or (), md.schema())
                                                    if s is not None and t.data.file.partition else "")
     with discard_on_failure(table.io, written):
-        outputs = list(ordered_map(lambda g: _rewrite_group(table, md, g, deleted, written), groups,
+        outputs = list(ordered_map(lambda g: _rewrite_group(table, md, g, deletes, written), groups,
                                    workers=max(1, workers), wait=True))
         new_files: list[DataFile] = []
         for g, files, doc in zip(groups, outputs, res.groups, strict=True):
