@@ -18,10 +18,16 @@ from icectl.ops.compact.plan import CompactOptions, parse_size
 from icectl.ops.compact.result import CompactResult
 from icectl.ops.expire import ExpirePolicy, expire_snapshots, parse_older_than
 from icectl.ops.expire.result import ExpireResult
-from icectl.ops.rewrite_data_files import RewriteDataFilesResult, RewriteOptions, rewrite_data_files
+from icectl.ops.rewrite_data_files import (
+    MAX_CONCURRENT_GROUPS,
+    RewriteDataFilesResult,
+    RewriteOptions,
+    rewrite_data_files,
+)
 from icectl.ops.rewrite_data_files.plan import (
     DELETE_FILE_THRESHOLD_DEFAULT,
     DELETE_RATIO_THRESHOLD_DEFAULT,
+    MAX_COMMITS_DEFAULT,
     MAX_FILE_GROUP_SIZE_DEFAULT,
     MIN_INPUT_FILES_DEFAULT,
 )
@@ -152,6 +158,18 @@ def rewrite_data_files_cmd(
         "--use-starting-sequence-number/--no-use-starting-sequence-number",
         help="Give the new files the starting snapshot's data sequence number, so equality deletes committed "
              "meanwhile still apply.")] = True,
+    partial_progress: Annotated[bool, typer.Option(
+        "--partial-progress", help="Commit the groups in several commits (--max-commits); a failed one leaves "
+                                   "the others committed.")] = False,
+    max_commits: Annotated[int, typer.Option(
+        "--max-commits", help="With --partial-progress: the most commits the groups are split into.",
+        metavar="N")] = MAX_COMMITS_DEFAULT,
+    max_failed_commits: Annotated[int | None, typer.Option(
+        "--max-failed-commits", help="With --partial-progress: fail the run after more failed commits than "
+                                     "this. Default: --max-commits.", metavar="N", show_default=False)] = None,
+    max_concurrent: Annotated[int, typer.Option(
+        "--max-concurrent-file-group-rewrites", help="Groups rewritten at once.", metavar="N")]
+    = MAX_CONCURRENT_GROUPS,
     branch: Annotated[str, typer.Option("--branch", help="The branch whose head is rewritten.")] = "main",
     dry_run: DryRunOpt = False,
     json_output: JsonOpt = False,
@@ -172,9 +190,13 @@ def rewrite_data_files_cmd(
         min_input_files=min_input_files, rewrite_all=rewrite_all,
         max_file_group_size_bytes=group_size if group_size is not None else MAX_FILE_GROUP_SIZE_DEFAULT,
         delete_file_threshold=delete_file_threshold, delete_ratio_threshold=delete_ratio_threshold,
-        use_starting_sequence_number=use_starting_sequence_number, strategy=strategy, branch=branch)
+        use_starting_sequence_number=use_starting_sequence_number, partial_progress=partial_progress,
+        max_commits=max_commits, max_failed_commits=max_failed_commits, strategy=strategy, branch=branch)
     options.check()
-    return tables.run(RewriteDataFilesResult, lambda t: rewrite_data_files(t, options, dry_run=dry_run))
+    if max_concurrent <= 0:
+        raise UsageError(f"--max-concurrent-file-group-rewrites is {max_concurrent} but must be > 0")
+    return tables.run(RewriteDataFilesResult,
+                      lambda t: rewrite_data_files(t, options, dry_run=dry_run, workers=max_concurrent))
 
 
 def register(app: typer.Typer) -> None:

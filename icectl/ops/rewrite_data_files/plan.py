@@ -34,6 +34,7 @@ MIN_INPUT_FILES_DEFAULT = 5
 MAX_FILE_GROUP_SIZE_DEFAULT = 100 * 1024 * 1024 * 1024
 DELETE_FILE_THRESHOLD_DEFAULT = 2**31 - 1  # Integer.MAX_VALUE: off
 DELETE_RATIO_THRESHOLD_DEFAULT = 0.3
+MAX_COMMITS_DEFAULT = 10  # partial-progress.max-commits
 STRATEGIES = ("binpack",)
 
 
@@ -50,6 +51,9 @@ class RewriteOptions:
     delete_file_threshold: int = DELETE_FILE_THRESHOLD_DEFAULT
     delete_ratio_threshold: float = DELETE_RATIO_THRESHOLD_DEFAULT
     use_starting_sequence_number: bool = True
+    partial_progress: bool = False
+    max_commits: int = MAX_COMMITS_DEFAULT
+    max_failed_commits: int | None = None  # None: max_commits, as Java
     strategy: str = "binpack"
     branch: str = "main"
 
@@ -68,9 +72,19 @@ class RewriteOptions:
             raise UsageError(f"'max-file-group-size-bytes' is set to {self.max_file_group_size_bytes} but must be > 0")
         if self.delete_file_threshold < 0:
             raise UsageError(f"'delete-file-threshold' is set to {self.delete_file_threshold} but must be >= 0")
+        if self.max_commits <= 0:
+            raise UsageError(f"'partial-progress.max-commits' is set to {self.max_commits} but must be > 0")
+        if self.max_failed_commits is not None and self.max_failed_commits < 0:
+            raise UsageError(f"'partial-progress.max-failed-commits' is set to {self.max_failed_commits} "
+                             "but must be >= 0")
         if not 0 < self.delete_ratio_threshold <= 1:
             raise UsageError(f"'delete-ratio-threshold' is set to {self.delete_ratio_threshold} "
                              "but must be > 0 and <= 1")
+
+
+    @property
+    def failed_commits_allowed(self) -> int:
+        return self.max_failed_commits if self.max_failed_commits is not None else self.max_commits
 
 
 @dataclass(frozen=True)

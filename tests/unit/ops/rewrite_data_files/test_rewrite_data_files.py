@@ -284,3 +284,52 @@ def test_global_equality_deletes_on_two_columns(spark: Any, spark_clone: Callabl
     after = versions(spark, t, also=doc["snapshot_id"])
     assert after.pop(str(doc["snapshot_id"])) == before["current"]
     assert after == before
+
+
+def test_partial_progress_commits_in_batches(spark: Any, spark_clone: Callable[..., FixtureTable]) -> None:
+    """7 partition groups, --max-commits 3: Java's ceil(7 / 3) = 3 groups per commit, so 3 replace
+    snapshots (3, 3 and 1 groups); the rows at every one of them are the starting rows."""
+    t = spark_clone("many_appends")
+    before = table_rows_digest(spark, t.name)
+    start = latest_metadata_json(t.location)["current-snapshot-id"]
+    doc = icectl("rewrite-data-files", str(t.location), "--min-input-files", "2", "--partial-progress",
+                 "--max-commits", "3")
+    assert len(doc["groups"]) == 7 and len(doc["snapshot_ids"]) == 3
+    md = latest_metadata_json(t.location)
+    chain, sid = [], md["current-snapshot-id"]
+    by_id = {s["snapshot-id"]: s for s in md["snapshots"]}
+    while sid != start:
+        chain.append(sid)
+        sid = by_id[sid]["parent-snapshot-id"]
+    assert chain[::-1] == doc["snapshot_ids"]
+    assert [by_id[s]["summary"]["operation"] for s in chain] == ["replace"] * 3
+    spark.sql(f"REFRESH TABLE {t.name}")
+    for sid in doc["snapshot_ids"]:
+        assert table_rows_digest(spark, f"SELECT * FROM {t.name} VERSION AS OF {sid}") == before
+    assert all(g["status"] == "rewritten" for g in doc["groups"])
+
+
+def test_partial_progress_keeps_the_batches_that_succeed(spark: Any,
+                                                         spark_clone: Callable[..., FixtureTable]) -> None:
+    """A damaged file fails its batch (exit 5, its files counted as failed); the other batches commit."""
+    t = spark_clone("many_appends")
+    victim = sorted((t.location / "data" / "part=6").glob("*.parquet"))[0]
+    others = f"SELECT * FROM {t.name} WHERE part <> 6"
+    before = table_rows_digest(spark, others)
+    victim.write_bytes(b"not parquet at all")
+    r = CliRunner().invoke(app, ["rewrite-data-files", str(t.location), "--min-input-files", "2",
+                                 "--partial-progress", "--max-commits", "7", "--json"])
+    assert r.exit_code == 5, (r.stdout, r.stderr)
+    doc = json.loads(r.stdout)
+    failed = [g for g in doc["groups"] if g["status"] == "failed"]
+    assert len(failed) == 1 and failed[0]["partition"] == {"part": 6} and str(victim) in failed[0]["error"]
+    assert doc["failed_data_files_count"] == failed[0]["files_in"]
+    assert len(doc["snapshot_ids"]) == 6
+    spark.sql(f"REFRESH TABLE {t.name}")
+    assert table_rows_digest(spark, others) == before
+    # Without partial progress the same run commits nothing.
+    t2 = spark_clone("many_appends")
+    sorted((t2.location / "data" / "part=6").glob("*.parquet"))[0].write_bytes(b"not parquet at all")
+    head = latest_metadata_json(t2.location)["current-snapshot-id"]
+    icectl("rewrite-data-files", str(t2.location), "--min-input-files", "2", expect=4)
+    assert latest_metadata_json(t2.location)["current-snapshot-id"] == head
