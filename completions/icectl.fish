@@ -512,6 +512,7 @@ complete -c icectl -n "test (__icectl_path) = 'remove-orphan-files'" -a '(__icec
 complete -c icectl -n "test (__icectl_path) = 'rewrite-data-files'" -l all -d 'Every table of the catalog (or of the namespace given); one result per table.'
 complete -c icectl -n "test (__icectl_path) = 'rewrite-data-files'" -l catalog -s c -r -F -d 'Catalog name from the config (default: the default catalog).'
 complete -c icectl -n "test (__icectl_path) = 'rewrite-data-files'" -l strategy -r -F -d 'How to rewrite: binpack (sort and zorder are not implemented yet). Default: binpack.'
+complete -c icectl -n "test (__icectl_path) = 'rewrite-data-files'" -l where -r -F -d 'Only files that might hold a row matching this predicate (id > 5 AND region = \'eu\'; IN, IS NULL, NOT, DATE \'...\', TIMESTAMP \'...\').'
 complete -c icectl -n "test (__icectl_path) = 'rewrite-data-files'" -l target-file-size-bytes -r -F -d 'Target size of the new files (536870912, 512MiB). Default: write.target-file-size-bytes (512 MiB).'
 complete -c icectl -n "test (__icectl_path) = 'rewrite-data-files'" -l min-file-size-bytes -r -F -d 'Files smaller than this are rewritten. Default: 75% of the target.'
 complete -c icectl -n "test (__icectl_path) = 'rewrite-data-files'" -l max-file-size-bytes -r -F -d 'Files larger than this are rewritten. Default: 180% of the target.'

@@ -130,6 +130,10 @@ def rewrite_data_files_cmd(
     tables: TableTargets,
     strategy: Annotated[str, typer.Option(
         "--strategy", help="How to rewrite: binpack (sort and zorder are not implemented yet).")] = "binpack",
+    where: Annotated[str | None, typer.Option(
+        "--where", help="Only files that might hold a row matching this predicate "
+                        "(id > 5 AND region = 'eu'; IN, IS NULL, NOT, DATE '...', TIMESTAMP '...').",
+        metavar="PREDICATE", show_default=False)] = None,
     target_file_size_bytes: Annotated[str | None, typer.Option(
         "--target-file-size-bytes", help="Target size of the new files (536870912, 512MiB). "
                                          "Default: write.target-file-size-bytes (512 MiB).",
@@ -191,7 +195,8 @@ def rewrite_data_files_cmd(
         max_file_group_size_bytes=group_size if group_size is not None else MAX_FILE_GROUP_SIZE_DEFAULT,
         delete_file_threshold=delete_file_threshold, delete_ratio_threshold=delete_ratio_threshold,
         use_starting_sequence_number=use_starting_sequence_number, partial_progress=partial_progress,
-        max_commits=max_commits, max_failed_commits=max_failed_commits, strategy=strategy, branch=branch)
+        max_commits=max_commits, max_failed_commits=max_failed_commits, where=where, strategy=strategy,
+        branch=branch)
     options.check()
     if max_concurrent <= 0:
         raise UsageError(f"--max-concurrent-file-group-rewrites is {max_concurrent} but must be > 0")

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from icectl.errors import UsageError
+from icectl.spec.expressions import might_match, parse_filter
 from icectl.spec.metadata import TableMetadata
 from icectl.table.scan_tasks import FileScanTask
 
@@ -54,6 +55,7 @@ class RewriteOptions:
     partial_progress: bool = False
     max_commits: int = MAX_COMMITS_DEFAULT
     max_failed_commits: int | None = None  # None: max_commits, as Java
+    where: str | None = None  # Spark's where: only files that might hold a matching row
     strategy: str = "binpack"
     branch: str = "main"
 
@@ -179,9 +181,29 @@ def _pack(tasks: list[FileScanTask], limit: int) -> list[list[FileScanTask]]:
     return bins
 
 
+def _identity_values(md: TableMetadata, t: FileScanTask) -> dict[int, Any]:
+    """Source field id -> value, for the identity fields of the file's partition spec."""
+    spec = md.spec_by_id(t.data.spec_id)
+    if spec is None or not t.data.file.partition:
+        return {}
+    return {pf.source_id: v for pf, v in zip(spec.fields, t.data.file.partition, strict=False)
+            if str(pf.transform) == "identity"}
+
+
+def filter_tasks(md: TableMetadata, tasks: list[FileScanTask], where: str | None) -> list[FileScanTask]:
+    """The tasks whose data file might hold a row matching ``where`` (Java's ``scan.filter(...)
+    .ignoreResiduals()``: a file is taken, or left, whole)."""
+    if where is None:
+        return tasks
+    schema = md.schema()
+    expr = parse_filter(where, schema)
+    return [t for t in tasks if might_match(expr, t.data.file, schema, _identity_values(md, t))]
+
+
 def plan_groups(md: TableMetadata, tasks: list[FileScanTask], options: RewriteOptions) -> list[FileGroup]:
     """The groups to rewrite, in plan order (Java's default ``rewrite-job-order`` none)."""
     sizes = Sizes.of(options, md)
+    tasks = filter_tasks(md, tasks, options.where)
     default = md.spec()
     empty = tuple(None for _ in default.fields)
     by_partition: dict[tuple[Any, ...], list[FileScanTask]] = {}

@@ -333,3 +333,34 @@ def test_partial_progress_keeps_the_batches_that_succeed(spark: Any,
     head = latest_metadata_json(t2.location)["current-snapshot-id"]
     icectl("rewrite-data-files", str(t2.location), "--min-input-files", "2", expect=4)
     assert latest_metadata_json(t2.location)["current-snapshot-id"] == head
+
+
+@pytest.mark.parametrize("where", ["part = 3", "id < 50 AND part IN (1, 2, 5)", "NOT (id >= 20) OR payload = 'p0150'",
+                                   "ts >= TIMESTAMP '2024-01-01 02:00:00'"])
+def test_where_selects_the_files_spark_selects(spark: Any, spark_clone: Callable[..., FixtureTable],
+                                               where: str) -> None:
+    """Spark's rewrite_data_files with the same where on a twin rewrites as many files into as many."""
+    ours, theirs = spark_clone("many_appends"), spark_clone("many_appends")
+    before = table_rows_digest(spark, ours.name)
+    doc = icectl("rewrite-data-files", str(ours.location), "--min-input-files", "2", "--where", where)
+    escaped = where.replace("'", "\\'")
+    row = spark.sql(f"CALL local.system.rewrite_data_files(table => '{theirs.name.removeprefix('local.')}', "
+                    f"where => '{escaped}', options => map('min-input-files', '2'))").collect()[0]
+    assert 0 < doc["rewritten_data_files_count"] < 200
+    assert doc["rewritten_data_files_count"] == row.rewritten_data_files_count
+    assert doc["added_data_files_count"] == row.added_data_files_count
+    spark.sql(f"REFRESH TABLE {ours.name}")
+    assert table_rows_digest(spark, ours.name) == before
+
+
+@pytest.mark.parametrize("where,words", [
+    ("nosuch = 1", "no column nosuch"),
+    ("id = 'x'", "not a long value"),
+    ("(id = 1", "not closed"),
+    ("id ~ 3", "cannot read"),
+])
+def test_a_where_that_does_not_read_is_one_line(tmp_path: Path, where: str, words: str) -> None:
+    r = CliRunner().invoke(app, ["create", str(tmp_path / "t"), "--schema", "id long, c string"])
+    assert r.exit_code == 0, r.stderr
+    err = icectl("rewrite-data-files", str(tmp_path / "t"), "--where", where, expect=2)
+    assert words in err
