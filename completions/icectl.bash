@@ -231,6 +231,7 @@ _icectl() {
         "remove-orphan-files|--spark-conf") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "rewrite-data-files|--catalog"|"rewrite-data-files|-c") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "rewrite-data-files|--strategy") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "rewrite-data-files|--sort-order") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "rewrite-data-files|--where") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "rewrite-data-files|--target-file-size-bytes") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "rewrite-data-files|--min-file-size-bytes") COMPREPLY=($(compgen -f -- "$cur")); return ;;
@@ -528,7 +529,7 @@ _icectl() {
             fi ;;
         "rewrite-data-files")
             if [[ "$cur" == -* ]]; then
-                COMPREPLY=($(compgen -W "--all --catalog -c --strategy --where --target-file-size-bytes --min-file-size-bytes --max-file-size-bytes --min-input-files --rewrite-all --max-file-group-size-bytes --delete-file-threshold --delete-ratio-threshold --use-starting-sequence-number --no-use-starting-sequence-number --partial-progress --max-commits --max-failed-commits --max-concurrent-file-group-rewrites --branch --dry-run --json --help -h" -- "$cur"))
+                COMPREPLY=($(compgen -W "--all --catalog -c --strategy --sort-order --where --target-file-size-bytes --min-file-size-bytes --max-file-size-bytes --min-input-files --rewrite-all --max-file-group-size-bytes --delete-file-threshold --delete-ratio-threshold --use-starting-sequence-number --no-use-starting-sequence-number --partial-progress --max-commits --max-failed-commits --max-concurrent-file-group-rewrites --branch --dry-run --json --help -h" -- "$cur"))
             else
                 _icectl_dynamic
             fi ;;

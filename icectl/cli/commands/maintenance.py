@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from typing import Annotated
 
@@ -16,6 +17,7 @@ from icectl.errors import UsageError
 from icectl.ops.compact.manifests import compact
 from icectl.ops.compact.plan import CompactOptions, parse_size
 from icectl.ops.compact.result import CompactResult
+from icectl.ops.create.ddl import parse_sort_order
 from icectl.ops.expire import ExpirePolicy, expire_snapshots, parse_older_than
 from icectl.ops.expire.result import ExpireResult
 from icectl.ops.rewrite_data_files import (
@@ -31,7 +33,11 @@ from icectl.ops.rewrite_data_files.plan import (
     MAX_FILE_GROUP_SIZE_DEFAULT,
     MIN_INPUT_FILES_DEFAULT,
 )
+from icectl.ops.rewrite_data_files.sort import zorder_columns
 from icectl.results import MultiResult, Result
+from icectl.spec.metadata import TableMetadata
+from icectl.spec.sorting import SortOrder
+from icectl.table import Table
 
 
 def expire_cmd(
@@ -129,7 +135,11 @@ def _size(text: str | None, option: str) -> int | None:
 def rewrite_data_files_cmd(
     tables: TableTargets,
     strategy: Annotated[str, typer.Option(
-        "--strategy", help="How to rewrite: binpack (sort and zorder are not implemented yet).")] = "binpack",
+        "--strategy", help="binpack (rows as they are), or sort (by --sort-order, else the table's sort "
+                           "order).")] = "binpack",
+    sort_order: Annotated[str | None, typer.Option(
+        "--sort-order", help="With --strategy sort: 'id desc nulls last, days(ts)', or 'zorder(a, b)'.",
+        metavar="ORDER", show_default=False)] = None,
     where: Annotated[str | None, typer.Option(
         "--where", help="Only files that might hold a row matching this predicate "
                         "(id > 5 AND region = 'eu'; IN, IS NULL, NOT, DATE '...', TIMESTAMP '...').",
@@ -180,7 +190,7 @@ def rewrite_data_files_cmd(
 ) -> Result | MultiResult:
     """Compact small data files (and files heavy with deletes) into files of the target size.
 
-    Spark's rewrite_data_files with the bin-pack strategy, option for option: files outside
+    Spark's rewrite_data_files (bin-pack, sort, z-order), option for option: files outside
     75%-180% of the target size are grouped by partition and rewritten with their deletion
     vectors and position deletes applied, in one 'replace' commit that keeps the starting
     snapshot's sequence number and every row's _row_id. The rewritten files stay on disk for
@@ -196,12 +206,28 @@ def rewrite_data_files_cmd(
         delete_file_threshold=delete_file_threshold, delete_ratio_threshold=delete_ratio_threshold,
         use_starting_sequence_number=use_starting_sequence_number, partial_progress=partial_progress,
         max_commits=max_commits, max_failed_commits=max_failed_commits, where=where, strategy=strategy,
-        branch=branch)
+        zorder=tuple(zorder_columns(sort_order) or ()), branch=branch)
+    if sort_order is not None and strategy != "sort":
+        raise UsageError("--sort-order goes with --strategy sort", hint="add --strategy sort")
     options.check()
     if max_concurrent <= 0:
         raise UsageError(f"--max-concurrent-file-group-rewrites is {max_concurrent} but must be > 0")
-    return tables.run(RewriteDataFilesResult,
-                      lambda t: rewrite_data_files(t, options, dry_run=dry_run, workers=max_concurrent))
+    def run(t: Table) -> RewriteDataFilesResult:
+        own = options
+        if sort_order is not None and not options.zorder:
+            own = dataclasses.replace(options, sort_order=_sort_order(t.metadata, sort_order))
+        return rewrite_data_files(t, own, dry_run=dry_run, workers=max_concurrent)
+
+    return tables.run(RewriteDataFilesResult, run)
+
+
+def _sort_order(md: TableMetadata, text: str) -> SortOrder:
+    """``text`` as a sort order of the table: the table's own id when it is one of its orders (the new
+    files then record it), else an id the table does not use."""
+    unused = max((o.order_id for o in md.sort_orders), default=0) + 1
+    order = parse_sort_order(text, md.schema(), order_id=unused)
+    same = next((o for o in md.sort_orders if o.fields == order.fields and not o.is_unsorted), None)
+    return same if same is not None else order
 
 
 def register(app: typer.Typer) -> None:

@@ -41,7 +41,7 @@ from icectl.table.write_guard import check_writable
 
 from .plan import FileGroup, RewriteOptions, Sizes, plan_groups
 from .result import RewriteDataFilesResult, RewriteGroup
-from .run import run_groups
+from .run import run_groups, sort_order_of
 
 __all__ = ["MAX_CONCURRENT_GROUPS", "RewriteDataFilesResult", "RewriteOptions", "rewrite_data_files"]
 
@@ -77,6 +77,8 @@ def rewrite_data_files(table: Table, options: RewriteOptions, *, dry_run: bool =
         raise UnsupportedError(f"rewrite-data-files does not write format v{md.format_version} tables yet",
                                hint="it rewrites v1-v3 tables; compact a v4 table's manifests with icectl compact")
     sizes = Sizes.of(options, md)
+    if options.strategy == "sort":
+        sort_order_of(md, options)  # an unsorted table with no order given: refused before any work
     head = branch_head(md, options.branch, table.identifier)
     tasks = plan_tasks(md, head, table.io) if head is not None else []
     groups = plan_groups(md, tasks, options)

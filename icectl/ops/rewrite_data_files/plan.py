@@ -25,6 +25,7 @@ from typing import Any
 from icectl.errors import UsageError
 from icectl.spec.expressions import might_match, parse_filter
 from icectl.spec.metadata import TableMetadata
+from icectl.spec.sorting import SortOrder
 from icectl.table.scan_tasks import FileScanTask
 
 TARGET_FILE_SIZE = "write.target-file-size-bytes"
@@ -36,7 +37,7 @@ MAX_FILE_GROUP_SIZE_DEFAULT = 100 * 1024 * 1024 * 1024
 DELETE_FILE_THRESHOLD_DEFAULT = 2**31 - 1  # Integer.MAX_VALUE: off
 DELETE_RATIO_THRESHOLD_DEFAULT = 0.3
 MAX_COMMITS_DEFAULT = 10  # partial-progress.max-commits
-STRATEGIES = ("binpack",)
+STRATEGIES = ("binpack", "sort")
 
 
 @dataclass(frozen=True)
@@ -57,13 +58,17 @@ class RewriteOptions:
     max_failed_commits: int | None = None  # None: max_commits, as Java
     where: str | None = None  # Spark's where: only files that might hold a matching row
     strategy: str = "binpack"
+    sort_order: SortOrder | None = None  # strategy sort: None is the table's sort order
+    zorder: tuple[str, ...] = ()  # strategy sort with sort_order zorder(...): its columns
     branch: str = "main"
 
     def check(self) -> None:
         """Java's argument checks that need no table (one line each, exit 2)."""
         if self.strategy not in STRATEGIES:
-            raise UsageError(f"--strategy {self.strategy}: icectl rewrites with {', '.join(STRATEGIES)} only so far",
-                             hint="sort and zorder are not implemented yet; use Spark's rewrite_data_files for them")
+            raise UsageError(f"--strategy {self.strategy}: the strategies are {', '.join(STRATEGIES)}",
+                             hint="z-order is --strategy sort --sort-order 'zorder(a, b)', as in Spark")
+        if self.strategy == "binpack" and (self.sort_order is not None or self.zorder):
+            raise UsageError("a sort order goes with --strategy sort", hint="add --strategy sort")
         if self.target_file_size_bytes is not None and self.target_file_size_bytes <= 0:
             raise UsageError(f"'target-file-size-bytes' is set to {self.target_file_size_bytes} but must be > 0")
         if self.min_file_size_bytes is not None and self.min_file_size_bytes < 0:

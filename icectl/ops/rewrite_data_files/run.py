@@ -15,13 +15,16 @@ import math
 import uuid
 from collections.abc import Callable
 
+import pyarrow as pa
+
 from icectl.catalog.operations import CommitStateUnknownError
-from icectl.errors import CommitConflictError, ExitCode, IcectlError
+from icectl.errors import CommitConflictError, ExitCode, IcectlError, UsageError
 from icectl.spec.manifest import DataFile, DataFileContent
 from icectl.spec.metadata import TableMetadata
 from icectl.spec.name_mapping import from_json as name_mapping_from_json
 from icectl.spec.properties import DEFAULT_NAME_MAPPING
 from icectl.spec.snapshots import Snapshot
+from icectl.spec.sorting import SortOrder
 from icectl.table import Table
 from icectl.table.commit import discard_on_failure, new_snapshot_id
 from icectl.table.data_writer import DataFileWriter
@@ -34,6 +37,7 @@ from icectl.threads import ordered_map
 
 from .plan import FileGroup, RewriteOptions
 from .result import RewriteDataFilesResult, RewriteGroup
+from .sort import check_memory, sort_indices, zorder_indices
 
 MIN_ROW_LINEAGE_VERSION = 3
 
@@ -43,9 +47,9 @@ def _same_spec(group: FileGroup, spec_id: int) -> bool:
 
 
 def rewrite_group(table: Table, md: TableMetadata, group: FileGroup, deletes: DeleteReader,
-                  written: list[str]) -> list[DataFile]:
+                  written: list[str], options: RewriteOptions | None = None) -> list[DataFile]:
     """The group's live rows written into new data files of the default spec (paths into ``written``
-    as they are opened, so a failure can remove them)."""
+    as they are opened, so a failure can remove them); with the sort strategy, in its order."""
     spec = md.spec()
     schema = md.schema()
     lineage = md.format_version >= MIN_ROW_LINEAGE_VERSION
@@ -54,19 +58,46 @@ def rewrite_group(table: Table, md: TableMetadata, group: FileGroup, deletes: De
     mapping = name_mapping_from_json(mapping_text) if mapping_text else None
     live = sum(t.data.file.record_count - t.known_deleted_records() for t in group.tasks)
     rows_per_file = max(1, math.ceil(max(live, 1) / group.expected_output_files))
+    order = sort_order_of(md, options) if options is not None and options.strategy == "sort" else None
     writer = DataFileWriter(table.io, md, spec, schema, target, rows_per_file,
-                            prefix=f"{group.index - 1:05d}-{group.index}")
-    same_spec = _same_spec(group, spec.spec_id)
+                            prefix=f"{group.index - 1:05d}-{group.index}",
+                            sort_order_id=order.order_id if order is not None and _is_table_order(md, order) else None)
+    partition = group.partition if _same_spec(group, spec.spec_id) else None
     try:
-        for t in group.tasks:
-            for batch in live_batches(table.io, t, schema, target, deletes, mapping, row_lineage=lineage):
-                writer.write(batch, group.partition if same_spec else None)
+        batches = (batch for t in group.tasks
+                   for batch in live_batches(table.io, t, schema, target, deletes, mapping, row_lineage=lineage))
+        if options is not None and options.strategy == "sort":
+            rows = pa.Table.from_batches(list(batches), schema=target)
+            if options.zorder:
+                indices = zorder_indices(rows, schema, list(options.zorder))
+            else:
+                assert order is not None
+                indices = sort_indices(rows, schema, order)
+            batches = iter(rows.take(indices).to_batches(max_chunksize=64 * 1024))
+        for batch in batches:
+            writer.write(batch, partition)
         return writer.close()
     except BaseException:
         writer.abort()
         raise
     finally:
         written.extend(writer.written)
+
+
+def sort_order_of(md: TableMetadata, options: RewriteOptions) -> SortOrder | None:
+    """The order a sort rewrite uses: the given one, else the table's (Java refuses an unsorted
+    table with no order given); None for a z-order."""
+    if options.zorder:
+        return None
+    order = options.sort_order if options.sort_order is not None else md.sort_order()
+    if order.is_unsorted:
+        raise UsageError("cannot sort data without a sort order: the table is unsorted and none was given",
+                         hint="pass --sort-order 'col [asc|desc] [nulls first|last], ...' or 'zorder(a, b)'")
+    return order
+
+
+def _is_table_order(md: TableMetadata, order: SortOrder) -> bool:
+    return any(o.fields == order.fields and o.order_id == order.order_id for o in md.sort_orders)
 
 
 def no_new_deletes(table: Table, start: Snapshot, options: RewriteOptions,
@@ -142,6 +173,9 @@ def run_groups(table: Table, options: RewriteOptions, head: Snapshot, groups: li
                res: RewriteDataFilesResult, workers: int) -> RewriteDataFilesResult:
     """Rewrite and commit ``groups``, filling in ``res`` (see the module docstring)."""
     deletes = DeleteReader(table.io, table.metadata.schema())
+    if options.strategy == "sort":
+        sort_order_of(table.metadata, options)  # an unsorted table with no order: refused before any work
+        check_memory(max(g.input_size for g in groups), min(workers, len(groups)))
     docs: dict[int, RewriteGroup] = {d.index: d for d in res.groups}
     failed_commits = 0
     res.snapshot_ids = []
@@ -150,7 +184,8 @@ def run_groups(table: Table, options: RewriteOptions, head: Snapshot, groups: li
         try:
             with discard_on_failure(table.io, written):
                 outputs = list(ordered_map(
-                    lambda g, out=written: rewrite_group(table, table.metadata, g, deletes, out),  # type: ignore[misc]
+                    lambda g, out=written: rewrite_group(table, table.metadata, g, deletes, out,  # type: ignore[misc]
+                                                         options),
                     batch, workers=max(1, workers), wait=True))
                 done, seq = commit_batch(table, options, head, batch, outputs, written)
         except CommitStateUnknownError:

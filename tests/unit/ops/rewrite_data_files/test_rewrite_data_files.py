@@ -364,3 +364,54 @@ def test_a_where_that_does_not_read_is_one_line(tmp_path: Path, where: str, word
     assert r.exit_code == 0, r.stderr
     err = icectl("rewrite-data-files", str(tmp_path / "t"), "--where", where, expect=2)
     assert words in err
+
+
+def _files_of_snapshot(spark: Any, t: FixtureTable, snapshot_id: int) -> list[str]:
+    return sorted(e["data_file"]["file_path"] for e in _new_entries(spark, t, snapshot_id) if e["status"] == 1)
+
+
+def _column_in_file_order(path: str, column: str) -> list[Any]:
+    import pyarrow.parquet as pq
+
+    return pq.read_table(path.removeprefix("file:"), columns=[column]).column(0).to_pylist()
+
+
+@pytest.mark.parametrize("order", ["zorder(id, ts)", "zorder(payload, part)", "id DESC NULLS LAST"])
+def test_sort_and_zorder_write_rows_in_sparks_order(spark: Any, spark_clone: Callable[..., FixtureTable],
+                                                    order: str) -> None:
+    """Spark's sort strategy on a twin writes each partition's rows in the same order as icectl."""
+    ours, theirs = spark_clone("many_appends"), spark_clone("many_appends")
+    before = table_rows_digest(spark, ours.name)
+    doc = icectl("rewrite-data-files", str(ours.location), "--min-input-files", "2", "--strategy", "sort",
+                 "--sort-order", order)
+    spark.sql(f"CALL local.system.rewrite_data_files(table => '{theirs.name.removeprefix('local.')}', "
+              f"strategy => 'sort', sort_order => '{order}', options => map('min-input-files', '2'))").collect()
+    spark.sql(f"REFRESH TABLE {ours.name}")
+    assert table_rows_digest(spark, ours.name) == before
+    theirs_md = latest_metadata_json(theirs.location)
+    ours_files = _files_of_snapshot(spark, ours, doc["snapshot_id"])
+    theirs_files = _files_of_snapshot(spark, theirs, theirs_md["current-snapshot-id"])
+    assert len(ours_files) == len(theirs_files) == 7
+
+    def by_partition(files: list[str]) -> dict[int, list[int]]:
+        return {_column_in_file_order(f, "part")[0]: _column_in_file_order(f, "id") for f in files}
+
+    assert by_partition(ours_files) == by_partition(theirs_files)
+    if order.startswith("id"):
+        assert all(ids == sorted(ids, reverse=True) for ids in by_partition(ours_files).values())
+
+
+def test_sort_uses_the_tables_order_and_records_it(spark: Any, spark_clone: Callable[..., FixtureTable]) -> None:
+    t = spark_clone("many_appends")
+    err = icectl("rewrite-data-files", str(t.location), "--strategy", "sort", expect=2)
+    assert "unsorted" in err
+    spark.sql(f"ALTER TABLE {t.name} WRITE ORDERED BY payload DESC NULLS LAST")
+    order_id = latest_metadata_json(t.location)["default-sort-order-id"]
+    doc = icectl("rewrite-data-files", str(t.location), "--min-input-files", "2", "--strategy", "sort")
+    spark.sql(f"REFRESH TABLE {t.name}")
+    added = set(_files_of_snapshot(spark, t, doc["snapshot_id"]))
+    files = [f for f in metadata_table(spark, t.name, "data_files") if f["file_path"] in added]
+    assert files and {f["sort_order_id"] for f in files} == {order_id}
+    for f in files:
+        payload = _column_in_file_order(f["file_path"], "payload")
+        assert payload == sorted(payload, reverse=True)
