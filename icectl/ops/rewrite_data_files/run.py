@@ -56,8 +56,8 @@ def rewrite_group(table: Table, md: TableMetadata, group: FileGroup, deletes: De
     target = arrow_schema(schema, row_lineage=lineage)
     mapping_text = md.properties.get(DEFAULT_NAME_MAPPING)
     mapping = name_mapping_from_json(mapping_text) if mapping_text else None
-    live = sum(t.data.file.record_count - t.known_deleted_records() for t in group.tasks)
-    rows_per_file = max(1, math.ceil(max(live, 1) / group.expected_output_files))
+    # Rows per file from the rows before deletes: an over-estimate makes at most the expected count.
+    rows_per_file = max(1, math.ceil(group.records / group.expected_output_files))
     order = sort_order_of(md, options) if options is not None and options.strategy == "sort" else None
     writer = DataFileWriter(table.io, md, spec, schema, target, rows_per_file,
                             prefix=f"{group.index - 1:05d}-{group.index}",
