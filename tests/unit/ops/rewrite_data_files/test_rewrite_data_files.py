@@ -477,3 +477,22 @@ def test_the_spark_engine_rewrites_the_groups_as_spark_tasks(spark: Any, spark_c
     assert [tuple(r) for r in spark.sql(query.format(remote.name)).collect()] == lineage
     ran = spark_engine.report_since(mark)
     assert ran.name == "spark" and (ran.spark_tasks or 0) >= len(by_spark.groups)
+
+
+@pytest.mark.parametrize("kind,pick,code", [
+    ("many_appends", lambda d: sorted((d / "data").rglob("*.parquet"))[5], 3),  # a data file gone
+    ("v2_part", lambda d: sorted((d / "data").rglob("*-deletes.parquet"))[-1], 3),  # a position delete file gone
+    ("v3_dv", lambda d: sorted((d / "data").rglob("*.puffin"))[0], 3),  # the Puffin file of DVs gone
+])
+def test_a_missing_file_is_one_line_and_nothing_is_committed(spark: Any, spark_clone: Callable[..., FixtureTable],
+                                                             kind: str, pick: Callable[[Path], Path],
+                                                             code: int) -> None:
+    t = spark_clone(kind)
+    victim = pick(t.location)
+    victim.unlink()
+    metadata_before = {p for p in listing(t.location) if p.startswith("metadata/")}
+    data_before = {p for p in listing(t.location) if p.startswith("data/")}
+    err = icectl("rewrite-data-files", str(t.location), "--rewrite-all", expect=code)
+    assert victim.name in err
+    assert {p for p in listing(t.location) if p.startswith("metadata/")} == metadata_before
+    assert {p for p in listing(t.location) if p.startswith("data/")} == data_before
