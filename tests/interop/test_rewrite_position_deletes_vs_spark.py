@@ -76,7 +76,7 @@ def test_sparks_procedure_fails_on_v2_part_and_icectls_does_not(spark: Any,
     with pytest.raises(Exception, match="Invalid partition field parent"):
         call(spark, t, "'rewrite-all', 'true'")
     doc = icectl("rewrite-position-delete-files", str(t.location), "--rewrite-all")
-    assert doc["rewritten_delete_files_count"] > doc["added_delete_files_count"] > 0
+    assert doc["rewritten_delete_files_count"] >= doc["added_delete_files_count"] > 0
     spark.sql(f"REFRESH TABLE {t.name}")
     assert table_rows_digest(spark, t.name) == expected
 
