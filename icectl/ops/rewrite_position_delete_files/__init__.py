@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pyarrow as pa
@@ -173,7 +173,8 @@ def rewrite_position_delete_files(table: Table, options: PositionDeleteOptions, 
         res.added_delete_files_count = sum(doc.files_out for doc in res.groups)
         res.dangling_deletes_count = sum(doc.dangling_deletes for doc in res.groups)
         layout = ManifestListLayout(str(uuid.uuid4()), [])
-        specs = {g.spec_id: [] for g, doc in zip(groups, res.groups, strict=True) if doc.files_out}
+        specs: dict[int, list[DataFile]] = {g.spec_id: [] for g, doc in zip(groups, res.groups, strict=True)
+                                             if doc.files_out}
         res.dry.plan([f"{data_location(md)}/ ({res.added_delete_files_count} new position delete files)",
                       *layout.appended_paths(md, table.metadata_folder, specs, new_snapshot_id(md),
                                              more_manifests=layout.would_rewrite(
@@ -192,7 +193,8 @@ def _group_doc(md: TableMetadata, g: DeleteGroup, chunks: list[pa.Table], droppe
 
 
 def _rewrite_and_commit(table: Table, options: PositionDeleteOptions, groups: list[DeleteGroup],
-                        res: RewritePositionDeleteFilesResult, prepare: Any,
+                        res: RewritePositionDeleteFilesResult,
+                        prepare: Callable[[DeleteGroup], tuple[list[pa.Table], int]],
                         workers: int) -> RewritePositionDeleteFilesResult:
     md = table.metadata
     layout = ManifestListLayout(str(uuid.uuid4()), [])
