@@ -149,4 +149,4 @@ def _without(d: dict[int, V] | None, ids: Iterable[int]) -> dict[int, V] | None:
     if d is None:
         return None
     drop = set(ids)
-    return {k: v for k, v in d.items() if k not in drop}
+    return {k: v for k, v in d.items() if k not in drop} or None  # Java writes no map, not an empty one
