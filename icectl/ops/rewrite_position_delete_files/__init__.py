@@ -49,7 +49,7 @@ from icectl.table.write_guard import check_writable
 from icectl.threads import ordered_map
 
 from .files import FILE_PATH, DeleteFileWriter, granularity, read_positions, sort_positions
-from .plan import DeleteGroup, PositionDeleteOptions, Sizes, plan_groups
+from .plan import DeleteGroup, PositionDeleteOptions, Sizes, plan_groups, sizes_of
 from .result import DeleteGroupDoc, RewritePositionDeleteFilesResult
 
 __all__ = ["PositionDeleteOptions", "RewritePositionDeleteFilesResult", "rewrite_position_delete_files"]
@@ -132,7 +132,7 @@ def rewrite_position_delete_files(table: Table, options: PositionDeleteOptions, 
     if md.format_version > DV_VERSION:
         raise UnsupportedError(f"rewrite-position-delete-files does not write format v{md.format_version} tables",
                                hint="it rewrites the position delete files of v2 tables")
-    sizes = Sizes.of(options, md)
+    sizes = sizes_of(options, md)
     by_file = granularity(md.properties) == "file"
     head = branch_head(md, options.branch, table.identifier)
     res = RewritePositionDeleteFilesResult(

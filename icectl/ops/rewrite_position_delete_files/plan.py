@@ -21,13 +21,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from icectl.errors import UsageError
+from icectl.ops.rewrite_data_files.plan import RewriteOptions, Sizes
 from icectl.spec.metadata import TableMetadata
 from icectl.table.scan_tasks import ScanFile
 
 TARGET_FILE_SIZE = "write.delete.target-file-size-bytes"
 TARGET_FILE_SIZE_DEFAULT = 64 * 1024 * 1024
-MIN_FILE_SIZE_RATIO = 0.75
-MAX_FILE_SIZE_RATIO = 1.80
 MIN_INPUT_FILES_DEFAULT = 5
 MAX_FILE_GROUP_SIZE_DEFAULT = 100 * 1024 * 1024 * 1024
 
@@ -56,53 +55,19 @@ class PositionDeleteOptions:
             raise UsageError(f"'max-file-group-size-bytes' is set to {self.max_file_group_size_bytes} but must be > 0")
 
 
-@dataclass(frozen=True)
-class Sizes:
-    target: int
-    min: int
-    max: int
-
-    @classmethod
-    def of(cls, options: PositionDeleteOptions, md: TableMetadata) -> Sizes:
-        """Java's ``sizeThresholds`` with the delete target size as the default."""
-        target = options.target_file_size_bytes
-        if target is None:
-            text = md.properties.get(TARGET_FILE_SIZE, str(TARGET_FILE_SIZE_DEFAULT))
-            try:
-                target = int(text)
-            except ValueError:
-                raise UsageError(f"table property {TARGET_FILE_SIZE}={text} is not a number",
-                                 hint="pass --target-file-size-bytes, or fix the property") from None
-        low = options.min_file_size_bytes
-        high = options.max_file_size_bytes
-        low = low if low is not None else int(target * MIN_FILE_SIZE_RATIO)
-        high = high if high is not None else int(target * MAX_FILE_SIZE_RATIO)
-        if target <= 0:
-            raise UsageError(f"'target-file-size-bytes' is set to {target} but must be > 0")
-        if not target > low:
-            raise UsageError(f"'target-file-size-bytes' ({target}) must be > 'min-file-size-bytes' ({low}), "
-                             "all new files will be smaller than the min threshold")
-        if not target < high:
-            raise UsageError(f"'target-file-size-bytes' ({target}) must be < 'max-file-size-bytes' ({high}), "
-                             "all new files will be larger than the max threshold")
-        return cls(target, low, high)
-
-    @property
-    def write_max(self) -> int:
-        """Java's ``writeMaxFileSize`` (the group's ``maxOutputFileSize``, where a writer rolls)."""
-        return int(self.target + (self.max - self.target) * 0.5)
-
-    def expected_output_files(self, input_size: int) -> int:
-        """Java's ``expectedOutputFiles``."""
-        if input_size < self.target:
-            return 1
-        with_remainder = -(-input_size // self.target)
-        without = input_size // self.target
-        if input_size % self.target > self.min:
-            return with_remainder
-        if input_size // without < min(1.1 * self.target, float(self.write_max)):
-            return without
-        return with_remainder
+def sizes_of(options: PositionDeleteOptions, md: TableMetadata) -> Sizes:
+    """Java's ``sizeThresholds`` (and the output-file arithmetic of ``SizeBasedFileRewritePlanner``,
+    shared with rewrite-data-files) with the delete target size as the default."""
+    target = options.target_file_size_bytes
+    if target is None:
+        text = md.properties.get(TARGET_FILE_SIZE, str(TARGET_FILE_SIZE_DEFAULT))
+        try:
+            target = int(text)
+        except ValueError:
+            raise UsageError(f"table property {TARGET_FILE_SIZE}={text} is not a number",
+                             hint="pass --target-file-size-bytes, or fix the property") from None
+    return Sizes.of(RewriteOptions(target_file_size_bytes=target, min_file_size_bytes=options.min_file_size_bytes,
+                                   max_file_size_bytes=options.max_file_size_bytes), md)
 
 
 @dataclass
@@ -147,7 +112,7 @@ def _pack(files: list[ScanFile], limit: int) -> list[list[ScanFile]]:
 
 def plan_groups(md: TableMetadata, deletes: list[ScanFile], options: PositionDeleteOptions) -> list[DeleteGroup]:
     """The groups to rewrite, in plan order (Java's default ``rewrite-job-order`` none)."""
-    sizes = Sizes.of(options, md)
+    sizes = sizes_of(options, md)
     by_partition: dict[tuple[int, tuple[Any, ...]], list[ScanFile]] = {}
     for d in deletes:
         by_partition.setdefault(d.partition_key, []).append(d)
