@@ -166,3 +166,37 @@ def test_dangling_deletes_are_dropped_as_spark_drops_them(spark: Any,
     spark.sql(f"REFRESH TABLE {ours.name}")
     assert metadata_table(spark, ours.name, "delete_files") == []
     assert table_rows_digest(spark, ours.name) == expected
+
+
+def test_v3_leftover_position_deletes_become_deletion_vectors_as_spark_makes_them(
+        spark: Any, spark_clone: Callable[..., FixtureTable]) -> None:
+    """A v2 table upgraded to v3 keeps its position delete files; a later DELETE writes DVs. Spark's
+    procedure (requiresRewriteToDVs) rewrites them, with the DVs of their partitions, into DVs."""
+    flat = spark_clone("v2_part")
+    spark.sql(f"ALTER TABLE {flat.name} DROP COLUMNS (tags, attrs)")
+    spark.sql(f"ALTER TABLE {flat.name} SET TBLPROPERTIES ('format-version'='3')")
+    spark.sql(f"DELETE FROM {flat.name} WHERE id % 11 = 0")
+    ours, theirs = spark_clone(flat.name), spark_clone(flat.name)
+    before = versions(spark, ours)
+    formats = {f["file_format"] for f in metadata_table(spark, ours.name, "delete_files")}
+    assert formats == {"PARQUET", "PUFFIN"}, formats
+    spark_row = call(spark, theirs, "'rewrite-all', 'true'")
+    doc = icectl("rewrite-position-delete-files", str(ours.location), "--rewrite-all")
+    assert versions(spark, ours, skip=doc["snapshot_id"]) == before
+    spark.sql(f"REFRESH TABLE {theirs.name}")
+    assert table_rows_digest(spark, ours.name) == table_rows_digest(spark, theirs.name) == before["current"]
+    assert doc["rewritten_delete_files_count"] == spark_row.rewritten_delete_files_count > 0
+    assert doc["added_delete_files_count"] == spark_row.added_delete_files_count > 0
+
+    def described(t: FixtureTable) -> list[tuple[Any, ...]]:
+        return sorted((f["file_format"], f["record_count"], _relative(f["referenced_data_file"] or "", t.location))
+                      for f in metadata_table(spark, t.name, "delete_files"))
+
+    assert described(ours) == described(theirs)
+    assert {d[0] for d in described(ours)} == {"PUFFIN"}
+    again = icectl("rewrite-position-delete-files", str(ours.location))
+    assert again["snapshot_id"] is None and "deletion vectors" in again["reason"]
+    # Spark's row lineage and later writes still work on icectl's twin.
+    spark.sql(f"DELETE FROM {ours.name} WHERE id % 13 = 0")
+    spark.sql(f"DELETE FROM {theirs.name} WHERE id % 13 = 0")
+    assert table_rows_digest(spark, ours.name) == table_rows_digest(spark, theirs.name)

@@ -18,9 +18,10 @@ dangling ones, as Spark's ``rewrite_position_delete_files`` procedure does (Iceb
    commit (Java's ``failMissingDeletePaths``), else exit 5; files written by a commit that did not
    happen are removed.
 
-Format v1 has no delete files; in v3 deletes are deletion vectors, one per data file, and Java's
-action returns an empty result unless v2 position delete files remain (it converts those to
-deletion vectors: icectl refuses that case, exit 4). v4 is refused (exit 4).
+Format v1 has no delete files. In v3 deletes are deletion vectors, one per data file, and Java's
+action returns an empty result unless v2 position delete files remain (kept from before an
+upgrade): then its groups (those files with the DVs of their partitions) are rewritten as
+deletion vectors (:mod:`.dvs`), the same commit otherwise. v4 is refused (exit 4).
 """
 
 from __future__ import annotations
@@ -28,10 +29,12 @@ from __future__ import annotations
 import math
 import uuid
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
+from pyroaring import BitMap64
 
 from icectl.errors import UnsupportedError
 from icectl.results import NEXT_METADATA
@@ -48,6 +51,7 @@ from icectl.table.snapshot_writer import SnapshotChange, branch_head, write_snap
 from icectl.table.write_guard import check_writable
 from icectl.threads import ordered_map
 
+from .dvs import group_positions, write_dvs
 from .files import FILE_PATH, DeleteFileWriter, granularity, read_positions, sort_positions
 from .plan import DeleteGroup, PositionDeleteOptions, Sizes, plan_groups, sizes_of
 from .result import DeleteGroupDoc, RewritePositionDeleteFilesResult
@@ -76,7 +80,7 @@ def _partition_path(md: TableMetadata, f: ScanFile) -> str:
 
 def _kept_rows(table: Table, group: DeleteGroup, live: LiveData) -> tuple[pa.Table, int]:
     """The group's deletes whose data file is live (sorted by file_path, pos), and how many were dropped."""
-    candidates = live.get((group.spec_id, group.partition), {})
+    candidates = _valid(live, group)
     parts = []
     dropped = 0
     for d in group.files:
@@ -108,6 +112,11 @@ def _chunks(rows: pa.Table, group: DeleteGroup, sizes: Sizes, by_file: bool) -> 
         start += n
 
 
+def _size(f: DataFile) -> int:
+    """Java's ``ScanTaskUtil.contentSizeInBytes``: a deletion vector's blob, else the file."""
+    return f.content_size_in_bytes if f.is_dv and f.content_size_in_bytes is not None else f.file_size_in_bytes
+
+
 def _live_data(md: TableMetadata, data: list[ScanFile]) -> LiveData:
     out: LiveData = {}
     for f in data:
@@ -131,7 +140,7 @@ def rewrite_position_delete_files(table: Table, options: PositionDeleteOptions, 
     md = table.metadata
     if md.format_version > DV_VERSION:
         raise UnsupportedError(f"rewrite-position-delete-files does not write format v{md.format_version} tables",
-                               hint="it rewrites the position delete files of v2 tables")
+                               hint="it rewrites the position delete files of v2 and v3 tables")
     sizes = sizes_of(options, md)
     by_file = granularity(md.properties) == "file"
     head = branch_head(md, options.branch, table.identifier)
@@ -147,14 +156,12 @@ def rewrite_position_delete_files(table: Table, options: PositionDeleteOptions, 
         return _nothing(res, "the branch has no snapshot")
     data, deletes = live_files(md, head, table.io)
     positional = [d for d in deletes if d.file.content == DataFileContent.POSITION_DELETES and not d.file.is_dv]
-    if md.format_version >= DV_VERSION:
-        if positional:
-            raise UnsupportedError(
-                f"{len(positional)} position delete file(s) of format v2 remain in v3 table {table.identifier} "
-                f"(e.g. {positional[0].file.file_path}); Spark's procedure rewrites them into deletion vectors, "
-                "which icectl does not do yet", path=positional[0].file.file_path,
-                hint="run Spark's rewrite_position_delete_files on this table, or rewrite-data-files --rewrite-all")
-        return _nothing(res, "its deletes are deletion vectors, one per data file (as Spark, nothing to do)")
+    dvs = {d.file.referenced_data_file or "": d for d in deletes if d.file.is_dv}
+    to_dvs = md.format_version >= DV_VERSION
+    if to_dvs:
+        if not positional:
+            return _nothing(res, "its deletes are deletion vectors, one per data file (as Spark, nothing to do)")
+        positional = [*positional, *dvs.values()]  # Java plans over the position_deletes table: DVs too
     groups = plan_groups(md, positional, options)
     if not groups:
         return _nothing(res, "no group of position delete files to rewrite")
@@ -162,20 +169,23 @@ def rewrite_position_delete_files(table: Table, options: PositionDeleteOptions, 
     res.rewritten_delete_files_count = sum(len(g.files) for g in groups)
     res.rewritten_bytes_count = sum(g.input_size for g in groups)
 
-    def prepare(g: DeleteGroup) -> tuple[list[pa.Table], int]:
+    def prepare(g: DeleteGroup) -> Prepared:
+        if to_dvs:
+            positions, dropped = group_positions(table.io, g, _valid(live, g), dvs)
+            return Prepared(dropped, positions=positions)
         rows, dropped = _kept_rows(table, g, live)
-        return list(_chunks(rows, g, sizes, by_file)), dropped
+        return Prepared(dropped, chunks=list(_chunks(rows, g, sizes, by_file)))
 
     if dry_run:
         for g in groups:
-            chunks, dropped = prepare(g)
-            res.groups.append(_group_doc(md, g, chunks, dropped))
+            res.groups.append(_group_doc(md, g, prepare(g)))
         res.added_delete_files_count = sum(doc.files_out for doc in res.groups)
         res.dangling_deletes_count = sum(doc.dangling_deletes for doc in res.groups)
         layout = ManifestListLayout(str(uuid.uuid4()), [])
         specs: dict[int, list[DataFile]] = {g.spec_id: [] for g, doc in zip(groups, res.groups, strict=True)
                                              if doc.files_out}
-        res.dry.plan([f"{data_location(md)}/ ({res.added_delete_files_count} new position delete files)",
+        kind = "deletion vectors" if to_dvs else "position delete files"
+        res.dry.plan([f"{data_location(md)}/ ({res.added_delete_files_count} new {kind})",
                       *layout.appended_paths(md, table.metadata_folder, specs, new_snapshot_id(md),
                                              more_manifests=layout.would_rewrite(
                                                  table.io, md, head, Deletes([f.file for g in groups
@@ -185,16 +195,38 @@ def rewrite_position_delete_files(table: Table, options: PositionDeleteOptions, 
     return _rewrite_and_commit(table, options, groups, res, prepare, workers)
 
 
-def _group_doc(md: TableMetadata, g: DeleteGroup, chunks: list[pa.Table], dropped: int) -> DeleteGroupDoc:
+@dataclass
+class Prepared:
+    """A group's deletes that still apply: rows of new position delete files (v2), or positions
+    per data file for new deletion vectors (v3); ``dropped``: those that no longer apply."""
+
+    dropped: int
+    chunks: list[pa.Table] = field(default_factory=list)
+    positions: dict[str, BitMap64] = field(default_factory=dict)
+
+    @property
+    def files_out(self) -> int:
+        return len(self.chunks) + sum(1 for b in self.positions.values() if b)
+
+    @property
+    def records_out(self) -> int:
+        return sum(c.num_rows for c in self.chunks) + sum(len(b) for b in self.positions.values())
+
+
+def _valid(live: LiveData, g: DeleteGroup) -> dict[str, int]:
+    return live.get((g.spec_id, g.partition), {})
+
+
+def _group_doc(md: TableMetadata, g: DeleteGroup, p: Prepared) -> DeleteGroupDoc:
     return DeleteGroupDoc(index=g.index, partition=_partition_doc(md, g.spec_id, g.partition), spec_id=g.spec_id,
                           files_in=len(g.files), bytes_in=g.input_size, records_in=g.records,
-                          data_sequence_number=g.data_sequence_number, dangling_deletes=dropped,
-                          files_out=len(chunks), records_out=sum(c.num_rows for c in chunks))
+                          data_sequence_number=g.data_sequence_number, dangling_deletes=p.dropped,
+                          files_out=p.files_out, records_out=p.records_out)
 
 
 def _rewrite_and_commit(table: Table, options: PositionDeleteOptions, groups: list[DeleteGroup],
                         res: RewritePositionDeleteFilesResult,
-                        prepare: Callable[[DeleteGroup], tuple[list[pa.Table], int]],
+                        prepare: Callable[[DeleteGroup], Prepared],
                         workers: int) -> RewritePositionDeleteFilesResult:
     md = table.metadata
     layout = ManifestListLayout(str(uuid.uuid4()), [])
@@ -204,18 +236,22 @@ def _rewrite_and_commit(table: Table, options: PositionDeleteOptions, groups: li
     written = change.written
 
     def rewrite(g: DeleteGroup) -> tuple[list[DataFile], DeleteGroupDoc]:
-        chunks, dropped = prepare(g)
-        spec = md.spec_by_id(g.spec_id)
-        assert spec is not None
-        writer = DeleteFileWriter(table.io, md, spec, g.partition, prefix=f"{g.index - 1:05d}-{g.index}")
-        try:
-            for c in chunks:
-                writer.write(c)
-        finally:
-            written.extend(writer.written)
-        doc = _group_doc(md, g, chunks, dropped)
-        doc.bytes_out = sum(f.file_size_in_bytes for f in writer.files)
-        return writer.files, doc
+        prepared = prepare(g)
+        doc = _group_doc(md, g, prepared)
+        if prepared.positions:
+            files = write_dvs(table.io, md, g, prepared.positions, written)
+        else:
+            spec = md.spec_by_id(g.spec_id)
+            assert spec is not None
+            writer = DeleteFileWriter(table.io, md, spec, g.partition, prefix=f"{g.index - 1:05d}-{g.index}")
+            try:
+                for c in prepared.chunks:
+                    writer.write(c)
+            finally:
+                written.extend(writer.written)
+            files = writer.files
+        doc.bytes_out = sum(_size(f) for f in files)
+        return files, doc
 
     with discard_on_failure(table.io, written):
         outputs = list(ordered_map(rewrite, groups, workers=max(1, workers), wait=True))
@@ -235,7 +271,7 @@ def _rewrite_and_commit(table: Table, options: PositionDeleteOptions, groups: li
                               sequence_numbers=sequence_numbers)
         done = write_snapshot(table, options.branch, change, snapshot_id=snapshot_id)
     res.added_delete_files_count = len(new_files)
-    res.added_bytes_count = sum(f.file_size_in_bytes for f in new_files)
+    res.added_bytes_count = sum(_size(f) for f in new_files)
     res.dangling_deletes_count = sum(doc.dangling_deletes for doc in res.groups)
     res.snapshot_id = snapshot_id
     res.commit.record(done.metadata_location, done.attempts)

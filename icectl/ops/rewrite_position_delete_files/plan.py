@@ -1,8 +1,8 @@
 """Which position delete files to rewrite, in which groups: Iceberg 1.10's
 ``BinPackRewritePositionDeletePlanner`` (with ``SizeBasedFileRewritePlanner``), option for option.
 
-- The candidates are the live position delete files of the branch head (not deletion vectors:
-  in a v2 table there are none), grouped by partition (spec and partition values: Java groups by
+- The candidates are the live position delete files of the branch head (in v3 with their
+  deletion vectors, which count by their blob size), grouped by partition (spec and partition values: Java groups by
   the table's unified partition type, and its writer then refuses a group holding two specs).
 - A file is rewritten when it is smaller than ``min-file-size-bytes`` (75% of the target) or
   larger than ``max-file-size-bytes`` (180%); the target is ``target-file-size-bytes``, default
@@ -83,7 +83,7 @@ class DeleteGroup:
 
     @property
     def input_size(self) -> int:
-        return sum(f.file.file_size_in_bytes for f in self.files)
+        return sum(length(f) for f in self.files)
 
     @property
     def records(self) -> int:
@@ -95,12 +95,20 @@ class DeleteGroup:
         return max(f.data_sequence_number for f in self.files)
 
 
+def length(d: ScanFile) -> int:
+    """Java's scan task length of a delete file (``ScanTaskUtil.contentSizeInBytes``): a deletion
+    vector's blob size, else the file size."""
+    if d.file.is_dv and d.file.content_size_in_bytes is not None:
+        return d.file.content_size_in_bytes
+    return d.file.file_size_in_bytes
+
+
 def _pack(files: list[ScanFile], limit: int) -> list[list[ScanFile]]:
     """``BinPacking.ListPacker(limit, lookback=1, largestBinFirst=false)``."""
     bins: list[list[ScanFile]] = []
     weight = 0
     for f in files:
-        size = f.file.file_size_in_bytes
+        size = length(f)
         if bins and weight + size <= limit:
             bins[-1].append(f)
             weight += size
@@ -118,10 +126,10 @@ def plan_groups(md: TableMetadata, deletes: list[ScanFile], options: PositionDel
         by_partition.setdefault(d.partition_key, []).append(d)
 
     def candidate(d: ScanFile) -> bool:
-        return d.file.file_size_in_bytes < sizes.min or d.file.file_size_in_bytes > sizes.max
+        return length(d) < sizes.min or length(d) > sizes.max
 
     def worth_it(group: list[ScanFile]) -> bool:
-        size = sum(d.file.file_size_in_bytes for d in group)
+        size = sum(length(d) for d in group)
         return ((len(group) > 1 and len(group) >= options.min_input_files)
                 or (len(group) > 1 and size > sizes.target)
                 or size > sizes.max)

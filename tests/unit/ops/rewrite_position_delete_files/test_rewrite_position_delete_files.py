@@ -194,16 +194,10 @@ def test_a_rewritten_delete_file_removed_meanwhile_is_a_conflict_and_nothing_is_
     assert {p for p in listing(t.location) if p.startswith("data/")} == after_first
 
 
-def test_v3_with_v2_position_deletes_left_is_refused_and_v4_too(spark: Any,
-                                                                spark_clone: Callable[..., FixtureTable]) -> None:
-    """Spark's procedure turns a v3 table's leftover v2 position delete files into deletion vectors;
-    icectl does not yet: exit 4, one line, nothing written. v4: exit 4."""
+def test_v4_is_refused_with_one_line_and_nothing_written(spark: Any,
+                                                         spark_clone: Callable[..., FixtureTable]) -> None:
     t = spark_clone("v2_part")
     icectl("upgrade", str(t.location), "--to", "3")
-    before = listing(t.location)
-    err = icectl("rewrite-position-delete-files", str(t.location), "--rewrite-all", expect=4)
-    assert "deletion vectors" in err
-    assert listing(t.location) == before
     icectl("upgrade", str(t.location), "--to", "4", "--yes")
     before = listing(t.location)
     err = icectl("rewrite-position-delete-files", str(t.location), expect=4)
