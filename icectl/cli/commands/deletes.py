@@ -58,9 +58,10 @@ def rewrite_position_delete_files_cmd(
     Spark's rewrite_position_delete_files, option for option: position delete files outside
     75%-180% of the target size are grouped by partition, their deletes of data files that are
     still live are sorted and written into new files (one per data file under Spark's default
-    write.delete.granularity=file), in one 'replace' commit. v1 tables have no delete files and a
-    v3 table's deletion vectors are already one per data file: nothing to do. The rewritten files
-    stay on disk for older snapshots until expire-snapshots removes them.
+    write.delete.granularity=file), in one 'replace' commit. v1 tables have no delete files; in
+    v3, position delete files kept from v2 become deletion vectors (with the DVs of their
+    partitions), and a table with DVs only has nothing to do. The rewritten files stay on disk
+    for older snapshots until expire-snapshots removes them.
     """
     group_size = _size(max_file_group_size_bytes, "--max-file-group-size-bytes")
     options = PositionDeleteOptions(
