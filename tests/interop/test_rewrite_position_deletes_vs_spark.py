@@ -14,6 +14,7 @@ the counts match Spark's except the bytes (two Parquet writers).
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -89,8 +90,11 @@ def test_icectl_twin_matches_sparks_procedure(spark: Any, spark_clone: Callable[
     # Each twin's own delete file sizes: the clones' relocated paths compress a few bytes apart.
     sizes = {t.name: sum(f["file_size_in_bytes"] for f in metadata_table(spark, t.name, "delete_files"))
              for t in (ours, theirs)}
+    t0 = time.perf_counter()
     spark_row = call(spark, theirs, "'rewrite-all', 'true'")
+    t1 = time.perf_counter()
     doc = icectl("rewrite-position-delete-files", str(ours.location), "--rewrite-all")
+    t2 = time.perf_counter()
     # Rows: unchanged at the head and at every snapshot and ref (the tag and branch dev keep theirs).
     after = versions(spark, ours, skip=doc["snapshot_id"])
     assert after == before
@@ -103,6 +107,10 @@ def test_icectl_twin_matches_sparks_procedure(spark: Any, spark_clone: Callable[
     assert doc["rewritten_delete_files_count"] == spark_row.rewritten_delete_files_count > 0
     assert doc["rewritten_bytes_count"] == sizes[ours.name] and spark_row.rewritten_bytes_count == sizes[theirs.name]
     assert doc["added_delete_files_count"] == spark_row.added_delete_files_count > 0
+    print(f"[rewrite-position-delete-files] spark {tuple(spark_row)} icectl "
+          f"({doc['rewritten_delete_files_count']}, {doc['added_delete_files_count']}, "
+          f"{doc['rewritten_bytes_count']}, {doc['added_bytes_count']}); seconds: spark {t1 - t0:.2f} "
+          f"icectl {t2 - t1:.2f}", flush=True)
     # Bytes: two Parquet writers (parquet-mr's and Arrow's); the same order of magnitude.
     assert 0.5 < doc["added_bytes_count"] / spark_row.added_bytes_count < 2, (doc["added_bytes_count"],
                                                                               spark_row.added_bytes_count)
