@@ -25,6 +25,9 @@ from support.spark import latest_metadata_json, metadata_table, table_rows_diges
 from typer.testing import CliRunner
 
 from icectl.cli.app import app
+from icectl.errors import CommitConflictError
+from icectl.ops.rewrite_position_delete_files import PositionDeleteOptions, rewrite_position_delete_files
+from icectl.table import load_table
 
 
 def icectl(*args: str) -> Any:
@@ -176,14 +179,21 @@ def test_dangling_deletes_are_dropped_as_spark_drops_them(spark: Any,
     assert table_rows_digest(spark, ours.name) == expected
 
 
-def test_v3_leftover_position_deletes_become_deletion_vectors_as_spark_makes_them(
-        spark: Any, spark_clone: Callable[..., FixtureTable]) -> None:
-    """A v2 table upgraded to v3 keeps its position delete files; a later DELETE writes DVs. Spark's
-    procedure (requiresRewriteToDVs) rewrites them, with the DVs of their partitions, into DVs."""
+def v3_with_leftovers(spark: Any, spark_clone: Callable[..., FixtureTable]) -> FixtureTable:
+    """v2_part (list and map columns dropped) upgraded to v3, then a DELETE: position delete
+    files from v2 and deletion vectors side by side."""
     flat = spark_clone("v2_part")
     spark.sql(f"ALTER TABLE {flat.name} DROP COLUMNS (tags, attrs)")
     spark.sql(f"ALTER TABLE {flat.name} SET TBLPROPERTIES ('format-version'='3')")
     spark.sql(f"DELETE FROM {flat.name} WHERE id % 11 = 0")
+    return flat
+
+
+def test_v3_leftover_position_deletes_become_deletion_vectors_as_spark_makes_them(
+        spark: Any, spark_clone: Callable[..., FixtureTable]) -> None:
+    """A v2 table upgraded to v3 keeps its position delete files; a later DELETE writes DVs. Spark's
+    procedure (requiresRewriteToDVs) rewrites them, with the DVs of their partitions, into DVs."""
+    flat = v3_with_leftovers(spark, spark_clone)
     ours, theirs = spark_clone(flat.name), spark_clone(flat.name)
     before = versions(spark, ours)
     formats = {f["file_format"] for f in metadata_table(spark, ours.name, "delete_files")}
@@ -208,3 +218,20 @@ def test_v3_leftover_position_deletes_become_deletion_vectors_as_spark_makes_the
     spark.sql(f"DELETE FROM {ours.name} WHERE id % 13 = 0")
     spark.sql(f"DELETE FROM {theirs.name} WHERE id % 13 = 0")
     assert table_rows_digest(spark, ours.name) == table_rows_digest(spark, theirs.name)
+
+
+def test_v3_a_dv_added_meanwhile_for_a_rewritten_data_file_fails_the_commit(
+        spark: Any, spark_clone: Callable[..., FixtureTable]) -> None:
+    """Spark deletes rows after icectl planned: its new DVs name data files icectl writes DVs for.
+    Two DVs for one data file would break the table (Java's RewriteFiles does not check this): the
+    commit fails with exit 5 before anything else, Spark's rows stay, icectl's Puffin files go."""
+    t = v3_with_leftovers(spark, spark_clone)
+    stale = load_table(str(t.location))
+    spark.sql(f"DELETE FROM {t.name} WHERE id % 7 = 4")
+    expected = table_rows_digest(spark, t.name)
+    files_before = {p for p in t.location.rglob("*") if p.is_file()}
+    with pytest.raises(CommitConflictError, match="added meanwhile"):
+        rewrite_position_delete_files(stale, PositionDeleteOptions(rewrite_all=True))
+    spark.sql(f"REFRESH TABLE {t.name}")
+    assert table_rows_digest(spark, t.name) == expected
+    assert {p for p in t.location.rglob("*") if p.is_file()} == files_before

@@ -36,15 +36,16 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyroaring import BitMap64
 
-from icectl.errors import UnsupportedError
+from icectl.errors import CommitConflictError, UnsupportedError
 from icectl.results import NEXT_METADATA
 from icectl.spec.manifest import DataFile, DataFileContent, ManifestContent
 from icectl.spec.metadata import TableMetadata
+from icectl.spec.snapshots import Snapshot
 from icectl.spec.values import to_human
 from icectl.table import Table
 from icectl.table.commit import discard_on_failure, new_snapshot_id
 from icectl.table.data_writer import data_location
-from icectl.table.layout import Deletes
+from icectl.table.layout import Deletes, deleted_key
 from icectl.table.layout.manifest_list import ManifestListLayout
 from icectl.table.scan_tasks import ScanFile, live_files
 from icectl.table.snapshot_writer import SnapshotChange, branch_head, write_snapshot
@@ -110,6 +111,27 @@ def _chunks(rows: pa.Table, group: DeleteGroup, sizes: Sizes, by_file: bool) -> 
         for offset in range(0, n, per_file):
             yield rows.slice(start + offset, min(per_file, n - offset))
         start += n
+
+
+def _no_new_dvs(table: Table, start: Snapshot, branch: str, added: list[DataFile],
+                removed: list[DataFile]) -> Callable[[TableMetadata], None]:
+    """v3: no deletion vector arrived since the start for a data file this commit writes one for
+    (a data file may have one DV; the other writer's deletes would be hidden or doubled). Java's
+    RewriteFiles does not check this (only RowDelta's validateAddedDVs does); icectl does."""
+    refs = {f.referenced_data_file for f in added if f.is_dv}
+    ours = {deleted_key(f) for f in removed}
+
+    def check(base: TableMetadata) -> None:
+        head = branch_head(base, branch, table.identifier)
+        if not refs or head is None or head.snapshot_id == start.snapshot_id:
+            return
+        for d in live_files(base, head, table.io)[1]:
+            if d.file.is_dv and d.file.referenced_data_file in refs and deleted_key(d.file) not in ours:
+                raise CommitConflictError(
+                    f"a deletion vector for {d.file.referenced_data_file} was added meanwhile ({d.file.file_path}), "
+                    "and this rewrite writes one for it too", path=d.file.file_path,
+                    hint="run rewrite-position-delete-files again: it will plan from the new head")
+    return check
 
 
 def _size(f: DataFile) -> int:
@@ -269,7 +291,10 @@ def _rewrite_and_commit(table: Table, options: PositionDeleteOptions, groups: li
         layout.write_appended(table.io, md, table.metadata_folder, {k: v for k, v in by_spec.items() if v},
                               snapshot_id, written, content=ManifestContent.DELETES,
                               sequence_numbers=sequence_numbers)
-        done = write_snapshot(table, options.branch, change, snapshot_id=snapshot_id)
+        head = branch_head(md, options.branch, table.identifier)
+        assert head is not None
+        done = write_snapshot(table, options.branch, change, snapshot_id=snapshot_id,
+                              check=_no_new_dvs(table, head, options.branch, new_files, removed))
     res.added_delete_files_count = len(new_files)
     res.added_bytes_count = sum(_size(f) for f in new_files)
     res.dangling_deletes_count = sum(doc.dangling_deletes for doc in res.groups)
