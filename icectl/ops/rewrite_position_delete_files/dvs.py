@@ -25,7 +25,7 @@ from icectl.spec.manifest import DataFile, DataFileContent
 from icectl.spec.metadata import TableMetadata
 from icectl.storage import FileIO, join
 from icectl.table.data_writer import data_location
-from icectl.table.rows import DeletedPositions
+from icectl.table.rows import DeleteReader
 from icectl.table.scan_tasks import FileScanTask, ScanFile
 
 from .files import FILE_PATH, POS, read_positions
@@ -36,7 +36,7 @@ def group_positions(io: FileIO, group: DeleteGroup, candidates: dict[str, int],
                     live_dvs: dict[str, ScanFile]) -> tuple[dict[str, BitMap64], int]:
     """Data file path -> the deleted positions the group holds for it, and how many deletes were
     dropped (their data file is not live, or its deletion vector already holds them)."""
-    reader = DeletedPositions(io)
+    reader = DeleteReader(io)  # DVs only: no equality deletes to project
     dvs = {d.file.referenced_data_file: d for d in group.files if d.file.is_dv}
     out: dict[str, BitMap64] = {}
     dropped = 0
@@ -46,7 +46,7 @@ def group_positions(io: FileIO, group: DeleteGroup, candidates: dict[str, int],
         if seq is None or seq > d.data_sequence_number:
             dropped += d.file.record_count
             continue
-        out[path] = reader.of(FileScanTask(ScanFile(d.file, d.spec_id, seq), dv=d))
+        out[path] = reader.positions(FileScanTask(ScanFile(d.file, d.spec_id, seq), dv=d))
     for d in group.files:
         if d.file.is_dv:
             continue
