@@ -245,7 +245,8 @@ def evaluate(doc: dict[str, Any], th: Mapping[str, float | int], cmd: Commands) 
                f"{th['delete-file-count']})",
                # Position delete files can be compacted on their own; DVs and equality deletes
                # go away only by rewriting the data files they apply to.
-               cmd.spark("rewrite_position_delete_files") if dels["position_delete_file_count"]
+               (cmd.icectl("rewrite-position-delete-files") if doc["format_version"] <= MAX_REWRITE_VERSION
+                else cmd.spark("rewrite_position_delete_files")) if dels["position_delete_file_count"]
                else rewrite("delete-file-threshold", "1"),
                applies=dels["delete_file_count"] >= th["delete-file-count"]),
         _check("format_version.min", "Format version", "count", doc["format_version"], "<", th["min-format-version"],
