@@ -33,6 +33,7 @@ _icectl() {
             "|register") path="register" ;;
             "|remove-files") path="remove-files" ;;
             "|remove-orphan-files") path="remove-orphan-files" ;;
+            "|rewrite-data-files") path="rewrite-data-files" ;;
             "|rollback") path="rollback" ;;
             "|set-current") path="set-current" ;;
             "|tag") path="tag" ;;
@@ -228,6 +229,16 @@ _icectl() {
         "remove-orphan-files|--engine") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "remove-orphan-files|--spark-master") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "remove-orphan-files|--spark-conf") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "rewrite-data-files|--catalog"|"rewrite-data-files|-c") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "rewrite-data-files|--strategy") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "rewrite-data-files|--target-file-size-bytes") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "rewrite-data-files|--min-file-size-bytes") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "rewrite-data-files|--max-file-size-bytes") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "rewrite-data-files|--min-input-files") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "rewrite-data-files|--max-file-group-size-bytes") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "rewrite-data-files|--delete-file-threshold") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "rewrite-data-files|--delete-ratio-threshold") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "rewrite-data-files|--branch") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "rollback|--to-snapshot") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "rollback|--to-timestamp") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "rollback|--branch"|"rollback|-b") COMPREPLY=($(compgen -f -- "$cur")); return ;;
@@ -257,7 +268,7 @@ _icectl() {
             if [[ "$cur" == -* ]]; then
                 COMPREPLY=($(compgen -W "--debug --config --no-cache --version --help -h" -- "$cur"))
             else
-                COMPREPLY=($(compgen -W "add-files branch cache cherrypick compact compute-partition-stats create drop expire-snapshots fast-forward health inspect list namespace properties publish register remove-files remove-orphan-files rollback set-current tag upgrade validate" -- "$cur"))
+                COMPREPLY=($(compgen -W "add-files branch cache cherrypick compact compute-partition-stats create drop expire-snapshots fast-forward health inspect list namespace properties publish register remove-files remove-orphan-files rewrite-data-files rollback set-current tag upgrade validate" -- "$cur"))
             fi ;;
         "add-files")
             if [[ "$cur" == -* ]]; then
@@ -508,6 +519,12 @@ _icectl() {
         "remove-orphan-files")
             if [[ "$cur" == -* ]]; then
                 COMPREPLY=($(compgen -W "--all --catalog -c --older-than --allow-recent --location --prefix-mismatch-mode --equal-schemes --equal-authorities --max-deletes --max-concurrent-deletes --dry-run --json --engine --spark-master --spark-conf --executor-deletes --help -h" -- "$cur"))
+            else
+                _icectl_dynamic
+            fi ;;
+        "rewrite-data-files")
+            if [[ "$cur" == -* ]]; then
+                COMPREPLY=($(compgen -W "--all --catalog -c --strategy --target-file-size-bytes --min-file-size-bytes --max-file-size-bytes --min-input-files --rewrite-all --max-file-group-size-bytes --delete-file-threshold --delete-ratio-threshold --use-starting-sequence-number --no-use-starting-sequence-number --branch --dry-run --json --help -h" -- "$cur"))
             else
                 _icectl_dynamic
             fi ;;

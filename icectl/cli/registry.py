@@ -50,6 +50,9 @@ COMMANDS: dict[str, LazyCommand] = {
                                     "snapshot reaches."),
     "compact": LazyCommand("commands.maintenance", "register",
                            "Rewrite and merge manifests (data and delete manifests) into few, clustered ones."),
+    "rewrite-data-files": LazyCommand("commands.maintenance", "register",
+                                      "Compact small data files (and files heavy with deletes) into files of the "
+                                      "target size."),
     "health": LazyCommand("commands.health", "register",
                           "Which tables need maintenance: snapshots, metadata files, manifests, file sizes, delete "
                           "files."),

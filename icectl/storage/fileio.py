@@ -260,6 +260,19 @@ class FileIO:
                 os.makedirs(os.path.dirname(p) or ".", exist_ok=True)
             fs.pipe_file(p, data)
 
+    @contextmanager
+    def create(self, path: str) -> Iterator[IO[bytes]]:
+        """A new file to write as a stream (a data file larger than memory should hold), checked by
+        the write gate like :meth:`write`. Not atomic: a reader must not know the path before it is
+        closed (data files are referenced only by a later commit)."""
+        self._check_write(path)
+        fs, p = self._fs(path)
+        with self._errors(path, "writing"):
+            if scheme_of(path) == "file":
+                os.makedirs(os.path.dirname(p) or ".", exist_ok=True)
+            with fs.open(p, "wb") as f:
+                yield f
+
     def makedirs(self, path: str) -> None:
         """Create a directory (object stores have none: nothing to do there)."""
         self._check_write(path)

@@ -77,7 +77,7 @@ def test_a_table_of_2000_appends_needs_expiry_and_compaction(wh: Path, tmp_path:
                             "data_files.small"}
     assert doc["healthy"] is False
     assert doc["recommendations"][:2] == [f"icectl expire-snapshots {table}", f"icectl compact {table}"]
-    assert any(r.startswith("CALL <catalog>.system.rewrite_data_files(") for r in doc["recommendations"])
+    assert f"icectl rewrite-data-files {table}" in doc["recommendations"]
     # The Prometheus file parses and says what the document says.
     families = {f.name: f for f in text_string_to_metric_families(prom.read_text())}
     def value(name: str, **labels: str) -> float:
@@ -130,7 +130,7 @@ def test_all_tables_one_line_each_and_the_worst_exit_code(wh: Path, tmp_path: Pa
     code, out, _ = run(wh, "health", "--all", "db")
     lines = out.splitlines()
     assert code == ExitCode.FINDINGS
-    assert lines[0].startswith("db.appends  needs attention: 5 check(s) (expire-snapshots, compact, rewrite_data_files")
+    assert lines[0].startswith("db.appends  needs attention: 5 check(s) (expire-snapshots, compact, rewrite-data-files")
     assert lines[1] == "db.fresh  healthy" and lines[2] == "health: 2 table(s), 1 with problems"
     assert run(wh, "health")[0] == ExitCode.USAGE
 
@@ -142,7 +142,8 @@ def test_thresholds_from_the_config_and_the_table(wh: Path, tmp_path: Path) -> N
     doc = json.loads(out)
     assert code == ExitCode.FINDINGS and crossed(doc) == {"data_files.small"}
     assert doc["thresholds"]["small-file-count"] == 1
-    assert doc["recommendations"] == ["CALL local.system.rewrite_data_files(table => 'db.fresh')"]
+    assert doc["recommendations"] == ["icectl rewrite-data-files db.fresh"]
+    assert run(wh, "rewrite-data-files", "db.fresh", "--dry-run", "--json", config=config)[0] == 0
     # The table's own property wins over the config.
     assert run(wh, "properties", "set", "db.fresh", "icectl.health.small-file-count=2", config=config)[0] == 0
     try:

@@ -62,6 +62,7 @@ CASES: dict[str, list[Args]] = {
     "expire-snapshots": [lambda c: ["expire-snapshots", str(c.copy)],
                          lambda c: ["expire-snapshots", str(c.copy), "--retain-last", "1", "--older-than", "0"]],
     "compact": [lambda c: ["compact", str(c.copy)]],
+    "rewrite-data-files": [lambda c: ["rewrite-data-files", str(c.copy), "--rewrite-all"]],
     "upgrade": [lambda c: ["upgrade", str(c.copy), "--to", "3"]],
     "remove-files": [lambda c: ["remove-files", str(c.copy), c.data_file]],
     "rollback": [lambda c: ["rollback", str(c.copy), "--to-snapshot", str(c.parent)]],

@@ -1,5 +1,5 @@
-"""Maintenance commands: `icectl expire-snapshots` (the nightly retention job) and `icectl compact`,
-for one table or every table of a catalog or namespace (``--all``)."""
+"""Maintenance commands: `icectl expire-snapshots` (the nightly retention job), `icectl compact` and
+`icectl rewrite-data-files`, for one table or every table of a catalog or namespace (``--all``)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import typer
 
 from icectl.cli.framework import TableTargets, command
 from icectl.cli.options import DryRunOpt, JsonOpt
+from icectl.config import parse_size as parse_byte_size
 from icectl.engine import Engine
 from icectl.errors import UsageError
 from icectl.ops.compact.manifests import compact
@@ -17,6 +18,13 @@ from icectl.ops.compact.plan import CompactOptions, parse_size
 from icectl.ops.compact.result import CompactResult
 from icectl.ops.expire import ExpirePolicy, expire_snapshots, parse_older_than
 from icectl.ops.expire.result import ExpireResult
+from icectl.ops.rewrite_data_files import RewriteDataFilesResult, RewriteOptions, rewrite_data_files
+from icectl.ops.rewrite_data_files.plan import (
+    DELETE_FILE_THRESHOLD_DEFAULT,
+    DELETE_RATIO_THRESHOLD_DEFAULT,
+    MAX_FILE_GROUP_SIZE_DEFAULT,
+    MIN_INPUT_FILES_DEFAULT,
+)
 from icectl.results import MultiResult, Result
 
 
@@ -103,7 +111,74 @@ def compact_cmd(
     return tables.run(CompactResult, lambda t: compact(t, options, dry_run=dry_run, engine=engine))
 
 
+def _size(text: str | None, option: str) -> int | None:
+    if text is None:
+        return None
+    try:
+        return parse_byte_size(text)
+    except ValueError:
+        raise UsageError(f"{option} {text!r} is not a size (536870912, 512MiB, 1.5GB)") from None
+
+
+def rewrite_data_files_cmd(
+    tables: TableTargets,
+    strategy: Annotated[str, typer.Option(
+        "--strategy", help="How to rewrite: binpack (sort and zorder are not implemented yet).")] = "binpack",
+    target_file_size_bytes: Annotated[str | None, typer.Option(
+        "--target-file-size-bytes", help="Target size of the new files (536870912, 512MiB). "
+                                         "Default: write.target-file-size-bytes (512 MiB).",
+        metavar="SIZE", show_default=False)] = None,
+    min_file_size_bytes: Annotated[str | None, typer.Option(
+        "--min-file-size-bytes", help="Files smaller than this are rewritten. Default: 75% of the target.",
+        metavar="SIZE", show_default=False)] = None,
+    max_file_size_bytes: Annotated[str | None, typer.Option(
+        "--max-file-size-bytes", help="Files larger than this are rewritten. Default: 180% of the target.",
+        metavar="SIZE", show_default=False)] = None,
+    min_input_files: Annotated[int, typer.Option(
+        "--min-input-files", help="Rewrite a group of at least this many files even when it is small.",
+        metavar="N")] = MIN_INPUT_FILES_DEFAULT,
+    rewrite_all: Annotated[bool, typer.Option(
+        "--rewrite-all", help="Rewrite every file, whatever its size.")] = False,
+    max_file_group_size_bytes: Annotated[str | None, typer.Option(
+        "--max-file-group-size-bytes", help="Largest amount of data rewritten as one group. Default: 100 GiB.",
+        metavar="SIZE", show_default=False)] = None,
+    delete_file_threshold: Annotated[int, typer.Option(
+        "--delete-file-threshold", help="Rewrite a file that this many delete files apply to. Default: off.",
+        metavar="N", show_default=False)] = DELETE_FILE_THRESHOLD_DEFAULT,
+    delete_ratio_threshold: Annotated[float, typer.Option(
+        "--delete-ratio-threshold", help="Rewrite a file whose file-scoped deletes remove this share of its rows.",
+        metavar="RATIO")] = DELETE_RATIO_THRESHOLD_DEFAULT,
+    use_starting_sequence_number: Annotated[bool, typer.Option(
+        "--use-starting-sequence-number/--no-use-starting-sequence-number",
+        help="Give the new files the starting snapshot's data sequence number, so equality deletes committed "
+             "meanwhile still apply.")] = True,
+    branch: Annotated[str, typer.Option("--branch", help="The branch whose head is rewritten.")] = "main",
+    dry_run: DryRunOpt = False,
+    json_output: JsonOpt = False,
+) -> Result | MultiResult:
+    """Compact small data files (and files heavy with deletes) into files of the target size.
+
+    Spark's rewrite_data_files with the bin-pack strategy, option for option: files outside
+    75%-180% of the target size are grouped by partition and rewritten with their deletion
+    vectors and position deletes applied, in one 'replace' commit that keeps the starting
+    snapshot's sequence number and every row's _row_id. The rewritten files stay on disk for
+    older snapshots until expire-snapshots removes them.
+    """
+    group_size = _size(max_file_group_size_bytes, "--max-file-group-size-bytes")
+    options = RewriteOptions(
+        target_file_size_bytes=_size(target_file_size_bytes, "--target-file-size-bytes"),
+        min_file_size_bytes=_size(min_file_size_bytes, "--min-file-size-bytes"),
+        max_file_size_bytes=_size(max_file_size_bytes, "--max-file-size-bytes"),
+        min_input_files=min_input_files, rewrite_all=rewrite_all,
+        max_file_group_size_bytes=group_size if group_size is not None else MAX_FILE_GROUP_SIZE_DEFAULT,
+        delete_file_threshold=delete_file_threshold, delete_ratio_threshold=delete_ratio_threshold,
+        use_starting_sequence_number=use_starting_sequence_number, strategy=strategy, branch=branch)
+    options.check()
+    return tables.run(RewriteDataFilesResult, lambda t: rewrite_data_files(t, options, dry_run=dry_run))
+
+
 def register(app: typer.Typer) -> None:
     command(app, "expire-snapshots", engine="deletes", each_table=True)(expire_cmd)
     command(app, "compact", engine=True, each_table=True)(compact_cmd)
+    command(app, "rewrite-data-files", each_table=True)(rewrite_data_files_cmd)
 

@@ -46,6 +46,14 @@ EXAMPLES: dict[str, list[Example]] = {
         ("Compact every table with at least 20 manifests in a group, one line per table",
          "icectl compact --all --min-manifests 20"),
     ],
+    "rewrite-data-files": [
+        ("See the file groups, files in and out, and the deletes applied; change nothing",
+         "icectl rewrite-data-files db.events --dry-run"),
+        ("Compact every partition with two or more small files into 128 MiB files",
+         "icectl rewrite-data-files db.events --min-input-files 2 --target-file-size-bytes 128MiB"),
+        ("Rewrite every data file of every table of a namespace, one line per table",
+         "icectl rewrite-data-files --all sales --rewrite-all"),
+    ],
     "compute-partition-stats": [
         ("Write the current snapshot's partition statistics file and register it",
          "icectl compute-partition-stats db.events"),

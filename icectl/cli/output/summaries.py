@@ -12,9 +12,11 @@ from typing import TYPE_CHECKING, Any
 
 from icectl.cli.output.human import relative_path
 from icectl.cli.output.render import rows_table
+from icectl.humanize import fmt_bytes
 from icectl.ops.compact.result import CompactResult
 from icectl.ops.expire.result import EXPIRE_CATEGORIES, ExpireCutoff, ExpireResult, RefPolicy
 from icectl.ops.orphans.result import RemoveOrphanFilesResult
+from icectl.ops.rewrite_data_files.result import RewriteDataFilesResult
 from icectl.results import UNSET, RowsResult, TableFailure, Unset
 from icectl.spec.durations import human_duration
 from icectl.validate import rule_summaries
@@ -221,6 +223,24 @@ def compact_line(r: CompactResult | TableFailure) -> str:
     return (f"{r.table}  {verb} {plural(r.manifests_replaced, 'manifest')} into {r.manifests_created:,} "
             f"({r.manifests_kept:,} kept, {plural(r.entries_processed, 'entry', 'entries')}"
             + "".join(f", {w}" for w in v4) + ")")
+
+
+# --------------------------------------------------------------------------- rewrite-data-files
+
+
+def rewrite_data_files_line(r: RewriteDataFilesResult | TableFailure) -> str:
+    """``db.t  rewrote 120 data files (14.2 MiB) into 7 in 7 groups``."""
+    if isinstance(r, TableFailure):
+        return _failure_line(r)
+    if not r.groups:
+        return f"{r.table}  nothing to rewrite on {r.branch}"
+    verb = "would rewrite" if r.dry_run else "rewrote"
+    out = (f"{r.table}  {verb} {plural(r.rewritten_data_files_count, 'data file')} "
+           f"({fmt_bytes(r.rewritten_bytes_count)}) into {r.added_data_files_count:,} "
+           f"in {plural(len(r.groups), 'group')}")
+    if r.removed_delete_files_count:
+        out += f", {plural(r.removed_delete_files_count, 'deletion vector')} removed"
+    return out
 
 
 # --------------------------------------------------------------------------- remove-orphan-files

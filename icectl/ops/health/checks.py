@@ -26,6 +26,7 @@ PROPERTY_PREFIX = "icectl.health."
 TARGET_FILE_SIZE_BYTES = IntProperty("write.target-file-size-bytes", 512 * 1024 * 1024, minimum=1)
 
 TABLE_DEFAULT = None  # a default that is a property of the table (see _table_default)
+MAX_REWRITE_VERSION = 3  # rewrite-data-files writes v1-v3 tables
 SPARK_DELETE_RATIO = 0.3  # rewrite_data_files' delete-ratio-threshold default
 
 
@@ -192,6 +193,14 @@ def evaluate(doc: dict[str, Any], th: Mapping[str, float | int], cmd: Commands) 
     lag = doc["partition_stats_files"]
     compact = cmd.icectl("compact") if mans["mergeable_count"] else None
     expirable = snaps["expirable_count"]
+
+    def rewrite(*option: str) -> Advice:
+        """icectl rewrite-data-files with a Spark option, or Spark's procedure where icectl does not
+        rewrite yet (equality deletes, format v4)."""
+        if dels.get("equality_delete_file_count") or doc["format_version"] > MAX_REWRITE_VERSION:
+            return cmd.spark("rewrite_data_files", ", ".join(f"'{o}'" for o in option))
+        return cmd.icectl("rewrite-data-files", *(f"--{o}" if i % 2 == 0 else o for i, o in enumerate(option)))
+
     checks = [
         _check("snapshots.expirable", "Expirable snapshots", "count", expirable, ">=", th["expirable-snapshots"],
                f"{expirable} of {snaps['count']} snapshots are past the table's retention policy "
@@ -221,14 +230,14 @@ def evaluate(doc: dict[str, Any], th: Mapping[str, float | int], cmd: Commands) 
                f"{data['small_file_count']} of {data['count']} data files ({_pct(data['small_file_ratio'])}) are "
                f"under {fmt_bytes(data['small_file_bytes'])} (threshold: more than {_pct(th['small-file-ratio'])} "
                f"and at least {th['small-file-count']})",
-               cmd.spark("rewrite_data_files"), applies=data["small_file_count"] >= th["small-file-count"]),
+               rewrite(), applies=data["small_file_count"] >= th["small-file-count"]),
         _check("delete_files.deleted_rows", "Deleted rows", "ratio", dels["deleted_row_ratio"], ">=",
                th["deleted-row-ratio"],
                f"{dels['delete_record_count']} deleted rows for {data['record_count']} data rows "
                f"({_pct(dels['deleted_row_ratio'])}, threshold {_pct(th['deleted-row-ratio'])})",
                # Spark's default delete-ratio-threshold is 0.3: the plain call picks those files.
-               cmd.spark("rewrite_data_files", "" if th["deleted-row-ratio"] == SPARK_DELETE_RATIO
-                         else f"'delete-ratio-threshold', '{th['deleted-row-ratio']}'")),
+               rewrite(*(() if th["deleted-row-ratio"] == SPARK_DELETE_RATIO
+                         else ("delete-ratio-threshold", str(th["deleted-row-ratio"]))))),
         _check("delete_files.ratio", "Delete files", "ratio", dels["delete_file_ratio"], ">=",
                th["delete-file-ratio"],
                f"{dels['delete_file_count']} delete files and DVs for {data['count']} data files "
@@ -237,7 +246,7 @@ def evaluate(doc: dict[str, Any], th: Mapping[str, float | int], cmd: Commands) 
                # Position delete files can be compacted on their own; DVs and equality deletes
                # go away only by rewriting the data files they apply to.
                cmd.spark("rewrite_position_delete_files") if dels["position_delete_file_count"]
-               else cmd.spark("rewrite_data_files", "'delete-file-threshold', '1'"),
+               else rewrite("delete-file-threshold", "1"),
                applies=dels["delete_file_count"] >= th["delete-file-count"]),
         _check("format_version.min", "Format version", "count", doc["format_version"], "<", th["min-format-version"],
                f"format version {doc['format_version']} (threshold: at least {th['min-format-version']})",

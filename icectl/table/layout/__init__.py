@@ -88,10 +88,12 @@ class SnapshotLayout(ABC):
 
     @abstractmethod
     def write_appended(self, io: FileIO, md: TableMetadata, folder: str, files: dict[int, list[DataFile]],
-                       snapshot_id: int, written: list[str]) -> None:
+                       snapshot_id: int, written: list[str], *, data_sequence_number: int | None = None) -> None:
         """Write what an append of ``files`` (partition spec id -> data files) needs before the
         commit and list it in this layout (v1-v3: one manifest of ADDED entries per spec; v4: root
-        entries, or new leaves past write.v4.root-max-added-files)."""
+        entries, or new leaves past write.v4.root-max-added-files). ``data_sequence_number``: the
+        files' data sequence number when it is not the new snapshot's (Java's
+        ``RewriteFiles.dataSequenceNumber``: a rewrite keeps the starting snapshot's)."""
 
     @abstractmethod
     def appended_paths(self, md: TableMetadata, folder: str, files: dict[int, list[DataFile]], snapshot_id: int,

@@ -131,14 +131,14 @@ class ManifestListLayout(SnapshotLayout):
         return len(holding(md, head, io, deletes)) if deletes.files and head is not None else 0
 
     def write_appended(self, io: FileIO, md: TableMetadata, folder: str, files: dict[int, list[DataFile]],
-                       snapshot_id: int, written: list[str]) -> None:
+                       snapshot_id: int, written: list[str], *, data_sequence_number: int | None = None) -> None:
         added = []
         for i, (spec_id, fs) in enumerate(sorted(files.items())):
             spec = md.spec_by_id(spec_id)
             assert spec is not None
             path = manifest_path(folder, self.commit_id, i)
             written.append(path)
-            entries = [ManifestEntry(ManifestEntryStatus.ADDED, snapshot_id, None, None, f) for f in fs]
+            entries = [ManifestEntry(ManifestEntryStatus.ADDED, snapshot_id, data_sequence_number, None, f) for f in fs]
             result = write_manifest(entries, schema=md.schema(), spec=spec, partition_type=md.partition_type(spec),
                                     format_version=md.format_version, content=ManifestContent.DATA,
                                     snapshot_id=snapshot_id)

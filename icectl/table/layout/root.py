@@ -34,7 +34,7 @@ from pyroaring import BitMap64
 from icectl.codec.mumbling import encode_mumbling
 from icectl.codec.v4_manifest import read_v4_manifest, write_v4_manifest
 from icectl.codec.v4_schema import MANIFEST_SUFFIX
-from icectl.errors import CommitConflictError, IcectlError, RefusedError
+from icectl.errors import CommitConflictError, IcectlError, RefusedError, UnsupportedError
 from icectl.spec.manifest import DataFile, DataFileContent, ManifestEntry, ManifestEntryStatus
 from icectl.spec.metadata import TableMetadata
 from icectl.spec.partitioning import unified_partition_type
@@ -247,7 +247,9 @@ class RootLayout(SnapshotLayout):
         return dataclasses.replace(self, removed_root_files=root_files, removed_leaf_rows=leaf_rows)
 
     def write_appended(self, io: FileIO, md: TableMetadata, folder: str, files: dict[int, list[DataFile]],
-                       snapshot_id: int, written: list[str]) -> None:
+                       snapshot_id: int, written: list[str], *, data_sequence_number: int | None = None) -> None:
+        if data_sequence_number is not None:
+            raise UnsupportedError("v4: files keeping an earlier data sequence number are not written yet")
         to_leaf = appends_to_leaf(md, sum(map(len, files.values())))
         commit_uuid = str(uuid.uuid4())
         for spec_id, fs in sorted(files.items()):
