@@ -264,6 +264,9 @@ def test_rewrite_equals_spark(spark: Any, spark_clone: Callable[..., FixtureTabl
     # Removed delete files: Spark's procedure counts the DVs it drops (v3: 12 on v3_dv), not the
     # file-scoped v2 position delete files Java's commit drops with their data file (v2_part: the
     # procedure says 0 while its snapshot removes 11). icectl may say either, not anything else.
+    # (Spark's v2 position delete files have no referenced_data_file; Java takes one whose
+    # file_path lower and upper bounds are equal as scoped to that file, all 28 of v2_part's: for
+    # the delete-ratio-threshold, which selects single files, and for dropping them above.)
     removed = sum(1 for e in ours_entries if e["status"] == 2 and e["content"] > 0)
     assert out["removed_delete_files_count"] in (spark_out["removed_delete_files_count"], removed)
     assert ours_shape["added"] == their_shape["added"]
@@ -352,6 +355,8 @@ def test_dry_run_changes_nothing_and_reports_the_real_counts(spark: Any, spark_c
     assert dry["rewritten_data_files_count"] > 0
 
     real = icectl_rewrite(config, ours, options)
+    # Added files too: the plan must know how many files each group writes (a group of files of
+    # an older spec writes one per partition of the current spec its rows fall in).
     assert real["dry_run"] is False and real["snapshot_id"] == current(ours)[0] != start[0]
     assert {k: dry[k] for k in COUNT_KEYS} == {k: real[k] for k in COUNT_KEYS}
 
