@@ -2,7 +2,8 @@
 
 Each case clones a Spark-written fixture twice (same snapshot ids, same files under the same
 relative names): Spark's procedure rewrites one twin, icectl the other, with the same options
-(``min-input-files=2``, and ``rewrite-all=true``). Then:
+(``min-input-files=2``; ``rewrite-all=true``; an 8 KiB target, several files per group;
+``delete-file-threshold=1`` where there are deletes). Then:
 
 - icectl reports the counts Spark's procedure reports, and rewrote the same files (by relative
   path) and removed the same delete files;
@@ -16,7 +17,8 @@ relative names): Spark's procedure rewrites one twin, icectl the other, with the
 - v3: every row keeps its ``_row_id`` and ``_last_updated_sequence_number`` and no DV of a
   rewritten data file stays live;
 - ``--dry-run`` changes no file and reports the counts the real run then reports;
-- Spark can still INSERT and DELETE on icectl's twin afterwards and reads what it reads on its own.
+- Spark can still INSERT and DELETE on icectl's twin afterwards and reads what it reads on its own;
+- ``--branch dev`` rewrites dev alone (Spark 1.10's procedure has no branch: judged by reading).
 """
 
 from __future__ import annotations
@@ -41,7 +43,13 @@ KINDS = ("many_appends", "v1_unpart", "v2_part", "v3_dv")
 VARIANTS: dict[str, dict[str, str]] = {
     "min-input-files=2": {"min-input-files": "2"},
     "rewrite-all": {"rewrite-all": "true"},
+    # Files with any delete file, single ones too (min-input-files stays 5): the deletes' side.
+    "delete-file-threshold=1": {"delete-file-threshold": "1"},
+    # Several files out of one group: how many is Spark's task splitting (see below).
+    "target-8KiB": {"target-file-size-bytes": "8192", "min-input-files": "2"},
 }
+CASES = [(kind, variant) for kind in KINDS for variant in ("min-input-files=2", "rewrite-all", "target-8KiB")] + [
+    (kind, "delete-file-threshold=1") for kind in ("v2_part", "v3_dv")]  # the others have no deletes
 # The procedure's output columns; icectl's --json uses the same names.
 COUNT_KEYS = ("rewritten_data_files_count", "added_data_files_count", "rewritten_bytes_count",
               "failed_data_files_count", "removed_delete_files_count")
@@ -151,6 +159,14 @@ def entry_shape(t: FixtureTable, entries: list[dict[str, Any]], start_seq: int) 
     }
 
 
+def added_rows(shape: dict[str, Any]) -> Counter[tuple[Any, ...]]:
+    """Rows of the ADDED files per (content, spec, partition, sequence number)."""
+    out: Counter[tuple[Any, ...]] = Counter()
+    for content, spec_id, part, n, seq in shape["added"]:
+        out[(content, spec_id, part, seq)] += n
+    return out
+
+
 def check_files_consistent(spark: Any, t: FixtureTable) -> None:
     """Per live data file (Spark's ``files``): record_count minus the positions Spark's
     ``position_deletes`` table deletes in it (position delete files, partition- or file-scoped, and
@@ -170,11 +186,13 @@ def check_files_consistent(spark: Any, t: FixtureTable) -> None:
     assert sum(data.values()) - sum(deleted.get(p, 0) for p in data) == total
 
 
-def partitions(spark: Any, t: FixtureTable) -> Counter[str]:
+def partitions(spark: Any, t: FixtureTable, file_counts: bool = True) -> Counter[str]:
     """Spark's ``partitions`` table without the columns that name snapshots or times, and sizes
-    (two Spark runs already write files a few bytes apart)."""
-    cols = [c for c in spark.table(f"{t.name}.partitions").columns
-            if c not in ("last_updated_at", "last_updated_snapshot_id", "total_data_file_size_in_bytes")]
+    (two Spark runs already write files a few bytes apart); without data file counts if asked."""
+    drop = {"last_updated_at", "last_updated_snapshot_id", "total_data_file_size_in_bytes"}
+    if not file_counts:
+        drop.add("file_count")
+    cols = [c for c in spark.table(f"{t.name}.partitions").columns if c not in drop]
     return Counter(r["j"] for r in rows(spark, f"SELECT to_json(struct({', '.join(cols)})) AS j "
                                                f"FROM {t.name}.partitions"))
 
@@ -208,8 +226,7 @@ def listing(root: Path) -> dict[str, tuple[int, int]]:
 # --------------------------------------------------------------------------- 1. same result as Spark
 
 
-@pytest.mark.parametrize("variant", list(VARIANTS))
-@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize(("kind", "variant"), CASES, ids=[f"{k}-{v}" for k, v in CASES])
 def test_rewrite_equals_spark(spark: Any, spark_clone: Callable[..., FixtureTable], spark_warehouse: str,
                               tmp_path: Path, kind: str, variant: str) -> None:
     options = VARIANTS[variant]
@@ -249,16 +266,26 @@ def test_rewrite_equals_spark(spark: Any, spark_clone: Callable[..., FixtureTabl
         # use-starting-sequence-number: the rewritten rows keep the starting snapshot's data sequence number.
         assert {(e["sequence_number"], e["file_sequence_number"]) for e in added} == {(start_seq, seq)}, t.name
     ours_shape, their_shape = entry_shape(ours, ours_entries, start_seq), entry_shape(theirs, their_entries, start_seq)
-    assert ours_shape["deleted"] == their_shape["deleted"]
+    ours_gone, their_gone = set(ours_shape["deleted"]), set(their_shape["deleted"])
+    assert ours_gone == their_gone, ("(content, file, seq, file seq, records) only Spark removed:",
+                                     sorted(their_gone - ours_gone),
+                                     "only icectl removed:", sorted(ours_gone - their_gone))
 
     # The procedure's counts. The twins hold the same files, so rewritten/bytes/failed match
     # exactly. Added: Spark writes one file per output partition of each file group here (files
     # far below the 512 MB target, one read task per group; a group of files of an older spec is
     # range-shuffled by the current spec's partition, each partition value to one task), so two
-    # Spark runs agree and icectl must bin rows into groups and partitions as Spark does.
-    same = ("rewritten_data_files_count", "added_data_files_count", "rewritten_bytes_count",
-            "failed_data_files_count")
+    # Spark runs agree and icectl must bin rows into groups and partitions as Spark does. With an
+    # 8 KiB target a group is read by several tasks, one output file each, and how many depends on
+    # how Spark packs whole (unsplittable one-row-group) files into splits of the planned size: one
+    # file more or less per group than the plan's expected count (v3_dv: Spark 3, the plan 4).
+    exact = variant != "target-8KiB"
+    same = ("rewritten_data_files_count", "rewritten_bytes_count", "failed_data_files_count")
     assert {k: out[k] for k in same} == {k: spark_out[k] for k in same}
+    if exact:
+        assert out["added_data_files_count"] == spark_out["added_data_files_count"]
+    else:
+        assert abs(out["added_data_files_count"] - spark_out["added_data_files_count"]) <= len(out["groups"])
     assert out["rewritten_data_files_count"] == sum(1 for e in ours_entries if e["status"] == 2 and e["content"] == 0)
     assert out["added_data_files_count"] == sum(1 for e in ours_entries if e["status"] == 1)
     # Removed delete files: Spark's procedure counts the DVs it drops (v3: 12 on v3_dv), not the
@@ -269,33 +296,39 @@ def test_rewrite_equals_spark(spark: Any, spark_clone: Callable[..., FixtureTabl
     # the delete-ratio-threshold, which selects single files, and for dropping them above.)
     removed = sum(1 for e in ours_entries if e["status"] == 2 and e["content"] > 0)
     assert out["removed_delete_files_count"] in (spark_out["removed_delete_files_count"], removed)
-    assert ours_shape["added"] == their_shape["added"]
+    # The new files hold the same rows per partition (and, but for the split above, file by file).
+    assert added_rows(ours_shape) == added_rows(their_shape)
+    if exact:
+        assert ours_shape["added"] == their_shape["added"]
 
     # Spark's metadata tables on icectl's twin: record counts, partitions, the replace snapshot.
     check_files_consistent(spark, ours)
     check_files_consistent(spark, theirs)
-    assert partitions(spark, ours) == partitions(spark, theirs)
+    assert partitions(spark, ours, exact) == partitions(spark, theirs, exact)
     ours_snap, their_snap = snapshot_row(spark, ours, new_id), snapshot_row(spark, theirs, their_id)
     assert (ours_snap["operation"], ours_snap["parent_id"]) == ("replace", start_id)
     assert (their_snap["operation"], their_snap["parent_id"]) == ("replace", start_id)
-    assert {k: ours_snap["summary"].get(k) for k in SUMMARY_KEYS if k in their_snap["summary"]} == \
-        {k: their_snap["summary"][k] for k in SUMMARY_KEYS if k in their_snap["summary"]}
+    keys = [k for k in SUMMARY_KEYS if k in their_snap["summary"]
+            and (exact or k not in ("added-data-files", "total-data-files"))]
+    assert {k: ours_snap["summary"].get(k) for k in keys} == {k: their_snap["summary"][k] for k in keys}
 
     # A second run does what Spark's second run does: min-input-files=2 finds nothing left (no
-    # snapshot); rewrite-all rewrites the new files again (their bytes differ: each side's own files).
-    spark_again = spark_rewrite(spark, theirs, options)
-    again = icectl_rewrite(config, ours, options)
-    counts = ("rewritten_data_files_count", "added_data_files_count", "failed_data_files_count")
-    assert {k: again[k] for k in counts} == {k: spark_again[k] for k in counts}
-    if spark_again["rewritten_data_files_count"] == 0:
-        assert again["snapshot_id"] is None and current(ours) == (new_id, new_seq)
-    assert table_rows_digest(spark, ours.name) == before["current"]
+    # snapshot); rewrite-all rewrites the new files again (their bytes differ: each side's own
+    # files). (With the 8 KiB target the new files are still small, and not the same on both sides.)
+    if exact:
+        spark_again = spark_rewrite(spark, theirs, options)
+        again = icectl_rewrite(config, ours, options)
+        counts = ("rewritten_data_files_count", "added_data_files_count", "failed_data_files_count")
+        assert {k: again[k] for k in counts} == {k: spark_again[k] for k in counts}
+        if spark_again["rewritten_data_files_count"] == 0:
+            assert again["snapshot_id"] is None and current(ours) == (new_id, new_seq)
+        assert table_rows_digest(spark, ours.name) == before["current"]
 
 
 # --------------------------------------------------------------------------- 2. v3 row lineage, DVs
 
 
-@pytest.mark.parametrize("variant", list(VARIANTS))
+@pytest.mark.parametrize("variant", ["min-input-files=2", "rewrite-all"])
 def test_v3_rewrite_keeps_row_lineage_and_drops_the_dvs(spark: Any, spark_clone: Callable[..., FixtureTable],
                                                         spark_warehouse: str, tmp_path: Path, variant: str) -> None:
     options = VARIANTS[variant]
