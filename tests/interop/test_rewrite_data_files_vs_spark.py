@@ -30,6 +30,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pyarrow.parquet as pq
 import pytest
 from support.fixtures import FixtureTable
 from support.spark import latest_metadata_json, table_rows_digest
@@ -145,7 +146,7 @@ def new_entries(spark: Any, t: FixtureTable, snapshot_id: int) -> list[dict[str,
     return rows(spark, f"""
         SELECT status, sequence_number, file_sequence_number, data_file.content AS content,
                data_file.file_path AS path, data_file.record_count AS n, data_file.spec_id AS spec_id,
-               {part} AS part
+               data_file.file_size_in_bytes AS size, {part} AS part
         FROM {t.name}.entries WHERE snapshot_id = {snapshot_id}""")
 
 
@@ -164,6 +165,25 @@ def added_rows(shape: dict[str, Any]) -> Counter[tuple[Any, ...]]:
     out: Counter[tuple[Any, ...]] = Counter()
     for content, spec_id, part, n, seq in shape["added"]:
         out[(content, spec_id, part, seq)] += n
+    return out
+
+
+def added_files(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [e for e in entries if e["status"] == 1]
+
+
+def parquet_facts(files: list[dict[str, Any]]) -> set[tuple[Any, ...]]:
+    """What the new files' footers say, file by file: (compression codecs, footer rows ==
+    record_count, size on disk == file_size_in_bytes, row groups). Spark writes row groups of
+    write.parquet.row-group-size-bytes (128 MB): one per file at these sizes."""
+    out: set[tuple[Any, ...]] = set()
+    for f in files:
+        path = f["path"].removeprefix("file:")
+        md = pq.ParquetFile(path).metadata
+        codecs = frozenset(md.row_group(g).column(c).compression
+                           for g in range(md.num_row_groups) for c in range(md.num_columns))
+        out.add((tuple(sorted(codecs)), md.num_rows == f["n"], os.path.getsize(path) == f["size"],
+                 md.num_row_groups))
     return out
 
 
@@ -300,6 +320,13 @@ def test_rewrite_equals_spark(spark: Any, spark_clone: Callable[..., FixtureTabl
     assert added_rows(ours_shape) == added_rows(their_shape)
     if exact:
         assert ours_shape["added"] == their_shape["added"]
+    # ... in Parquet files written as Spark writes them for this table (codec, row groups, the
+    # footer's row count), of comparable size in all (a factor 2 either way).
+    ours_files, their_files = added_files(ours_entries), added_files(their_entries)
+    assert parquet_facts(ours_files) == parquet_facts(their_files), \
+        "(codecs, rows == record_count, size == file_size_in_bytes, row groups) of the new files differ"
+    ours_bytes, their_bytes = (sum(e["size"] for e in es if e["status"] == 1) for es in (ours_entries, their_entries))
+    assert their_bytes / 2 <= ours_bytes <= their_bytes * 2, (ours_bytes, their_bytes)
 
     # Spark's metadata tables on icectl's twin: record counts, partitions, the replace snapshot.
     check_files_consistent(spark, ours)
