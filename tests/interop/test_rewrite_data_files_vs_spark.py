@@ -17,6 +17,7 @@ relative names): Spark's procedure rewrites one twin, icectl the other, with the
 - v3: every row keeps its ``_row_id`` and ``_last_updated_sequence_number`` and no DV of a
   rewritten data file stays live;
 - ``--dry-run`` changes no file and reports the counts the real run then reports;
+- the new Parquet files are written as Spark's (codecs, row groups) and of comparable size;
 - Spark can still INSERT and DELETE on icectl's twin afterwards and reads what it reads on its own;
 - ``--branch dev`` rewrites dev alone (Spark 1.10's procedure has no branch: judged by reading).
 """
@@ -320,13 +321,6 @@ def test_rewrite_equals_spark(spark: Any, spark_clone: Callable[..., FixtureTabl
     assert added_rows(ours_shape) == added_rows(their_shape)
     if exact:
         assert ours_shape["added"] == their_shape["added"]
-    # ... in Parquet files written as Spark writes them for this table (codec, row groups, the
-    # footer's row count), of comparable size in all (a factor 2 either way).
-    ours_files, their_files = added_files(ours_entries), added_files(their_entries)
-    assert parquet_facts(ours_files) == parquet_facts(their_files), \
-        "(codecs, rows == record_count, size == file_size_in_bytes, row groups) of the new files differ"
-    ours_bytes, their_bytes = (sum(e["size"] for e in es if e["status"] == 1) for es in (ours_entries, their_entries))
-    assert their_bytes / 2 <= ours_bytes <= their_bytes * 2, (ours_bytes, their_bytes)
 
     # Spark's metadata tables on icectl's twin: record counts, partitions, the replace snapshot.
     check_files_consistent(spark, ours)
@@ -350,6 +344,26 @@ def test_rewrite_equals_spark(spark: Any, spark_clone: Callable[..., FixtureTabl
         if spark_again["rewritten_data_files_count"] == 0:
             assert again["snapshot_id"] is None and current(ours) == (new_id, new_seq)
         assert table_rows_digest(spark, ours.name) == before["current"]
+
+
+@pytest.mark.parametrize(("kind", "variant"), [("many_appends", "min-input-files=2"), ("v1_unpart", "rewrite-all"),
+                                             ("v2_part", "rewrite-all"), ("v3_dv", "min-input-files=2")])
+def test_new_files_are_written_as_spark_writes_them(spark: Any, spark_clone: Callable[..., FixtureTable],
+                                                    spark_warehouse: str, tmp_path: Path, kind: str,
+                                                    variant: str) -> None:
+    """The new Parquet files as Spark writes them for the table (codecs, row groups, the footer's row
+    count and the file size as the entry says), of comparable size in all (a factor 2 either way)."""
+    options = VARIANTS[variant]
+    config = config_file(tmp_path, spark_warehouse)
+    theirs, ours = spark_clone(kind), spark_clone(kind)
+    spark_rewrite(spark, theirs, options)
+    icectl_rewrite(config, ours, options)
+    ours_files = added_files(new_entries(spark, ours, current(ours)[0]))
+    their_files = added_files(new_entries(spark, theirs, current(theirs)[0]))
+    assert parquet_facts(ours_files) == parquet_facts(their_files), \
+        "(codecs, rows == record_count, size == file_size_in_bytes, row groups) of the new files differ"
+    ours_bytes, their_bytes = (sum(e["size"] for e in files) for files in (ours_files, their_files))
+    assert their_bytes / 2 <= ours_bytes <= their_bytes * 2, (ours_bytes, their_bytes)
 
 
 # --------------------------------------------------------------------------- 2. v3 row lineage, DVs
