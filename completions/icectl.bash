@@ -231,6 +231,8 @@ _icectl() {
         "remove-orphan-files|--spark-conf") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "rewrite-data-files|--catalog"|"rewrite-data-files|-c") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "rewrite-data-files|--strategy") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "rewrite-data-files|--sort-order") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "rewrite-data-files|--where") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "rewrite-data-files|--target-file-size-bytes") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "rewrite-data-files|--min-file-size-bytes") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "rewrite-data-files|--max-file-size-bytes") COMPREPLY=($(compgen -f -- "$cur")); return ;;
@@ -238,6 +240,9 @@ _icectl() {
         "rewrite-data-files|--max-file-group-size-bytes") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "rewrite-data-files|--delete-file-threshold") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "rewrite-data-files|--delete-ratio-threshold") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "rewrite-data-files|--max-commits") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "rewrite-data-files|--max-failed-commits") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "rewrite-data-files|--max-concurrent-file-group-rewrites") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "rewrite-data-files|--branch") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "rollback|--to-snapshot") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "rollback|--to-timestamp") COMPREPLY=($(compgen -f -- "$cur")); return ;;
@@ -524,7 +529,7 @@ _icectl() {
             fi ;;
         "rewrite-data-files")
             if [[ "$cur" == -* ]]; then
-                COMPREPLY=($(compgen -W "--all --catalog -c --strategy --target-file-size-bytes --min-file-size-bytes --max-file-size-bytes --min-input-files --rewrite-all --max-file-group-size-bytes --delete-file-threshold --delete-ratio-threshold --use-starting-sequence-number --no-use-starting-sequence-number --branch --dry-run --json --help -h" -- "$cur"))
+                COMPREPLY=($(compgen -W "--all --catalog -c --strategy --sort-order --where --target-file-size-bytes --min-file-size-bytes --max-file-size-bytes --min-input-files --rewrite-all --max-file-group-size-bytes --delete-file-threshold --delete-ratio-threshold --use-starting-sequence-number --no-use-starting-sequence-number --partial-progress --max-commits --max-failed-commits --max-concurrent-file-group-rewrites --branch --dry-run --json --help -h" -- "$cur"))
             else
                 _icectl_dynamic
             fi ;;

@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime
 import decimal
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,6 +19,7 @@ import pyarrow.parquet as pq
 
 from icectl.errors import UsageError
 from icectl.spec.manifest import DataFile, DataFileContent
+from icectl.spec.metrics_config import MetricsMode
 from icectl.spec.schema import (
     BINARY,
     DATE,
@@ -123,8 +125,10 @@ def _schema_paths(schema: Schema) -> dict[str, tuple[NestedField, bool]]:
 
 
 def data_file_from_footer(path: str, file_size: int, metadata: pq.FileMetaData, schema: Schema,
-                          partition: tuple[Any, ...] | None) -> DataFile:
-    """The ``data_file`` of a Parquet file, metrics summed over its row groups."""
+                          partition: tuple[Any, ...] | None,
+                          modes: Callable[[int], MetricsMode] | None = None) -> DataFile:
+    """The ``data_file`` of a Parquet file, metrics summed over its row groups; ``modes`` gives each
+    field id's metrics mode (default: Iceberg's truncate(16) for every column)."""
     arrow_schema = metadata.schema.to_arrow_schema()
     paths = [metadata.schema.column(i).path for i in range(metadata.num_columns)]
     columns = leaf_columns(schema, arrow_schema, paths)
@@ -148,6 +152,9 @@ def data_file_from_footer(path: str, file_size: int, metadata: pq.FileMetaData, 
             if col is None:
                 continue
             fid = col.field.field_id
+            mode = modes(fid) if modes is not None else None
+            if mode is not None and not mode.counts:
+                continue  # none: not even the column's size, as Java's ParquetMetrics
             sizes[fid] = sizes.get(fid, 0) + chunk.total_compressed_size
             if col.in_repeated:
                 continue  # Iceberg keeps only sizes for list elements and map keys/values
@@ -157,6 +164,8 @@ def data_file_from_footer(path: str, file_size: int, metadata: pq.FileMetaData, 
                 nulls[fid] = None
             elif nulls.get(fid, 0) is not None:
                 nulls[fid] = nulls.get(fid, 0) + st.null_count
+            if mode is not None and not mode.bounds:
+                no_bounds.add(fid)
             if fid in no_bounds:
                 continue
             if st is None or not st.has_min_max:
@@ -181,8 +190,9 @@ def data_file_from_footer(path: str, file_size: int, metadata: pq.FileMetaData, 
     upper_bytes: dict[int, bytes] = {}
     for fid, lo in lower.items():
         t = schema.find_type(fid) or LONG  # LONG: a row-lineage column
-        lo_t = _truncate_lower(lo, t)
-        hi_t = _truncate_upper(upper[fid], t)
+        length = modes(fid).truncate if modes is not None else TRUNCATE_LENGTH
+        lo_t = _truncate_lower(lo, t, length)
+        hi_t = _truncate_upper(upper[fid], t, length)
         lower_bytes[fid] = to_bytes(t, lo_t)
         if hi_t is not None:
             upper_bytes[fid] = to_bytes(t, hi_t)
@@ -235,22 +245,26 @@ def _internal(value: Any, t: IcebergType) -> Any:
     return None  # geometry, variant, unknown: no bounds
 
 
-def _truncate_lower(value: Any, t: IcebergType) -> Any:
+def _truncate_lower(value: Any, t: IcebergType, length: int | None = TRUNCATE_LENGTH) -> Any:
+    if length is None:
+        return value
     if t == STRING and isinstance(value, str):
         cps = list(value)
-        return "".join(cps[:TRUNCATE_LENGTH])
+        return "".join(cps[:length])
     if t == BINARY and isinstance(value, bytes):
-        return value[:TRUNCATE_LENGTH]
+        return value[:length]
     return value
 
 
-def _truncate_upper(value: Any, t: IcebergType) -> Any:
+def _truncate_upper(value: Any, t: IcebergType, length: int | None = TRUNCATE_LENGTH) -> Any:
     """Truncate and round up so the result still bounds every value; None when impossible."""
+    if length is None:
+        return value
     if t == STRING and isinstance(value, str):
         cps = list(value)
-        if len(cps) <= TRUNCATE_LENGTH:
+        if len(cps) <= length:
             return value
-        cps = cps[:TRUNCATE_LENGTH]
+        cps = cps[:length]
         for i in range(len(cps) - 1, -1, -1):
             cp = ord(cps[i]) + 1
             if 0xD800 <= cp <= 0xDFFF:
@@ -259,9 +273,9 @@ def _truncate_upper(value: Any, t: IcebergType) -> Any:
                 return "".join(cps[:i]) + chr(cp)
         return None
     if t == BINARY and isinstance(value, bytes):
-        if len(value) <= TRUNCATE_LENGTH:
+        if len(value) <= length:
             return value
-        b = bytearray(value[:TRUNCATE_LENGTH])
+        b = bytearray(value[:length])
         for i in range(len(b) - 1, -1, -1):
             if b[i] < 0xFF:
                 b[i] += 1

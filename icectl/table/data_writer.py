@@ -9,6 +9,7 @@ batches stream through: memory holds a row group per open file, never a whole fi
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,6 +22,7 @@ from icectl.codec.parquet_metrics import data_file_from_footer
 from icectl.errors import UnsupportedError
 from icectl.spec.manifest import DataFile
 from icectl.spec.metadata import TableMetadata
+from icectl.spec.metrics_config import metrics_modes
 from icectl.spec.partitioning import PartitionSpec
 from icectl.spec.schema import Schema
 from icectl.storage import FileIO, join
@@ -117,6 +119,7 @@ class DataFileWriter:
     arrow_schema: pa.Schema
     rows_per_file: int
     prefix: str
+    sort_order_id: int | None = None  # the table's sort order the rows are written in
     written: list[str] = field(default_factory=list)
     files: list[DataFile] = field(default_factory=list)
     _open: dict[tuple[Any, ...], _OpenFile] = field(default_factory=dict)
@@ -125,6 +128,7 @@ class DataFileWriter:
 
     def __post_init__(self) -> None:
         self.settings = ParquetSettings.of(self.md.properties)
+        self.modes = metrics_modes(self.md.properties, self.schema)
         self.base = data_location(self.md)
 
     def write(self, batch: pa.RecordBatch, partition: tuple[Any, ...] | None = None) -> None:
@@ -181,8 +185,9 @@ class DataFileWriter:
         size = self.io.size(f.path)
         with self.io.open(f.path) as src:
             metadata = pq.ParquetFile(src).metadata
-        self.files.append(data_file_from_footer(f.path, size, metadata, self.schema,
-                                                partition if not self.spec.is_unpartitioned else ()))
+        df = data_file_from_footer(f.path, size, metadata, self.schema,
+                                   partition if not self.spec.is_unpartitioned else (), modes=self.modes)
+        self.files.append(dataclasses.replace(df, sort_order_id=self.sort_order_id))
 
     def close(self) -> list[DataFile]:
         """Close every open file; the data files written, in order."""

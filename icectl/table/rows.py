@@ -4,10 +4,11 @@ A data file's columns are matched to the table's current schema by field id (the
 ``PARQUET:field_id``, or the table's name mapping for a file written without ids), so renamed,
 added and promoted columns read as Spark reads them: a column the file lacks is null, an ``int``
 column read as ``long`` is widened. The rows a deletion vector or a position delete file removes
-are dropped. In a table with row lineage (v3) every row also carries ``_row_id`` and
-``_last_updated_sequence_number``: the file's own value when it wrote one, else the inherited one
-(the data file's ``first_row_id`` plus the row's position; the file's data sequence number), as
-the spec's "Row Lineage" section says, so a rewrite keeps both.
+are dropped, and so are the rows an equality delete file matches (null matching null). In a table
+with row lineage (v3) every row also carries ``_row_id`` and ``_last_updated_sequence_number``: the
+file's own value when it wrote one, else the inherited one (the data file's ``first_row_id`` plus
+the row's position; the file's data sequence number), as the spec's "Row Lineage" section says,
+so a rewrite keeps both.
 
 Row groups stream one at a time: memory holds one row group of one file, not the file.
 """
@@ -15,6 +16,7 @@ Row groups stream one at a time: memory holds one row group of one file, not the
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
@@ -116,12 +118,34 @@ def _project(column: pa.Array, source: pa.Field, target: pa.Field, t: IcebergTyp
         raise UnsupportedError(f"column {source.name} ({column.type}) cannot be read as {t}: {e}") from None
 
 
-class DeletedPositions:
-    """Which positions of which data file are deleted: DVs, and position delete files read once each."""
+@dataclass(frozen=True)
+class EqualityKeys:
+    """The rows of equality delete files with one set of equality ids, as the current schema's
+    top-level columns: a data row matching one of them in every column is deleted (null matches
+    null, as Java's ``StructLikeSet`` compares)."""
 
-    def __init__(self, io: FileIO) -> None:
+    names: tuple[str, ...]  # the current schema's column names of the equality ids
+    keys: pa.Table
+
+    def keep(self, batch: pa.RecordBatch) -> pa.Array:
+        """True for each row of ``batch`` no delete row matches."""
+        if len(self.names) == 1:
+            column = batch.column(batch.schema.get_field_index(self.names[0]))
+            return pc.invert(pc.is_in(column, value_set=self.keys.column(0), skip_nulls=False))
+        wanted = set(zip(*(self.keys.column(i).to_pylist() for i in range(len(self.names))), strict=True))
+        rows = zip(*(batch.column(batch.schema.get_field_index(n)).to_pylist() for n in self.names), strict=True)
+        return pa.array([r not in wanted for r in rows], pa.bool_())
+
+
+class DeleteReader:
+    """Reads the deletes of data files: DVs, position delete files (each read once) and equality
+    delete files (each read once, projected onto the current schema)."""
+
+    def __init__(self, io: FileIO, schema: Schema) -> None:
         self.io = io
+        self.schema = schema
         self._files: dict[str, dict[str, BitMap64]] = {}
+        self._equality: dict[str, pa.Table] = {}
 
     def _position_file(self, path: str) -> dict[str, BitMap64]:
         if path not in self._files:
@@ -151,7 +175,48 @@ class DeletedPositions:
             raise CorruptInputError(f"deletion vector for {f.referenced_data_file} in {f.file_path}: {e.message}",
                                     path=f.file_path) from None
 
-    def of(self, task: FileScanTask) -> BitMap64:
+    def _equality_file(self, d: ScanFile) -> pa.Table:
+        path = d.file.file_path
+        if path not in self._equality:
+            ids = d.file.equality_ids or ()
+            fields = [self.schema.find_field(i) for i in ids]
+            top = {f.field_id for f in self.schema.fields}
+            if not ids or any(f is None or f.field_id not in top for f in fields):
+                raise UnsupportedError(f"equality delete file {path} deletes by fields {list(ids)}, not top-level "
+                                       "columns of the current schema", path=path,
+                                       hint="rewrite this table's data files with Spark's rewrite_data_files")
+            try:
+                with self.io.open(path) as stream:
+                    table = pq.read_table(stream)
+            except (pa.ArrowInvalid, OSError) as e:
+                raise CorruptInputError(f"equality delete file {path} cannot be read: {e}", path=path) from None
+            present = _file_ids(list(table.schema), None)
+            columns = []
+            for field_ in fields:
+                assert field_ is not None
+                f = field_
+                i = present.get(f.field_id)
+                if i is None:
+                    raise CorruptInputError(f"equality delete file {path} has no column for field {f.field_id} "
+                                            f"({f.name})", path=path)
+                target = _field(f.field_id, f.name, arrow_type(f.field_type), False)
+                columns.append(_project(table.column(i).combine_chunks(), table.schema.field(i), target,
+                                        f.field_type, None))
+            self._equality[path] = pa.table(columns, names=[f.name for f in fields if f is not None])
+        return self._equality[path]
+
+    def equality(self, task: FileScanTask) -> list[EqualityKeys]:
+        """The task's equality deletes, one key set per set of equality ids."""
+        by_ids: dict[tuple[int, ...], list[pa.Table]] = {}
+        for d in task.equality_deletes:
+            by_ids.setdefault(tuple(d.file.equality_ids or ()), []).append(self._equality_file(d))
+        out = []
+        for tables in by_ids.values():
+            keys = pa.concat_tables(tables)
+            out.append(EqualityKeys(tuple(keys.column_names), keys))
+        return out
+
+    def positions(self, task: FileScanTask) -> BitMap64:
         """The deleted positions of the task's data file (equality deletes are not positions)."""
         out = self._dv(task.dv) if task.dv is not None else BitMap64()
         for d in task.position_deletes:
@@ -160,14 +225,11 @@ class DeletedPositions:
         return out
 
 
-def live_batches(io: FileIO, task: FileScanTask, schema: Schema, target: pa.Schema, deleted: BitMap64,
+def live_batches(io: FileIO, task: FileScanTask, schema: Schema, target: pa.Schema, deletes: DeleteReader,
                  mapping: NameMapping | None, *, row_lineage: bool) -> Iterator[pa.RecordBatch]:
     """The task's data file, one record batch per row group, as ``target`` rows, deleted rows dropped."""
-    if task.equality_deletes:
-        raise UnsupportedError(f"{len(task.equality_deletes)} equality delete file(s) apply to "
-                               f"{task.data.file.file_path}; rewriting through equality deletes is not supported yet",
-                               path=task.data.file.file_path,
-                               hint="leave that partition out, or rewrite it with Spark's rewrite_data_files")
+    deleted = deletes.positions(task)
+    equality = deletes.equality(task)
     path = task.data.file.file_path
     data = task.data.file
     try:
@@ -194,9 +256,15 @@ def live_batches(io: FileIO, task: FileScanTask, schema: Schema, target: pa.Sche
                     columns[-2] = _inherit(columns[-2], data.first_row_id, start, n)
                     columns[-1] = _inherit(columns[-1], task.data.data_sequence_number, None, n)
                 out = pa.RecordBatch.from_arrays(columns, schema=target)
+                keep: pa.Array | None = None
                 if deleted.range_cardinality(start, start + n):
                     index = pa.array(range(start, start + n), pa.int64())
-                    out = out.filter(pc.invert(pc.is_in(index, value_set=positions)))
+                    keep = pc.invert(pc.is_in(index, value_set=positions))
+                for keys in equality:
+                    more = keys.keep(out)
+                    keep = more if keep is None else pc.and_(keep, more)
+                if keep is not None:
+                    out = out.filter(keep)
                 start += n
                 if out.num_rows:
                     yield out

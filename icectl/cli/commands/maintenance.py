@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from typing import Annotated
 
@@ -16,16 +17,27 @@ from icectl.errors import UsageError
 from icectl.ops.compact.manifests import compact
 from icectl.ops.compact.plan import CompactOptions, parse_size
 from icectl.ops.compact.result import CompactResult
+from icectl.ops.create.ddl import parse_sort_order
 from icectl.ops.expire import ExpirePolicy, expire_snapshots, parse_older_than
 from icectl.ops.expire.result import ExpireResult
-from icectl.ops.rewrite_data_files import RewriteDataFilesResult, RewriteOptions, rewrite_data_files
+from icectl.ops.rewrite_data_files import (
+    MAX_CONCURRENT_GROUPS,
+    RewriteDataFilesResult,
+    RewriteOptions,
+    rewrite_data_files,
+)
 from icectl.ops.rewrite_data_files.plan import (
     DELETE_FILE_THRESHOLD_DEFAULT,
     DELETE_RATIO_THRESHOLD_DEFAULT,
+    MAX_COMMITS_DEFAULT,
     MAX_FILE_GROUP_SIZE_DEFAULT,
     MIN_INPUT_FILES_DEFAULT,
 )
+from icectl.ops.rewrite_data_files.sort import zorder_columns
 from icectl.results import MultiResult, Result
+from icectl.spec.metadata import TableMetadata
+from icectl.spec.sorting import SortOrder
+from icectl.table import Table
 
 
 def expire_cmd(
@@ -123,7 +135,15 @@ def _size(text: str | None, option: str) -> int | None:
 def rewrite_data_files_cmd(
     tables: TableTargets,
     strategy: Annotated[str, typer.Option(
-        "--strategy", help="How to rewrite: binpack (sort and zorder are not implemented yet).")] = "binpack",
+        "--strategy", help="binpack (rows as they are), or sort (by --sort-order, else the table's sort "
+                           "order).")] = "binpack",
+    sort_order: Annotated[str | None, typer.Option(
+        "--sort-order", help="With --strategy sort: 'id desc nulls last, days(ts)', or 'zorder(a, b)'.",
+        metavar="ORDER", show_default=False)] = None,
+    where: Annotated[str | None, typer.Option(
+        "--where", help="Only files that might hold a row matching this predicate "
+                        "(id > 5 AND region = 'eu'; IN, IS NULL, NOT, DATE '...', TIMESTAMP '...').",
+        metavar="PREDICATE", show_default=False)] = None,
     target_file_size_bytes: Annotated[str | None, typer.Option(
         "--target-file-size-bytes", help="Target size of the new files (536870912, 512MiB). "
                                          "Default: write.target-file-size-bytes (512 MiB).",
@@ -152,13 +172,25 @@ def rewrite_data_files_cmd(
         "--use-starting-sequence-number/--no-use-starting-sequence-number",
         help="Give the new files the starting snapshot's data sequence number, so equality deletes committed "
              "meanwhile still apply.")] = True,
+    partial_progress: Annotated[bool, typer.Option(
+        "--partial-progress", help="Commit the groups in several commits (--max-commits); a failed one leaves "
+                                   "the others committed.")] = False,
+    max_commits: Annotated[int, typer.Option(
+        "--max-commits", help="With --partial-progress: the most commits the groups are split into.",
+        metavar="N")] = MAX_COMMITS_DEFAULT,
+    max_failed_commits: Annotated[int | None, typer.Option(
+        "--max-failed-commits", help="With --partial-progress: fail the run after more failed commits than "
+                                     "this. Default: --max-commits.", metavar="N", show_default=False)] = None,
+    max_concurrent: Annotated[int, typer.Option(
+        "--max-concurrent-file-group-rewrites", help="Groups rewritten at once.", metavar="N")]
+    = MAX_CONCURRENT_GROUPS,
     branch: Annotated[str, typer.Option("--branch", help="The branch whose head is rewritten.")] = "main",
     dry_run: DryRunOpt = False,
     json_output: JsonOpt = False,
 ) -> Result | MultiResult:
     """Compact small data files (and files heavy with deletes) into files of the target size.
 
-    Spark's rewrite_data_files with the bin-pack strategy, option for option: files outside
+    Spark's rewrite_data_files (bin-pack, sort, z-order), option for option: files outside
     75%-180% of the target size are grouped by partition and rewritten with their deletion
     vectors and position deletes applied, in one 'replace' commit that keeps the starting
     snapshot's sequence number and every row's _row_id. The rewritten files stay on disk for
@@ -172,9 +204,30 @@ def rewrite_data_files_cmd(
         min_input_files=min_input_files, rewrite_all=rewrite_all,
         max_file_group_size_bytes=group_size if group_size is not None else MAX_FILE_GROUP_SIZE_DEFAULT,
         delete_file_threshold=delete_file_threshold, delete_ratio_threshold=delete_ratio_threshold,
-        use_starting_sequence_number=use_starting_sequence_number, strategy=strategy, branch=branch)
+        use_starting_sequence_number=use_starting_sequence_number, partial_progress=partial_progress,
+        max_commits=max_commits, max_failed_commits=max_failed_commits, where=where, strategy=strategy,
+        zorder=tuple(zorder_columns(sort_order) or ()), branch=branch)
+    if sort_order is not None and strategy != "sort":
+        raise UsageError("--sort-order goes with --strategy sort", hint="add --strategy sort")
     options.check()
-    return tables.run(RewriteDataFilesResult, lambda t: rewrite_data_files(t, options, dry_run=dry_run))
+    if max_concurrent <= 0:
+        raise UsageError(f"--max-concurrent-file-group-rewrites is {max_concurrent} but must be > 0")
+    def run(t: Table) -> RewriteDataFilesResult:
+        own = options
+        if sort_order is not None and not options.zorder:
+            own = dataclasses.replace(options, sort_order=_sort_order(t.metadata, sort_order))
+        return rewrite_data_files(t, own, dry_run=dry_run, workers=max_concurrent)
+
+    return tables.run(RewriteDataFilesResult, run)
+
+
+def _sort_order(md: TableMetadata, text: str) -> SortOrder:
+    """``text`` as a sort order of the table: the table's own id when it is one of its orders (the new
+    files then record it), else an id the table does not use."""
+    unused = max((o.order_id for o in md.sort_orders), default=0) + 1
+    order = parse_sort_order(text, md.schema(), order_id=unused)
+    same = next((o for o in md.sort_orders if o.fields == order.fields and not o.is_unsorted), None)
+    return same if same is not None else order
 
 
 def register(app: typer.Typer) -> None:

@@ -53,6 +53,8 @@ EXAMPLES: dict[str, list[Example]] = {
          "icectl rewrite-data-files db.events --min-input-files 2 --target-file-size-bytes 128MiB"),
         ("Rewrite every data file of every table of a namespace, one line per table",
          "icectl rewrite-data-files --all sales --rewrite-all"),
+        ("Cluster the rows of small files by two columns (z-order)",
+         "icectl rewrite-data-files db.events --strategy sort --sort-order 'zorder(lat, lon)'"),
     ],
     "compute-partition-stats": [
         ("Write the current snapshot's partition statistics file and register it",

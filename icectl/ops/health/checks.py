@@ -196,8 +196,8 @@ def evaluate(doc: dict[str, Any], th: Mapping[str, float | int], cmd: Commands) 
 
     def rewrite(*option: str) -> Advice:
         """icectl rewrite-data-files with a Spark option, or Spark's procedure where icectl does not
-        rewrite yet (equality deletes, format v4)."""
-        if dels.get("equality_delete_file_count") or doc["format_version"] > MAX_REWRITE_VERSION:
+        rewrite yet (format v4)."""
+        if doc["format_version"] > MAX_REWRITE_VERSION:
             return cmd.spark("rewrite_data_files", ", ".join(f"'{o}'" for o in option))
         return cmd.icectl("rewrite-data-files", *(f"--{o}" if i % 2 == 0 else o for i, o in enumerate(option)))
 

@@ -23,7 +23,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from icectl.errors import UsageError
+from icectl.spec.expressions import might_match, parse_filter
 from icectl.spec.metadata import TableMetadata
+from icectl.spec.sorting import SortOrder
 from icectl.table.scan_tasks import FileScanTask
 
 TARGET_FILE_SIZE = "write.target-file-size-bytes"
@@ -34,7 +36,8 @@ MIN_INPUT_FILES_DEFAULT = 5
 MAX_FILE_GROUP_SIZE_DEFAULT = 100 * 1024 * 1024 * 1024
 DELETE_FILE_THRESHOLD_DEFAULT = 2**31 - 1  # Integer.MAX_VALUE: off
 DELETE_RATIO_THRESHOLD_DEFAULT = 0.3
-STRATEGIES = ("binpack",)
+MAX_COMMITS_DEFAULT = 10  # partial-progress.max-commits
+STRATEGIES = ("binpack", "sort")
 
 
 @dataclass(frozen=True)
@@ -50,14 +53,22 @@ class RewriteOptions:
     delete_file_threshold: int = DELETE_FILE_THRESHOLD_DEFAULT
     delete_ratio_threshold: float = DELETE_RATIO_THRESHOLD_DEFAULT
     use_starting_sequence_number: bool = True
+    partial_progress: bool = False
+    max_commits: int = MAX_COMMITS_DEFAULT
+    max_failed_commits: int | None = None  # None: max_commits, as Java
+    where: str | None = None  # Spark's where: only files that might hold a matching row
     strategy: str = "binpack"
+    sort_order: SortOrder | None = None  # strategy sort: None is the table's sort order
+    zorder: tuple[str, ...] = ()  # strategy sort with sort_order zorder(...): its columns
     branch: str = "main"
 
     def check(self) -> None:
         """Java's argument checks that need no table (one line each, exit 2)."""
         if self.strategy not in STRATEGIES:
-            raise UsageError(f"--strategy {self.strategy}: icectl rewrites with {', '.join(STRATEGIES)} only so far",
-                             hint="sort and zorder are not implemented yet; use Spark's rewrite_data_files for them")
+            raise UsageError(f"--strategy {self.strategy}: the strategies are {', '.join(STRATEGIES)}",
+                             hint="z-order is --strategy sort --sort-order 'zorder(a, b)', as in Spark")
+        if self.strategy == "binpack" and (self.sort_order is not None or self.zorder):
+            raise UsageError("a sort order goes with --strategy sort", hint="add --strategy sort")
         if self.target_file_size_bytes is not None and self.target_file_size_bytes <= 0:
             raise UsageError(f"'target-file-size-bytes' is set to {self.target_file_size_bytes} but must be > 0")
         if self.min_file_size_bytes is not None and self.min_file_size_bytes < 0:
@@ -68,9 +79,19 @@ class RewriteOptions:
             raise UsageError(f"'max-file-group-size-bytes' is set to {self.max_file_group_size_bytes} but must be > 0")
         if self.delete_file_threshold < 0:
             raise UsageError(f"'delete-file-threshold' is set to {self.delete_file_threshold} but must be >= 0")
+        if self.max_commits <= 0:
+            raise UsageError(f"'partial-progress.max-commits' is set to {self.max_commits} but must be > 0")
+        if self.max_failed_commits is not None and self.max_failed_commits < 0:
+            raise UsageError(f"'partial-progress.max-failed-commits' is set to {self.max_failed_commits} "
+                             "but must be >= 0")
         if not 0 < self.delete_ratio_threshold <= 1:
             raise UsageError(f"'delete-ratio-threshold' is set to {self.delete_ratio_threshold} "
                              "but must be > 0 and <= 1")
+
+
+    @property
+    def failed_commits_allowed(self) -> int:
+        return self.max_failed_commits if self.max_failed_commits is not None else self.max_commits
 
 
 @dataclass(frozen=True)
@@ -165,9 +186,29 @@ def _pack(tasks: list[FileScanTask], limit: int) -> list[list[FileScanTask]]:
     return bins
 
 
+def _identity_values(md: TableMetadata, t: FileScanTask) -> dict[int, Any]:
+    """Source field id -> value, for the identity fields of the file's partition spec."""
+    spec = md.spec_by_id(t.data.spec_id)
+    if spec is None or not t.data.file.partition:
+        return {}
+    return {pf.source_id: v for pf, v in zip(spec.fields, t.data.file.partition, strict=False)
+            if str(pf.transform) == "identity"}
+
+
+def filter_tasks(md: TableMetadata, tasks: list[FileScanTask], where: str | None) -> list[FileScanTask]:
+    """The tasks whose data file might hold a row matching ``where`` (Java's ``scan.filter(...)
+    .ignoreResiduals()``: a file is taken, or left, whole)."""
+    if where is None:
+        return tasks
+    schema = md.schema()
+    expr = parse_filter(where, schema)
+    return [t for t in tasks if might_match(expr, t.data.file, schema, _identity_values(md, t))]
+
+
 def plan_groups(md: TableMetadata, tasks: list[FileScanTask], options: RewriteOptions) -> list[FileGroup]:
     """The groups to rewrite, in plan order (Java's default ``rewrite-job-order`` none)."""
     sizes = Sizes.of(options, md)
+    tasks = filter_tasks(md, tasks, options.where)
     default = md.spec()
     empty = tuple(None for _ in default.fields)
     by_partition: dict[tuple[Any, ...], list[FileScanTask]] = {}

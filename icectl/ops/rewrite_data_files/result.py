@@ -22,6 +22,8 @@ class RewriteGroup(Part):
     records_in: int
     delete_files_applied: int
     expected_output_files: int
+    status: str | Unset = UNSET  # rewritten, failed (after a run)
+    error: str | Unset = UNSET  # why a group failed (partial progress)
     files_out: int | Unset = UNSET  # written from here on
     bytes_out: int | Unset = UNSET
     records_out: int | Unset = UNSET
@@ -47,6 +49,7 @@ class RewriteDataFilesResult(CommandResult):
     removed_delete_files_count: int
     groups: list[RewriteGroup]
     dry: DryRun[list[str], list[str]] = field(default_factory=DryRun, metadata=FLAT)  # dry run
-    snapshot_id: int | None = None  # the replace snapshot; None: dry run or nothing to rewrite
+    snapshot_id: int | None = None  # the (last) replace snapshot; None: dry run or nothing to rewrite
+    snapshot_ids: list[int] | Unset = UNSET  # every replace snapshot (several with partial progress)
     data_sequence_number: int | Unset = UNSET  # of the new files (the starting snapshot's)
     commit: Committed = field(default_factory=Committed, metadata=FLAT)

@@ -200,3 +200,218 @@ def test_files_of_a_table_never_leave_it(spark: Any, spark_clone: Callable[..., 
     assert any(p.endswith("-deletes.parquet") for p in before)
     icectl("rewrite-data-files", str(t.location), "--rewrite-all")
     assert not [p for p in before if not os.path.exists(t.location / p)]
+
+
+def test_new_files_keep_metrics_in_the_tables_modes(spark: Any, spark_clone: Callable[..., FixtureTable]) -> None:
+    """write.metadata.metrics.*: the default for every column, a column's own mode over it."""
+    t = spark_clone("many_appends")  # id bigint, part int, ts timestamp, payload string
+    spark.sql(f"""ALTER TABLE {t.name} SET TBLPROPERTIES (
+        'write.metadata.metrics.default'='counts', 'write.metadata.metrics.column.id'='full',
+        'write.metadata.metrics.column.payload'='truncate(2)', 'write.metadata.metrics.column.ts'='none')""")
+    doc = icectl("rewrite-data-files", str(t.location), "--min-input-files", "2")
+    spark.sql(f"REFRESH TABLE {t.name}")
+    ids = {f["name"]: f["id"] for f in latest_metadata_json(t.location)["schemas"][-1]["fields"]}
+    added = {e["data_file"]["file_path"] for e in _new_entries(spark, t, doc["snapshot_id"]) if e["status"] == 1}
+    new = [f for f in metadata_table(spark, t.name, "data_files") if f["file_path"] in added]
+    assert len(new) == doc["added_data_files_count"] > 0
+    for f in new:
+        assert set(f["lower_bounds"]) == {ids["id"], ids["payload"]}, f["lower_bounds"]
+        assert len(f["lower_bounds"][ids["payload"]]) <= 2 and len(f["upper_bounds"][ids["payload"]]) <= 2
+        assert set(f["value_counts"]) == {ids["id"], ids["part"], ids["payload"]}  # ts: none
+        assert ids["ts"] not in f["column_sizes"]
+
+
+def _commit_equality_deletes(spark: Any, t: FixtureTable, rows: dict[str, list[Any]], types: dict[str, Any],
+                             partition_path: str | None) -> None:
+    """Write an equality delete file (Parquet with field ids, as Flink writes them) and commit it
+    with Iceberg Java's RowDelta, in Spark's JVM: Spark itself writes no equality deletes."""
+    import uuid
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    md = latest_metadata_json(t.location)
+    ids = {f["name"]: f["id"] for f in md["schemas"][-1]["fields"]}
+    schema = pa.schema([pa.field(n, types[n], metadata={b"PARQUET:field_id": str(ids[n]).encode()}) for n in rows])
+    path = t.location / "data" / f"eq-{uuid.uuid4()}.parquet"
+    pq.write_table(pa.table(rows, schema=schema), path)
+    jvm = spark._jvm
+    jt = jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(spark._jsparkSession, t.name)
+    field_ids = spark.sparkContext._gateway.new_array(jvm.int, len(rows))
+    for i, n in enumerate(rows):
+        field_ids[i] = ids[n]
+    builder = (jvm.org.apache.iceberg.FileMetadata.deleteFileBuilder(jt.spec()).ofEqualityDeletes(field_ids)
+               .withPath(str(path)).withFormat(jvm.org.apache.iceberg.FileFormat.PARQUET)
+               .withFileSizeInBytes(path.stat().st_size).withRecordCount(len(next(iter(rows.values())))))
+    if partition_path is not None:
+        builder = builder.withPartitionPath(partition_path)
+    jt.newRowDelta().addDeletes(builder.build()).commit()
+    spark.sql(f"REFRESH TABLE {t.name}")
+
+
+def test_equality_deletes_are_applied_by_sequence_number(spark: Any, spark_clone: Callable[..., FixtureTable]) -> None:
+    """An equality delete removes the matching rows of older files in its partition only; a row
+    written after it with the same values stays. Spark judges."""
+    import pyarrow as pa
+
+    t = spark_clone("many_appends")  # id bigint, part int (identity partition), one row per file
+    _commit_equality_deletes(spark, t, {"id": [3, 10, 17, 4]}, {"id": pa.int64()}, "part=3")  # 4 is in part 4
+    spark.sql(f"INSERT INTO {t.name} VALUES (10, 3, timestamp_seconds(0), 'again')")  # after the delete
+    before = versions(spark, t)
+    assert spark.sql(f"SELECT count(*) AS n FROM {t.name} WHERE id IN (3, 17)").collect()[0].n == 0
+    doc = icectl("rewrite-data-files", str(t.location), "--min-input-files", "2")
+    assert doc["groups"] and any(g["delete_files_applied"] for g in doc["groups"])
+    after = versions(spark, t, also=doc["snapshot_id"])
+    assert after.pop(str(doc["snapshot_id"])) == before["current"]
+    assert after == before
+    kept = sorted(tuple(r) for r in spark.sql(f"SELECT id, payload FROM {t.name} WHERE id IN (4, 10)").collect())
+    assert kept == [(4, "p0004"), (10, "again")]
+
+
+def test_global_equality_deletes_on_two_columns(spark: Any, spark_clone: Callable[..., FixtureTable]) -> None:
+    """An unpartitioned table: the delete applies everywhere; two equality columns, one of them
+    null in a delete row (null matches null)."""
+    import pyarrow as pa
+
+    t = spark_clone("many_snaps")  # id bigint, batch int, ts timestamp, payload string; unpartitioned
+    spark.sql(f"INSERT INTO {t.name} VALUES (1000, 7, timestamp_seconds(0), NULL), (1001, 7, NULL, 'keep')")
+    _commit_equality_deletes(spark, t, {"batch": [0, 7, 3], "payload": ["p0005", None, "nope"]},
+                             {"batch": pa.int32(), "payload": pa.string()}, None)
+    before = versions(spark, t)
+    ids = {r.id for r in spark.sql(f"SELECT id FROM {t.name}").collect()}
+    assert 5 not in ids and 1000 not in ids and {4, 1001} <= ids
+    doc = icectl("rewrite-data-files", str(t.location), "--rewrite-all")
+    after = versions(spark, t, also=doc["snapshot_id"])
+    assert after.pop(str(doc["snapshot_id"])) == before["current"]
+    assert after == before
+
+
+def test_partial_progress_commits_in_batches(spark: Any, spark_clone: Callable[..., FixtureTable]) -> None:
+    """7 partition groups, --max-commits 3: Java's ceil(7 / 3) = 3 groups per commit, so 3 replace
+    snapshots (3, 3 and 1 groups); the rows at every one of them are the starting rows."""
+    t = spark_clone("many_appends")
+    before = table_rows_digest(spark, t.name)
+    start = latest_metadata_json(t.location)["current-snapshot-id"]
+    doc = icectl("rewrite-data-files", str(t.location), "--min-input-files", "2", "--partial-progress",
+                 "--max-commits", "3")
+    assert len(doc["groups"]) == 7 and len(doc["snapshot_ids"]) == 3
+    md = latest_metadata_json(t.location)
+    chain, sid = [], md["current-snapshot-id"]
+    by_id = {s["snapshot-id"]: s for s in md["snapshots"]}
+    while sid != start:
+        chain.append(sid)
+        sid = by_id[sid]["parent-snapshot-id"]
+    assert chain[::-1] == doc["snapshot_ids"]
+    assert [by_id[s]["summary"]["operation"] for s in chain] == ["replace"] * 3
+    spark.sql(f"REFRESH TABLE {t.name}")
+    for sid in doc["snapshot_ids"]:
+        assert table_rows_digest(spark, f"SELECT * FROM {t.name} VERSION AS OF {sid}") == before
+    assert all(g["status"] == "rewritten" for g in doc["groups"])
+
+
+def test_partial_progress_keeps_the_batches_that_succeed(spark: Any,
+                                                         spark_clone: Callable[..., FixtureTable]) -> None:
+    """A damaged file fails its batch (exit 5, its files counted as failed); the other batches commit."""
+    t = spark_clone("many_appends")
+    victim = sorted((t.location / "data" / "part=6").glob("*.parquet"))[0]
+    others = f"SELECT * FROM {t.name} WHERE part <> 6"
+    before = table_rows_digest(spark, others)
+    victim.write_bytes(b"not parquet at all")
+    r = CliRunner().invoke(app, ["rewrite-data-files", str(t.location), "--min-input-files", "2",
+                                 "--partial-progress", "--max-commits", "7", "--json"])
+    assert r.exit_code == 5, (r.stdout, r.stderr)
+    doc = json.loads(r.stdout)
+    failed = [g for g in doc["groups"] if g["status"] == "failed"]
+    assert len(failed) == 1 and failed[0]["partition"] == {"part": 6} and str(victim) in failed[0]["error"]
+    assert doc["failed_data_files_count"] == failed[0]["files_in"]
+    assert len(doc["snapshot_ids"]) == 6
+    spark.sql(f"REFRESH TABLE {t.name}")
+    assert table_rows_digest(spark, others) == before
+    # Without partial progress the same run commits nothing.
+    t2 = spark_clone("many_appends")
+    sorted((t2.location / "data" / "part=6").glob("*.parquet"))[0].write_bytes(b"not parquet at all")
+    head = latest_metadata_json(t2.location)["current-snapshot-id"]
+    icectl("rewrite-data-files", str(t2.location), "--min-input-files", "2", expect=4)
+    assert latest_metadata_json(t2.location)["current-snapshot-id"] == head
+
+
+@pytest.mark.parametrize("where", ["part = 3", "id < 50 AND part IN (1, 2, 5)", "NOT (id >= 20) OR payload = 'p0150'",
+                                   "ts >= TIMESTAMP '2024-01-01 02:00:00'"])
+def test_where_selects_the_files_spark_selects(spark: Any, spark_clone: Callable[..., FixtureTable],
+                                               where: str) -> None:
+    """Spark's rewrite_data_files with the same where on a twin rewrites as many files into as many."""
+    ours, theirs = spark_clone("many_appends"), spark_clone("many_appends")
+    before = table_rows_digest(spark, ours.name)
+    doc = icectl("rewrite-data-files", str(ours.location), "--min-input-files", "2", "--where", where)
+    escaped = where.replace("'", "\\'")
+    row = spark.sql(f"CALL local.system.rewrite_data_files(table => '{theirs.name.removeprefix('local.')}', "
+                    f"where => '{escaped}', options => map('min-input-files', '2'))").collect()[0]
+    assert 0 < doc["rewritten_data_files_count"] < 200
+    assert doc["rewritten_data_files_count"] == row.rewritten_data_files_count
+    assert doc["added_data_files_count"] == row.added_data_files_count
+    spark.sql(f"REFRESH TABLE {ours.name}")
+    assert table_rows_digest(spark, ours.name) == before
+
+
+@pytest.mark.parametrize("where,words", [
+    ("nosuch = 1", "no column nosuch"),
+    ("id = 'x'", "not a long value"),
+    ("(id = 1", "not closed"),
+    ("id ~ 3", "cannot read"),
+])
+def test_a_where_that_does_not_read_is_one_line(tmp_path: Path, where: str, words: str) -> None:
+    r = CliRunner().invoke(app, ["create", str(tmp_path / "t"), "--schema", "id long, c string"])
+    assert r.exit_code == 0, r.stderr
+    err = icectl("rewrite-data-files", str(tmp_path / "t"), "--where", where, expect=2)
+    assert words in err
+
+
+def _files_of_snapshot(spark: Any, t: FixtureTable, snapshot_id: int) -> list[str]:
+    return sorted(e["data_file"]["file_path"] for e in _new_entries(spark, t, snapshot_id) if e["status"] == 1)
+
+
+def _column_in_file_order(path: str, column: str) -> list[Any]:
+    import pyarrow.parquet as pq
+
+    return pq.read_table(path.removeprefix("file:"), columns=[column]).column(0).to_pylist()
+
+
+@pytest.mark.parametrize("order", ["zorder(id, ts)", "zorder(payload, part)", "id DESC NULLS LAST"])
+def test_sort_and_zorder_write_rows_in_sparks_order(spark: Any, spark_clone: Callable[..., FixtureTable],
+                                                    order: str) -> None:
+    """Spark's sort strategy on a twin writes each partition's rows in the same order as icectl."""
+    ours, theirs = spark_clone("many_appends"), spark_clone("many_appends")
+    before = table_rows_digest(spark, ours.name)
+    doc = icectl("rewrite-data-files", str(ours.location), "--min-input-files", "2", "--strategy", "sort",
+                 "--sort-order", order)
+    spark.sql(f"CALL local.system.rewrite_data_files(table => '{theirs.name.removeprefix('local.')}', "
+              f"strategy => 'sort', sort_order => '{order}', options => map('min-input-files', '2'))").collect()
+    spark.sql(f"REFRESH TABLE {ours.name}")
+    assert table_rows_digest(spark, ours.name) == before
+    theirs_md = latest_metadata_json(theirs.location)
+    ours_files = _files_of_snapshot(spark, ours, doc["snapshot_id"])
+    theirs_files = _files_of_snapshot(spark, theirs, theirs_md["current-snapshot-id"])
+    assert len(ours_files) == len(theirs_files) == 7
+
+    def by_partition(files: list[str]) -> dict[int, list[int]]:
+        return {_column_in_file_order(f, "part")[0]: _column_in_file_order(f, "id") for f in files}
+
+    assert by_partition(ours_files) == by_partition(theirs_files)
+    if order.startswith("id"):
+        assert all(ids == sorted(ids, reverse=True) for ids in by_partition(ours_files).values())
+
+
+def test_sort_uses_the_tables_order_and_records_it(spark: Any, spark_clone: Callable[..., FixtureTable]) -> None:
+    t = spark_clone("many_appends")
+    err = icectl("rewrite-data-files", str(t.location), "--strategy", "sort", expect=2)
+    assert "unsorted" in err
+    spark.sql(f"ALTER TABLE {t.name} WRITE ORDERED BY payload DESC NULLS LAST")
+    order_id = latest_metadata_json(t.location)["default-sort-order-id"]
+    doc = icectl("rewrite-data-files", str(t.location), "--min-input-files", "2", "--strategy", "sort")
+    spark.sql(f"REFRESH TABLE {t.name}")
+    added = set(_files_of_snapshot(spark, t, doc["snapshot_id"]))
+    files = [f for f in metadata_table(spark, t.name, "data_files") if f["file_path"] in added]
+    assert files and {f["sort_order_id"] for f in files} == {order_id}
+    for f in files:
+        payload = _column_in_file_order(f["file_path"], "payload")
+        assert payload == sorted(payload, reverse=True)

@@ -1,0 +1,225 @@
+"""Rewriting the planned groups and committing them (Java's ``RewriteDataFilesSparkAction`` with
+``RewriteDataFilesCommitManager``).
+
+Without partial progress (the default) every group is rewritten, then one ``replace`` commit
+takes them all; any failure fails the run and removes every file it wrote. With
+``partial-progress.enabled`` the groups are committed in ``partial-progress.max-commits`` batches
+(Java's ``ceil(groups / max-commits)`` groups each): a batch whose rewrite or commit fails is
+reported as failed (``failed_data_files_count``) and the others still commit, until more than
+``partial-progress.max-failed-commits`` batches failed.
+"""
+
+from __future__ import annotations
+
+import math
+import uuid
+from collections.abc import Callable
+
+import pyarrow as pa
+
+from icectl.catalog.operations import CommitStateUnknownError
+from icectl.errors import CommitConflictError, ExitCode, IcectlError, UsageError
+from icectl.spec.manifest import DataFile, DataFileContent
+from icectl.spec.metadata import TableMetadata
+from icectl.spec.name_mapping import from_json as name_mapping_from_json
+from icectl.spec.properties import DEFAULT_NAME_MAPPING
+from icectl.spec.snapshots import Snapshot
+from icectl.spec.sorting import SortOrder
+from icectl.table import Table
+from icectl.table.commit import discard_on_failure, new_snapshot_id
+from icectl.table.data_writer import DataFileWriter
+from icectl.table.layout import Deletes
+from icectl.table.layout.manifest_list import ManifestListLayout
+from icectl.table.rows import DeleteReader, arrow_schema, live_batches
+from icectl.table.scan_tasks import FileScanTask, plan_tasks
+from icectl.table.snapshot_writer import SnapshotChange, SnapshotCommit, branch_head, write_snapshot
+from icectl.threads import ordered_map
+
+from .plan import FileGroup, RewriteOptions
+from .result import RewriteDataFilesResult, RewriteGroup
+from .sort import check_memory, sort_indices, zorder_indices
+
+MIN_ROW_LINEAGE_VERSION = 3
+
+
+def _same_spec(group: FileGroup, spec_id: int) -> bool:
+    return all(t.data.spec_id == spec_id for t in group.tasks)
+
+
+def rewrite_group(table: Table, md: TableMetadata, group: FileGroup, deletes: DeleteReader,
+                  written: list[str], options: RewriteOptions | None = None) -> list[DataFile]:
+    """The group's live rows written into new data files of the default spec (paths into ``written``
+    as they are opened, so a failure can remove them); with the sort strategy, in its order."""
+    spec = md.spec()
+    schema = md.schema()
+    lineage = md.format_version >= MIN_ROW_LINEAGE_VERSION
+    target = arrow_schema(schema, row_lineage=lineage)
+    mapping_text = md.properties.get(DEFAULT_NAME_MAPPING)
+    mapping = name_mapping_from_json(mapping_text) if mapping_text else None
+    live = sum(t.data.file.record_count - t.known_deleted_records() for t in group.tasks)
+    rows_per_file = max(1, math.ceil(max(live, 1) / group.expected_output_files))
+    order = sort_order_of(md, options) if options is not None and options.strategy == "sort" else None
+    writer = DataFileWriter(table.io, md, spec, schema, target, rows_per_file,
+                            prefix=f"{group.index - 1:05d}-{group.index}",
+                            sort_order_id=order.order_id if order is not None and _is_table_order(md, order) else None)
+    partition = group.partition if _same_spec(group, spec.spec_id) else None
+    try:
+        batches = (batch for t in group.tasks
+                   for batch in live_batches(table.io, t, schema, target, deletes, mapping, row_lineage=lineage))
+        if options is not None and options.strategy == "sort":
+            rows = pa.Table.from_batches(list(batches), schema=target)
+            if options.zorder:
+                indices = zorder_indices(rows, schema, list(options.zorder))
+            else:
+                assert order is not None
+                indices = sort_indices(rows, schema, order)
+            batches = iter(rows.take(indices).to_batches(max_chunksize=64 * 1024))
+        for batch in batches:
+            writer.write(batch, partition)
+        return writer.close()
+    except BaseException:
+        writer.abort()
+        raise
+    finally:
+        written.extend(writer.written)
+
+
+def sort_order_of(md: TableMetadata, options: RewriteOptions) -> SortOrder | None:
+    """The order a sort rewrite uses: the given one, else the table's (Java refuses an unsorted
+    table with no order given); None for a z-order."""
+    if options.zorder:
+        return None
+    order = options.sort_order if options.sort_order is not None else md.sort_order()
+    if order.is_unsorted:
+        raise UsageError("cannot sort data without a sort order: the table is unsorted and none was given",
+                         hint="pass --sort-order 'col [asc|desc] [nulls first|last], ...' or 'zorder(a, b)'")
+    return order
+
+
+def _is_table_order(md: TableMetadata, order: SortOrder) -> bool:
+    return any(o.fields == order.fields and o.order_id == order.order_id for o in md.sort_orders)
+
+
+def no_new_deletes(table: Table, start: Snapshot, options: RewriteOptions,
+                   rewritten: dict[str, FileScanTask]) -> Callable[[TableMetadata], None]:
+    """Java's ``validateNoNewDeletesForDataFiles`` from the starting snapshot: a position delete or
+    DV committed meanwhile for a rewritten file would be lost with it (an equality delete too when
+    the new files do not keep the starting sequence number)."""
+    def check(base: TableMetadata) -> None:
+        head = branch_head(base, options.branch, table.identifier)
+        if head is None or head.snapshot_id == start.snapshot_id:
+            return
+        for t in plan_tasks(base, head, table.io):
+            before = rewritten.get(t.data.file.file_path)
+            if before is None:
+                continue
+            known = {(d.file.file_path, d.file.content_offset) for d in before.deletes}
+            for d in t.deletes:
+                if (d.file.file_path, d.file.content_offset) in known:
+                    continue
+                if d.file.content == DataFileContent.EQUALITY_DELETES and options.use_starting_sequence_number:
+                    continue
+                raise CommitConflictError(
+                    f"a delete file committed after snapshot {start.snapshot_id} ({d.file.file_path}) applies to "
+                    f"rewritten data file {t.data.file.file_path}", path=t.data.file.file_path,
+                    hint="run rewrite-data-files again: it will plan from the new head")
+    return check
+
+
+def _partition_path(md: TableMetadata, spec_id: int, partition: tuple[object, ...] | None) -> str:
+    s = md.spec_by_id(spec_id)
+    return s.partition_path(partition or (), md.schema()) if s is not None and partition else ""
+
+
+def commit_batch(table: Table, options: RewriteOptions, head: Snapshot, groups: list[FileGroup],
+                 outputs: list[list[DataFile]], written: list[str]) -> tuple[SnapshotCommit, int | None]:
+    """One ``replace`` commit of ``groups`` (their rewritten files in ``outputs``); returns the commit
+    and the data sequence number the new files got (None: the new snapshot's)."""
+    md = table.metadata
+    spec = md.spec()
+    layout = ManifestListLayout(str(uuid.uuid4()), [])
+    removed: list[DataFile] = []
+    change = SnapshotChange("replace", layout, deletes=Deletes(removed))
+    for g in groups:
+        for t in g.tasks:
+            where = _partition_path(md, t.data.spec_id, t.data.file.partition)
+            removed.append(t.data.file)
+            change.summary.removed_file(t.data.file, where)
+            if t.dv is not None:  # a DV is its data file's alone: it goes with it (Java 1.8+, v3)
+                removed.append(t.dv.file)
+                change.summary.removed_file(t.dv.file, where)
+    new_files = [f for files in outputs for f in files]
+    for f in new_files:
+        change.summary.added_file(f, _partition_path(md, spec.spec_id, f.partition))
+    seq = (head.sequence_number or 0) if options.use_starting_sequence_number and md.format_version >= 2 else None
+    snapshot_id = new_snapshot_id(md)
+    layout.write_appended(table.io, md, table.metadata_folder, {spec.spec_id: new_files}, snapshot_id, written,
+                          data_sequence_number=seq)
+    change.written.extend(written)
+    rewritten = {t.data.file.file_path: t for g in groups for t in g.tasks}
+    done = write_snapshot(table, options.branch, change, snapshot_id=snapshot_id,
+                          check=no_new_deletes(table, head, options, rewritten))
+    return done, seq
+
+
+def _batches(groups: list[FileGroup], options: RewriteOptions) -> list[list[FileGroup]]:
+    if not options.partial_progress:
+        return [groups]
+    per_commit = -(-len(groups) // options.max_commits)  # Java: ceil(groups / max-commits)
+    return [groups[i:i + per_commit] for i in range(0, len(groups), per_commit)]
+
+
+def run_groups(table: Table, options: RewriteOptions, head: Snapshot, groups: list[FileGroup],
+               res: RewriteDataFilesResult, workers: int) -> RewriteDataFilesResult:
+    """Rewrite and commit ``groups``, filling in ``res`` (see the module docstring)."""
+    deletes = DeleteReader(table.io, table.metadata.schema())
+    if options.strategy == "sort":
+        sort_order_of(table.metadata, options)  # an unsorted table with no order: refused before any work
+        check_memory(max(g.input_size for g in groups), min(workers, len(groups)))
+    docs: dict[int, RewriteGroup] = {d.index: d for d in res.groups}
+    failed_commits = 0
+    res.snapshot_ids = []
+    for batch in _batches(groups, options):
+        written: list[str] = []
+        try:
+            with discard_on_failure(table.io, written):
+                outputs = list(ordered_map(
+                    lambda g, out=written: rewrite_group(table, table.metadata, g, deletes, out,  # type: ignore[misc]
+                                                         options),
+                    batch, workers=max(1, workers), wait=True))
+                done, seq = commit_batch(table, options, head, batch, outputs, written)
+        except CommitStateUnknownError:
+            raise
+        except IcectlError as e:
+            if not options.partial_progress:
+                raise
+            failed_commits += 1
+            for g in batch:
+                docs[g.index].status, docs[g.index].error = "failed", e.message
+                res.failed_data_files_count += len(g.tasks)
+                res.rewritten_data_files_count -= len(g.tasks)
+                res.rewritten_bytes_count -= g.input_size
+                res.removed_delete_files_count -= sum(1 for t in g.tasks if t.dv is not None)
+            if failed_commits > options.failed_commits_allowed:
+                raise CommitConflictError(
+                    f"{failed_commits} of the partial-progress commits failed (more than max-failed-commits "
+                    f"{options.failed_commits_allowed}); the last: {e.message}", hint=e.hint) from e
+            continue
+        for g, files in zip(batch, outputs, strict=True):
+            doc = docs[g.index]
+            doc.status = "rewritten"
+            doc.files_out, doc.bytes_out = len(files), sum(f.file_size_in_bytes for f in files)
+            doc.records_out = sum(f.record_count for f in files)
+            res.added_data_files_count += len(files)
+        res.snapshot_id = done.snapshot.snapshot_id
+        res.snapshot_ids.append(done.snapshot.snapshot_id)
+        if seq is not None:
+            res.data_sequence_number = seq
+        res.commit.record(done.metadata_location, done.attempts)
+    if res.failed_data_files_count:
+        res.exit_code = ExitCode.CONFLICT
+        res.warnings.append(f"{res.failed_data_files_count} data files were not rewritten: their groups failed "
+                            "(see the groups' errors); the other groups are committed")
+    res.title = (f"Rewrote {res.rewritten_data_files_count} data files into {res.added_data_files_count} "
+                 f"in {table.identifier}")
+    return res
