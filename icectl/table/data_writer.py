@@ -102,6 +102,16 @@ class _OpenFile:
     sink: Any
     close_sink: Any
     rows: int = 0
+    # Rows not yet written: a row group takes batches until write.parquet.row-group-size-bytes (in
+    # Arrow's bytes, more than Parquet's encoded ones), as parquet-mr buffers a row group.
+    pending: list[pa.RecordBatch] = field(default_factory=list)
+    pending_bytes: int = 0
+
+    def flush(self) -> None:
+        if self.pending:
+            table = pa.Table.from_batches(self.pending)
+            self.writer.write_table(table, row_group_size=max(1, table.num_rows))
+            self.pending, self.pending_bytes = [], 0
 
 
 @dataclass
@@ -149,15 +159,15 @@ class DataFileWriter:
         while start < batch.num_rows:
             f = self._open.get(partition) or self._new_file(partition, batch)
             take = min(batch.num_rows - start, self.rows_per_file - f.rows)
-            f.writer.write_batch(batch.slice(start, take), row_group_size=self._row_group_rows(batch))
+            part = batch.slice(start, take)
+            f.pending.append(part)
+            f.pending_bytes += part.nbytes
+            if f.pending_bytes >= self.settings.row_group_bytes:
+                f.flush()
             f.rows += take
             start += take
             if f.rows >= self.rows_per_file:
                 self._close(partition)
-
-    def _row_group_rows(self, batch: pa.RecordBatch) -> int:
-        per_row = max(1, batch.nbytes // max(1, batch.num_rows))
-        return max(1, self.settings.row_group_bytes // per_row)
 
     def _new_file(self, partition: tuple[Any, ...], batch: pa.RecordBatch) -> _OpenFile:
         self._count += 1
@@ -180,6 +190,7 @@ class DataFileWriter:
 
     def _close(self, partition: tuple[Any, ...]) -> None:
         f = self._open.pop(partition)
+        f.flush()
         f.writer.close()
         f.close_sink.__exit__(None, None, None)
         size = self.io.size(f.path)

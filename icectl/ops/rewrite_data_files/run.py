@@ -61,7 +61,7 @@ def rewrite_group(table: Table, md: TableMetadata, group: FileGroup, deletes: De
     order = sort_order_of(md, options) if options is not None and options.strategy == "sort" else None
     writer = DataFileWriter(table.io, md, spec, schema, target, rows_per_file,
                             prefix=f"{group.index - 1:05d}-{group.index}",
-                            sort_order_id=order.order_id if order is not None and _is_table_order(md, order) else None)
+                            sort_order_id=_written_order_id(md, options, order))
     partition = group.partition if _same_spec(group, spec.spec_id) else None
     try:
         batches = (batch for t in group.tasks
@@ -96,8 +96,16 @@ def sort_order_of(md: TableMetadata, options: RewriteOptions) -> SortOrder | Non
     return order
 
 
-def _is_table_order(md: TableMetadata, order: SortOrder) -> bool:
-    return any(o.fields == order.fields and o.order_id == order.order_id for o in md.sort_orders)
+def _written_order_id(md: TableMetadata, options: RewriteOptions | None, order: SortOrder | None) -> int | None:
+    """The ``sort_order_id`` new files record: the table's order they are written in; as Spark's
+    writer, the table's default order (0, unsorted, when it has none) for a bin-pack; none for a
+    sort by an order the table does not have, or a z-order."""
+    if options is None or options.strategy != "sort":
+        return md.default_sort_order_id
+    if order is None:
+        return None
+    same = any(o.fields == order.fields and o.order_id == order.order_id for o in md.sort_orders)
+    return order.order_id if same else None
 
 
 def no_new_deletes(table: Table, start: Snapshot, options: RewriteOptions,

@@ -91,6 +91,13 @@ def test_spark_reads_the_same_rows_at_every_snapshot_and_ref(
     if md["format-version"] >= 2:  # the starting snapshot's sequence number (use-starting-sequence-number)
         assert {e["sequence_number"] for e in added} == {start_head["sequence-number"]}
         assert {e["file_sequence_number"] for e in added} == {snap["sequence-number"]}
+    # Small groups make one row group per file, as parquet-mr buffers a row group (not one per batch
+    # read), and the files record the table's sort order id, as Spark's writer does.
+    import pyarrow.parquet as pq
+
+    for f in added:
+        assert pq.ParquetFile(f["data_file"]["file_path"].removeprefix("file:")).metadata.num_row_groups == 1
+        assert f["data_file"]["sort_order_id"] == md.get("default-sort-order-id", 0)
     # Spark's own scan of the files table agrees with the rows: every live row is in a listed file.
     files = metadata_table(spark, t.name, "data_files")
     assert sum(f["record_count"] for f in files) >= before["current"][0]
@@ -165,7 +172,8 @@ def test_a_delete_committed_meanwhile_fails_the_rewrite_and_nothing_is_left(
 
 @pytest.mark.parametrize("args,code,words", [
     (["--target-file-size-bytes", "0"], 2, "must be > 0"),
-    (["--strategy", "sort"], 2, "binpack"),
+    (["--strategy", "zorder"], 2, "binpack, sort"),
+    (["--sort-order", "id"], 2, "--strategy sort"),
     (["--min-input-files", "0"], 2, "min-input-files"),
     (["--delete-ratio-threshold", "1.5"], 2, "delete-ratio-threshold"),
     (["--target-file-size-bytes", "1000", "--min-file-size-bytes", "2000"], 2, "min-file-size-bytes"),
