@@ -244,6 +244,9 @@ _icectl() {
         "rewrite-data-files|--max-failed-commits") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "rewrite-data-files|--max-concurrent-file-group-rewrites") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "rewrite-data-files|--branch") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "rewrite-data-files|--engine") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "rewrite-data-files|--spark-master") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "rewrite-data-files|--spark-conf") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "rollback|--to-snapshot") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "rollback|--to-timestamp") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "rollback|--branch"|"rollback|-b") COMPREPLY=($(compgen -f -- "$cur")); return ;;
@@ -529,7 +532,7 @@ _icectl() {
             fi ;;
         "rewrite-data-files")
             if [[ "$cur" == -* ]]; then
-                COMPREPLY=($(compgen -W "--all --catalog -c --strategy --sort-order --where --target-file-size-bytes --min-file-size-bytes --max-file-size-bytes --min-input-files --rewrite-all --max-file-group-size-bytes --delete-file-threshold --delete-ratio-threshold --use-starting-sequence-number --no-use-starting-sequence-number --partial-progress --max-commits --max-failed-commits --max-concurrent-file-group-rewrites --branch --dry-run --json --help -h" -- "$cur"))
+                COMPREPLY=($(compgen -W "--all --catalog -c --strategy --sort-order --where --target-file-size-bytes --min-file-size-bytes --max-file-size-bytes --min-input-files --rewrite-all --max-file-group-size-bytes --delete-file-threshold --delete-ratio-threshold --use-starting-sequence-number --no-use-starting-sequence-number --partial-progress --max-commits --max-failed-commits --max-concurrent-file-group-rewrites --branch --dry-run --json --engine --spark-master --spark-conf --help -h" -- "$cur"))
             else
                 _icectl_dynamic
             fi ;;

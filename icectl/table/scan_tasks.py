@@ -5,8 +5,9 @@ The spec's rules ("Scan Planning"), as Java's ``DeleteFileIndex`` applies them:
 - a deletion vector applies to the data file it references when the data file's data sequence
   number is less than or equal to the DV's; a data file has at most one DV, and when it has one,
   no position delete file applies to it (a DV already holds those deletes);
-- a position delete file applies when its ``referenced_data_file`` is unset or names the data
-  file, the data file's data sequence number is less than or equal to the delete file's, and both
+- a position delete file applies when its ``referenced_data_file`` (or, when unset, the one path
+  its ``file_path`` bounds hold) is unset or names the data file, the data file's data sequence
+  number is less than or equal to the delete file's, and both
   have the same partition spec and partition values;
 - an equality delete file applies when the data file's data sequence number is strictly less
   than the delete file's, and the delete file is in the data file's partition (same spec and
@@ -63,7 +64,27 @@ class FileScanTask:
         """Rows deleted by file-scoped deletes (a DV, or position deletes naming this file only), as
         Java's planner counts them for the delete ratio; other delete files are not counted."""
         return sum(d.file.record_count for d in self.deletes
-                   if d.file.content == DataFileContent.POSITION_DELETES and d.file.referenced_data_file is not None)
+                   if d.file.content == DataFileContent.POSITION_DELETES and referenced_data_file(d.file) is not None)
+
+
+POS_DELETE_FILE_PATH_ID = 2147483546
+
+
+def referenced_data_file(f: DataFile) -> str | None:
+    """The one data file a position delete file applies to: its ``referenced_data_file``, or the
+    path its ``file_path`` column's bounds both hold (Java's ``ContentFileUtil.referencedDataFile``)."""
+    if f.content != DataFileContent.POSITION_DELETES:
+        return None
+    if f.referenced_data_file is not None:
+        return f.referenced_data_file
+    lower = (f.lower_bounds or {}).get(POS_DELETE_FILE_PATH_ID)
+    upper = (f.upper_bounds or {}).get(POS_DELETE_FILE_PATH_ID)
+    if lower is not None and lower == upper:
+        try:
+            return lower.decode()
+        except UnicodeDecodeError:
+            return None
+    return None
 
 
 def _scan_file(m: ManifestFile, e: ManifestEntry) -> ScanFile:
@@ -108,7 +129,7 @@ def assign_deletes(md: TableMetadata, data: Iterable[ScanFile], deletes: Iterabl
         else:
             task.position_deletes = [d for d in positional.get(f.partition_key, ())
                                      if seq <= d.data_sequence_number
-                                     and d.file.referenced_data_file in (None, path)]
+                                     and referenced_data_file(d.file) in (None, path)]
         task.equality_deletes = [d for d in (*equality.get(f.partition_key, ()), *global_equality)
                                  if seq < d.data_sequence_number]
         tasks.append(task)

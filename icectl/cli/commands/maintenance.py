@@ -187,6 +187,7 @@ def rewrite_data_files_cmd(
     branch: Annotated[str, typer.Option("--branch", help="The branch whose head is rewritten.")] = "main",
     dry_run: DryRunOpt = False,
     json_output: JsonOpt = False,
+    engine: Engine | None = None,
 ) -> Result | MultiResult:
     """Compact small data files (and files heavy with deletes) into files of the target size.
 
@@ -216,7 +217,7 @@ def rewrite_data_files_cmd(
         own = options
         if sort_order is not None and not options.zorder:
             own = dataclasses.replace(options, sort_order=_sort_order(t.metadata, sort_order))
-        return rewrite_data_files(t, own, dry_run=dry_run, workers=max_concurrent)
+        return rewrite_data_files(t, own, dry_run=dry_run, workers=max_concurrent, engine=engine)
 
     return tables.run(RewriteDataFilesResult, run)
 
@@ -233,5 +234,5 @@ def _sort_order(md: TableMetadata, text: str) -> SortOrder:
 def register(app: typer.Typer) -> None:
     command(app, "expire-snapshots", engine="deletes", each_table=True)(expire_cmd)
     command(app, "compact", engine=True, each_table=True)(compact_cmd)
-    command(app, "rewrite-data-files", each_table=True)(rewrite_data_files_cmd)
+    command(app, "rewrite-data-files", engine=True, each_table=True)(rewrite_data_files_cmd)
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import uuid
 
+from icectl.engine import Engine
 from icectl.errors import UnsupportedError
 from icectl.results import NEXT_METADATA
 from icectl.spec.manifest import DataFile
@@ -67,7 +68,7 @@ def _removed_dvs(group: FileGroup) -> list[DataFile]:
 
 
 def rewrite_data_files(table: Table, options: RewriteOptions, *, dry_run: bool = False,
-                       workers: int = MAX_CONCURRENT_GROUPS) -> RewriteDataFilesResult:
+                       workers: int = MAX_CONCURRENT_GROUPS, engine: Engine | None = None) -> RewriteDataFilesResult:
     """Rewrite the branch head's small (or delete-heavy) data files into files of the target size,
     as one ``replace`` commit (see the module docstring)."""
     options.check()
@@ -108,4 +109,4 @@ def rewrite_data_files(table: Table, options: RewriteOptions, *, dry_run: bool =
                                                                         new_snapshot_id(md)),
                       NEXT_METADATA], [])
         return res
-    return run_groups(table, options, head, groups, res, workers)
+    return run_groups(table, options, head, groups, res, workers, engine)

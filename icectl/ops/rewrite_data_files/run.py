@@ -14,10 +14,12 @@ from __future__ import annotations
 import math
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import pyarrow as pa
 
 from icectl.catalog.operations import CommitStateUnknownError
+from icectl.engine import Engine
 from icectl.errors import CommitConflictError, ExitCode, IcectlError, UsageError
 from icectl.spec.manifest import DataFile, DataFileContent
 from icectl.spec.metadata import TableMetadata
@@ -25,8 +27,9 @@ from icectl.spec.name_mapping import from_json as name_mapping_from_json
 from icectl.spec.properties import DEFAULT_NAME_MAPPING
 from icectl.spec.snapshots import Snapshot
 from icectl.spec.sorting import SortOrder
+from icectl.storage import FileIO
 from icectl.table import Table
-from icectl.table.commit import discard_on_failure, new_snapshot_id
+from icectl.table.commit import delete_quietly, discard_on_failure, new_snapshot_id
 from icectl.table.data_writer import DataFileWriter
 from icectl.table.layout import Deletes
 from icectl.table.layout.manifest_list import ManifestListLayout
@@ -46,7 +49,7 @@ def _same_spec(group: FileGroup, spec_id: int) -> bool:
     return all(t.data.spec_id == spec_id for t in group.tasks)
 
 
-def rewrite_group(table: Table, md: TableMetadata, group: FileGroup, deletes: DeleteReader,
+def rewrite_group(io: FileIO, md: TableMetadata, group: FileGroup, deletes: DeleteReader,
                   written: list[str], options: RewriteOptions | None = None) -> list[DataFile]:
     """The group's live rows written into new data files of the default spec (paths into ``written``
     as they are opened, so a failure can remove them); with the sort strategy, in its order."""
@@ -56,16 +59,16 @@ def rewrite_group(table: Table, md: TableMetadata, group: FileGroup, deletes: De
     target = arrow_schema(schema, row_lineage=lineage)
     mapping_text = md.properties.get(DEFAULT_NAME_MAPPING)
     mapping = name_mapping_from_json(mapping_text) if mapping_text else None
-    live = sum(t.data.file.record_count - t.known_deleted_records() for t in group.tasks)
-    rows_per_file = max(1, math.ceil(max(live, 1) / group.expected_output_files))
+    # Rows per file from the rows before deletes: an over-estimate makes at most the expected count.
+    rows_per_file = max(1, math.ceil(group.records / group.expected_output_files))
     order = sort_order_of(md, options) if options is not None and options.strategy == "sort" else None
-    writer = DataFileWriter(table.io, md, spec, schema, target, rows_per_file,
+    writer = DataFileWriter(io, md, spec, schema, target, rows_per_file,
                             prefix=f"{group.index - 1:05d}-{group.index}",
                             sort_order_id=_written_order_id(md, options, order))
     partition = group.partition if _same_spec(group, spec.spec_id) else None
     try:
         batches = (batch for t in group.tasks
-                   for batch in live_batches(table.io, t, schema, target, deletes, mapping, row_lineage=lineage))
+                   for batch in live_batches(io, t, schema, target, deletes, mapping, row_lineage=lineage))
         if options is not None and options.strategy == "sort":
             rows = pa.Table.from_batches(list(batches), schema=target)
             if options.zorder:
@@ -82,6 +85,43 @@ def rewrite_group(table: Table, md: TableMetadata, group: FileGroup, deletes: De
         raise
     finally:
         written.extend(writer.written)
+
+
+@dataclass(frozen=True)
+class GroupTask:
+    """What an engine's task needs to rewrite a group (shipped once per map): the table's storage,
+    its metadata and the options. The task writes the files and returns their ``data_file``s; when
+    it fails it removes what it wrote (the driver never learns those paths)."""
+
+    io: FileIO
+    md: TableMetadata
+    options: RewriteOptions
+
+
+def rewrite_group_task(shared: GroupTask, group: FileGroup) -> list[DataFile]:
+    written: list[str] = []
+    try:
+        return rewrite_group(shared.io, shared.md, group, DeleteReader(shared.io, shared.md.schema()), written,
+                             shared.options)
+    except BaseException:
+        for path in written:
+            delete_quietly(shared.io, path)
+        raise
+
+
+def _rewrite_batch(table: Table, options: RewriteOptions, batch: list[FileGroup], deletes: DeleteReader,
+                   written: list[str], workers: int, engine: Engine | None) -> list[list[DataFile]]:
+    """Each group of ``batch`` rewritten: on this machine's threads, or as the engine's tasks."""
+    if engine is None or engine.runs_in_process:
+        return list(ordered_map(
+            lambda g: rewrite_group(table.io, table.metadata, g, deletes, written, options), batch,
+            workers=max(1, workers), wait=True))
+    outputs = []
+    for files in engine.map(rewrite_group_task, batch, shared=GroupTask(table.io, table.metadata, options),
+                            description="rewriting data files"):
+        written.extend(f.file_path for f in files)  # the driver removes them if the commit fails
+        outputs.append(files)
+    return outputs
 
 
 def sort_order_of(md: TableMetadata, options: RewriteOptions) -> SortOrder | None:
@@ -178,7 +218,7 @@ def _batches(groups: list[FileGroup], options: RewriteOptions) -> list[list[File
 
 
 def run_groups(table: Table, options: RewriteOptions, head: Snapshot, groups: list[FileGroup],
-               res: RewriteDataFilesResult, workers: int) -> RewriteDataFilesResult:
+               res: RewriteDataFilesResult, workers: int, engine: Engine | None = None) -> RewriteDataFilesResult:
     """Rewrite and commit ``groups``, filling in ``res`` (see the module docstring)."""
     deletes = DeleteReader(table.io, table.metadata.schema())
     if options.strategy == "sort":
@@ -191,10 +231,7 @@ def run_groups(table: Table, options: RewriteOptions, head: Snapshot, groups: li
         written: list[str] = []
         try:
             with discard_on_failure(table.io, written):
-                outputs = list(ordered_map(
-                    lambda g, out=written: rewrite_group(table, table.metadata, g, deletes, out,  # type: ignore[misc]
-                                                         options),
-                    batch, workers=max(1, workers), wait=True))
+                outputs = _rewrite_batch(table, options, batch, deletes, written, workers, engine)
                 done, seq = commit_batch(table, options, head, batch, outputs, written)
         except CommitStateUnknownError:
             raise
