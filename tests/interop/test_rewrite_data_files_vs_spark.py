@@ -305,7 +305,8 @@ def test_rewrite_equals_spark(spark: Any, spark_clone: Callable[..., FixtureTabl
     # how Spark packs whole (unsplittable one-row-group) files into splits of the planned size: one
     # file more or less per group than the plan's expected count (v3_dv: Spark 3, the plan 4). A
     # group of an older spec is range-shuffled instead: each partition value goes to one writer,
-    # which rolls at the target size, whatever the plan expected (v2_part: 12 files for its 47).
+    # which rolls at the target size, whatever the plan expected (v2_part: 47 files of spec 0 into 12
+    # partitions of spec 2).
     exact = variant != "target-8KiB"
     same = ("rewritten_data_files_count", "rewritten_bytes_count", "failed_data_files_count")
     assert {k: out[k] for k in same} == {k: spark_out[k] for k in same}
