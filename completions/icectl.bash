@@ -34,6 +34,7 @@ _icectl() {
             "|remove-files") path="remove-files" ;;
             "|remove-orphan-files") path="remove-orphan-files" ;;
             "|rewrite-data-files") path="rewrite-data-files" ;;
+            "|rewrite-position-delete-files") path="rewrite-position-delete-files" ;;
             "|rollback") path="rollback" ;;
             "|set-current") path="set-current" ;;
             "|tag") path="tag" ;;
@@ -247,6 +248,13 @@ _icectl() {
         "rewrite-data-files|--engine") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "rewrite-data-files|--spark-master") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "rewrite-data-files|--spark-conf") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "rewrite-position-delete-files|--catalog"|"rewrite-position-delete-files|-c") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "rewrite-position-delete-files|--target-file-size-bytes") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "rewrite-position-delete-files|--min-file-size-bytes") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "rewrite-position-delete-files|--max-file-size-bytes") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "rewrite-position-delete-files|--min-input-files") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "rewrite-position-delete-files|--max-file-group-size-bytes") COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        "rewrite-position-delete-files|--branch") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "rollback|--to-snapshot") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "rollback|--to-timestamp") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "rollback|--branch"|"rollback|-b") COMPREPLY=($(compgen -f -- "$cur")); return ;;
@@ -276,7 +284,7 @@ _icectl() {
             if [[ "$cur" == -* ]]; then
                 COMPREPLY=($(compgen -W "--debug --config --no-cache --version --help -h" -- "$cur"))
             else
-                COMPREPLY=($(compgen -W "add-files branch cache cherrypick compact compute-partition-stats create drop expire-snapshots fast-forward health inspect list namespace properties publish register remove-files remove-orphan-files rewrite-data-files rollback set-current tag upgrade validate" -- "$cur"))
+                COMPREPLY=($(compgen -W "add-files branch cache cherrypick compact compute-partition-stats create drop expire-snapshots fast-forward health inspect list namespace properties publish register remove-files remove-orphan-files rewrite-data-files rewrite-position-delete-files rollback set-current tag upgrade validate" -- "$cur"))
             fi ;;
         "add-files")
             if [[ "$cur" == -* ]]; then
@@ -533,6 +541,12 @@ _icectl() {
         "rewrite-data-files")
             if [[ "$cur" == -* ]]; then
                 COMPREPLY=($(compgen -W "--all --catalog -c --strategy --sort-order --where --target-file-size-bytes --min-file-size-bytes --max-file-size-bytes --min-input-files --rewrite-all --max-file-group-size-bytes --delete-file-threshold --delete-ratio-threshold --use-starting-sequence-number --no-use-starting-sequence-number --partial-progress --max-commits --max-failed-commits --max-concurrent-file-group-rewrites --branch --dry-run --json --engine --spark-master --spark-conf --help -h" -- "$cur"))
+            else
+                _icectl_dynamic
+            fi ;;
+        "rewrite-position-delete-files")
+            if [[ "$cur" == -* ]]; then
+                COMPREPLY=($(compgen -W "--all --catalog -c --target-file-size-bytes --min-file-size-bytes --max-file-size-bytes --min-input-files --rewrite-all --max-file-group-size-bytes --branch --dry-run --json --help -h" -- "$cur"))
             else
                 _icectl_dynamic
             fi ;;

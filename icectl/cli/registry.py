@@ -53,6 +53,9 @@ COMMANDS: dict[str, LazyCommand] = {
     "rewrite-data-files": LazyCommand("commands.maintenance", "register",
                                       "Compact small data files (and files heavy with deletes) into files of the "
                                       "target size."),
+    "rewrite-position-delete-files": LazyCommand("commands.deletes", "register",
+                                                 "Compact a v2 table's position delete files and drop deletes of "
+                                                 "data files no longer live."),
     "health": LazyCommand("commands.health", "register",
                           "Which tables need maintenance: snapshots, metadata files, manifests, file sizes, delete "
                           "files."),

@@ -26,7 +26,7 @@ from typing import Any
 from icectl.errors import IcectlError, UsageError
 from icectl.spec.manifest import DataFile
 from icectl.spec.schema import IcebergType, NestedField, PrimitiveType, Schema
-from icectl.spec.values import from_bytes, from_json_single_value
+from icectl.spec.values import from_bytes_or_none, from_json_single_value
 
 _TOKEN = re.compile(r"""\s*(?:(?P<str>'(?:[^']|'')*')|(?P<num>-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)
                        |(?P<op><>|!=|<=|>=|=|<|>|\(|\)|,)|(?P<word>[A-Za-z_][A-Za-z0-9_]*|`[^`]+`))""", re.VERBOSE)
@@ -261,13 +261,7 @@ def might_match(e: Expr, f: DataFile, schema: Schema, exact: dict[int, Any] | No
 def _bound(bounds: dict[int, bytes] | None, field_id: int, t: IcebergType) -> Any:
     """A bound as the column's current type; None when absent or written as another type (an int
     column promoted to long keeps 4-byte bounds in old files: not a bound to compare, so no pruning)."""
-    raw = (bounds or {}).get(field_id)
-    if raw is None:
-        return None
-    try:
-        return from_bytes(t, raw)
-    except (IcectlError, ValueError):
-        return None
+    return from_bytes_or_none(t, (bounds or {}).get(field_id))
 
 
 def _in_range(op: str, values: tuple[Any, ...], lower: Any, upper: Any) -> bool:

@@ -33,7 +33,7 @@ from datetime import date, datetime, timedelta
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from icectl.errors import CorruptInputError, UnsupportedError
+from icectl.errors import CorruptInputError, IcectlError, UnsupportedError
 from icectl.spec.schema import (
     DecimalType,
     FixedType,
@@ -124,6 +124,17 @@ def from_bytes(iceberg_type: IcebergType, data: bytes) -> Any:
     except UnicodeDecodeError as e:
         raise CorruptInputError(f"string value is not valid UTF-8: {e.reason}") from None
     raise UnsupportedError(f"single-value serialization is not defined for type {iceberg_type}")
+
+
+def from_bytes_or_none(iceberg_type: IcebergType, data: bytes | None) -> Any:
+    """:func:`from_bytes`, or None when there is no value or it does not decode as ``iceberg_type``
+    (a bound or summary to judge by, not a value to report as broken)."""
+    if data is None:
+        return None
+    try:
+        return from_bytes(iceberg_type, data)
+    except (IcectlError, ValueError):
+        return None
 
 
 def to_bytes(iceberg_type: IcebergType, value: Any) -> bytes:

@@ -141,9 +141,9 @@ class DeleteReader:
     """Reads the deletes of data files: DVs, position delete files (each read once) and equality
     delete files (each read once, projected onto the current schema)."""
 
-    def __init__(self, io: FileIO, schema: Schema) -> None:
+    def __init__(self, io: FileIO, schema: Schema | None = None) -> None:
         self.io = io
-        self.schema = schema
+        self.schema = schema if schema is not None else Schema(())  # None: positions only
         self._files: dict[str, dict[str, BitMap64]] = {}
         self._equality: dict[str, pa.Table] = {}
 

@@ -8,9 +8,9 @@ from typing import Any
 
 from icectl.errors import CorruptInputError, IcectlError, NotFoundError, UnsupportedError
 from icectl.spec.manifest import ManifestContent, ManifestEntryStatus, ManifestFile
-from icectl.spec.schema import IcebergType, StructType
+from icectl.spec.schema import StructType
 from icectl.spec.snapshots import Snapshot
-from icectl.spec.values import from_bytes
+from icectl.spec.values import from_bytes_or_none
 from icectl.storage import is_relative_path
 from icectl.table.scan import manifests_of
 from icectl.validate.context import Context
@@ -213,7 +213,8 @@ def _summaries(ctx: Context, list_path: str | None, m: ManifestFile, entry: str,
             problems.append("contains_null is false but an entry's value is null")
         if stats.has_nan and summary.contains_nan is False:
             problems.append("contains_nan is false but an entry's value is NaN")
-        lower, upper = _decode(pf.field_type, summary.lower_bound), _decode(pf.field_type, summary.upper_bound)
+        lower = from_bytes_or_none(pf.field_type, summary.lower_bound)
+        upper = from_bytes_or_none(pf.field_type, summary.upper_bound)
         try:
             if stats.lower is not None and (lower is None or stats.lower < lower):
                 problems.append(f"lower_bound {lower!r} is above the value {stats.lower!r}")
@@ -225,15 +226,6 @@ def _summaries(ctx: Context, list_path: str | None, m: ManifestFile, entry: str,
             rep.report(PARTITION_SUMMARIES, list_path, f"manifest {m.manifest_path} partition field {pf.name!r}: {p}",
                        entry=entry, field=pf.name, lower_bound=lower, upper_bound=upper,
                        min_value=stats.lower, max_value=stats.upper)
-
-
-def _decode(t: IcebergType, raw: bytes | None) -> Any:
-    if raw is None:
-        return None
-    try:
-        return from_bytes(t, raw)
-    except (IcectlError, ValueError):
-        return None
 
 
 @dataclass

@@ -63,6 +63,7 @@ CASES: dict[str, list[Args]] = {
                          lambda c: ["expire-snapshots", str(c.copy), "--retain-last", "1", "--older-than", "0"]],
     "compact": [lambda c: ["compact", str(c.copy)]],
     "rewrite-data-files": [lambda c: ["rewrite-data-files", str(c.copy), "--rewrite-all"]],
+    "rewrite-position-delete-files": [lambda c: ["rewrite-position-delete-files", str(c.copy), "--rewrite-all"]],
     "upgrade": [lambda c: ["upgrade", str(c.copy), "--to", "3"]],
     "remove-files": [lambda c: ["remove-files", str(c.copy), c.data_file]],
     "rollback": [lambda c: ["rollback", str(c.copy), "--to-snapshot", str(c.parent)]],

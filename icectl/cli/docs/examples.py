@@ -56,6 +56,14 @@ EXAMPLES: dict[str, list[Example]] = {
         ("Cluster the rows of small files by two columns (z-order)",
          "icectl rewrite-data-files db.events --strategy sort --sort-order 'zorder(lat, lon)'"),
     ],
+    "rewrite-position-delete-files": [
+        ("See the delete file groups, files in and out and the dangling deletes dropped; change nothing",
+         "icectl rewrite-position-delete-files db.events --dry-run"),
+        ("Rewrite every position delete file (after rewrite-data-files made some dangling)",
+         "icectl rewrite-position-delete-files db.events --rewrite-all"),
+        ("Compact position deletes of every table of a namespace, one line per table",
+         "icectl rewrite-position-delete-files --all sales"),
+    ],
     "compute-partition-stats": [
         ("Write the current snapshot's partition statistics file and register it",
          "icectl compute-partition-stats db.events"),

@@ -17,6 +17,7 @@ from icectl.ops.compact.result import CompactResult
 from icectl.ops.expire.result import EXPIRE_CATEGORIES, ExpireCutoff, ExpireResult, RefPolicy
 from icectl.ops.orphans.result import RemoveOrphanFilesResult
 from icectl.ops.rewrite_data_files.result import RewriteDataFilesResult
+from icectl.ops.rewrite_position_delete_files.result import RewritePositionDeleteFilesResult
 from icectl.results import UNSET, RowsResult, TableFailure, Unset
 from icectl.spec.durations import human_duration
 from icectl.validate import rule_summaries
@@ -240,6 +241,24 @@ def rewrite_data_files_line(r: RewriteDataFilesResult | TableFailure) -> str:
            f"in {plural(len(r.groups), 'group')}")
     if r.removed_delete_files_count:
         out += f", {plural(r.removed_delete_files_count, 'deletion vector')} removed"
+    return out
+
+
+# --------------------------------------------------------------------------- rewrite-position-delete-files
+
+
+def rewrite_position_delete_files_line(r: RewritePositionDeleteFilesResult | TableFailure) -> str:
+    """``db.t  rewrote 40 position delete files (1.2 MiB) into 12 in 3 groups, 7 dangling deletes dropped``."""
+    if isinstance(r, TableFailure):
+        return _failure_line(r)
+    if not r.groups:
+        return f"{r.table}  nothing to rewrite on {r.branch}" + (f" ({r.reason})" if r.reason else "")
+    verb = "would rewrite" if r.dry_run else "rewrote"
+    out = (f"{r.table}  {verb} {plural(r.rewritten_delete_files_count, 'position delete file')} "
+           f"({fmt_bytes(r.rewritten_bytes_count)}) into {r.added_delete_files_count:,} "
+           f"in {plural(len(r.groups), 'group')}")
+    if r.dangling_deletes_count:
+        out += f", {plural(r.dangling_deletes_count, 'dangling delete')} dropped"
     return out
 
 

@@ -16,7 +16,7 @@ spec, ``<commit>-m<i>.avro`` with ``i`` from 0 (:meth:`ManifestListLayout.write_
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -131,16 +131,23 @@ class ManifestListLayout(SnapshotLayout):
         return len(holding(md, head, io, deletes)) if deletes.files and head is not None else 0
 
     def write_appended(self, io: FileIO, md: TableMetadata, folder: str, files: dict[int, list[DataFile]],
-                       snapshot_id: int, written: list[str], *, data_sequence_number: int | None = None) -> None:
+                       snapshot_id: int, written: list[str], *, data_sequence_number: int | None = None,
+                       content: ManifestContent = ManifestContent.DATA,
+                       sequence_numbers: Mapping[str, int] | None = None) -> None:
+        """See :meth:`SnapshotLayout.write_appended`; here also ``content`` (DELETES: the files are
+        delete files, in delete manifests) and ``sequence_numbers`` (file path -> its data sequence
+        number, over ``data_sequence_number``: Java's ``RewriteFiles.addFile(file, seq)`` per file)."""
         added = []
         for i, (spec_id, fs) in enumerate(sorted(files.items())):
             spec = md.spec_by_id(spec_id)
             assert spec is not None
             path = manifest_path(folder, self.commit_id, i)
             written.append(path)
-            entries = [ManifestEntry(ManifestEntryStatus.ADDED, snapshot_id, data_sequence_number, None, f) for f in fs]
+            seqs = sequence_numbers or {}
+            entries = [ManifestEntry(ManifestEntryStatus.ADDED, snapshot_id,
+                                     seqs.get(f.file_path, data_sequence_number), None, f) for f in fs]
             result = write_manifest(entries, schema=md.schema(), spec=spec, partition_type=md.partition_type(spec),
-                                    format_version=md.format_version, content=ManifestContent.DATA,
+                                    format_version=md.format_version, content=content,
                                     snapshot_id=snapshot_id)
             io.write(path, result.data)
             added.append(result.to_manifest_file(path, len(result.data), spec_id, snapshot_id, UNASSIGNED_SEQ))
