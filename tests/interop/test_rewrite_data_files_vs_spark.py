@@ -353,6 +353,19 @@ def test_rewrite_equals_spark(spark: Any, spark_clone: Callable[..., FixtureTabl
     # also drops the position delete files scoped, by their file_path bounds, to a rewritten data
     # file, 11 of v2_part's 28 under min-input-files=2), and what they change: the partitions table
     # (a partition left with such files alone stays listed) and the summary's delete totals.
+    kept = their_gone - ours_gone
+    if kind == "v2_part" and kept and ours_gone <= their_gone:
+        # The one known difference (docs: README "Data files"): icectl keeps the v2 position delete
+        # files Java's commit drops with their data file. They must be position deletes that now
+        # apply to no live data file, so Spark reads the same rows (checked above).
+        assert {e[0] for e in kept} == {1}, kept
+        kept_paths = {e[1] for e in kept}
+        spark.sql(f"REFRESH TABLE {ours.name}")
+        targets = rows(spark, f"SELECT DISTINCT file_path, delete_file_path FROM {ours.name}.position_deletes")
+        live = {r["file_path"] for r in rows(spark, f"SELECT file_path FROM {ours.name}.data_files")}
+        hits = [r for r in targets if rel(ours, r["delete_file_path"]) in kept_paths and r["file_path"] in live]
+        assert not hits, hits
+        return
     assert ours_gone == their_gone, ("(content, file, seq, file seq, records) only Spark removed:",
                                      sorted(their_gone - ours_gone),
                                      "only icectl removed:", sorted(ours_gone - their_gone))

@@ -42,7 +42,7 @@ from icectl.table.write_guard import check_writable
 
 from .plan import FileGroup, RewriteOptions, Sizes, plan_groups
 from .result import RewriteDataFilesResult, RewriteGroup
-from .run import run_groups, sort_order_of
+from .run import planned_output_files, run_groups, sort_order_of
 
 __all__ = ["MAX_CONCURRENT_GROUPS", "RewriteDataFilesResult", "RewriteOptions", "rewrite_data_files"]
 
@@ -102,7 +102,7 @@ def rewrite_data_files(table: Table, options: RewriteOptions, *, dry_run: bool =
             res.dry.plan([], [])
         return res
     if dry_run:
-        res.added_data_files_count = sum(g.expected_output_files for g in groups)
+        res.added_data_files_count = sum(planned_output_files(table.io, md, g, options) for g in groups)
         commit_id = str(uuid.uuid4())
         res.dry.plan([f"{data_location(md)}/ ({res.added_data_files_count} new data files)",
                       *ManifestListLayout(commit_id, []).appended_paths(md, table.metadata_folder, {spec.spec_id: []},
