@@ -62,10 +62,8 @@ def _new_entries(spark: Any, t: FixtureTable, snapshot_id: int) -> list[dict[str
     return [e for e in metadata_table(spark, t.name, "entries") if e["snapshot_id"] == snapshot_id]
 
 
-@pytest.mark.parametrize("kind,options", [
+@pytest.mark.parametrize("kind,options", [  # v1_unpart and v2_part: tests/interop/test_rewrite_data_files_vs_spark.py
     ("many_appends", ["--min-input-files", "2"]),
-    ("v1_unpart", ["--rewrite-all"]),
-    ("v2_part", ["--rewrite-all"]),
     ("v3_dv", ["--rewrite-all"]),
 ])
 def test_spark_reads_the_same_rows_at_every_snapshot_and_ref(
@@ -423,35 +421,6 @@ def test_sort_uses_the_tables_order_and_records_it(spark: Any, spark_clone: Call
     for f in files:
         payload = _column_in_file_order(f["file_path"], "payload")
         assert payload == sorted(payload, reverse=True)
-
-
-@pytest.mark.parametrize("kind", ["v2_part", "v3_dv"])
-def test_the_replace_snapshot_counts_what_sparks_does(spark: Any, spark_clone: Callable[..., FixtureTable],
-                                                      kind: str) -> None:
-    """Twins rewritten with rewrite-all: the procedure's counts and the snapshot summary's file and
-    row totals equal Spark's. One known difference: on v2_part Java's commit also drops 12 of the 28
-    position delete files (MergingSnapshotProducer's dropDeleteFilesOlderThan); icectl keeps them
-    (they apply to no live row: Spark reads the same rows) and leaves them to
-    rewrite-position-delete-files."""
-    ours, theirs = spark_clone(kind), spark_clone(kind)
-    row = spark.sql(f"CALL local.system.rewrite_data_files(table => '{theirs.name.removeprefix('local.')}', "
-                    "options => map('rewrite-all', 'true'))").collect()[0]
-    doc = icectl("rewrite-data-files", str(ours.location), "--rewrite-all")
-    for key in ("rewritten_data_files_count", "added_data_files_count", "rewritten_bytes_count",
-                "failed_data_files_count", "removed_delete_files_count"):
-        assert doc[key] == getattr(row, key), key
-
-    def summary(t: FixtureTable) -> dict[str, str]:
-        md = latest_metadata_json(t.location)
-        return next(s for s in md["snapshots"] if s["snapshot-id"] == md["current-snapshot-id"])["summary"]
-
-    keys = ("operation", "added-data-files", "deleted-data-files", "added-records", "deleted-records",
-            "removed-delete-files", "removed-position-delete-files", "removed-dvs", "removed-position-deletes",
-            "changed-partition-count", "total-records", "total-data-files", "total-delete-files",
-            "total-position-deletes", "total-equality-deletes")
-    if kind == "v2_part":
-        keys = tuple(k for k in keys if "delete" not in k or k == "total-equality-deletes")
-    assert {k: summary(ours).get(k) for k in keys} == {k: summary(theirs).get(k) for k in keys}
 
 
 def test_the_spark_engine_rewrites_the_groups_as_spark_tasks(spark: Any, spark_clone: Callable[..., FixtureTable],
