@@ -56,6 +56,7 @@ HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
+import pyarrow.parquet as pq  # noqa: E402
 from bench_expire import REPO, SUBPROCESS_TIMEOUT_S, _children_cpu, _cli_env, _proc_cpu  # noqa: E402
 
 if TYPE_CHECKING:
@@ -198,12 +199,14 @@ def digest(spark: SparkSession, s: Shape) -> dict[str, Any]:
 
 def file_counts(spark: SparkSession, s: Shape) -> dict[str, Any]:
     """Live data and delete files (and their bytes) as Spark's ``files`` metadata table lists them."""
-    out = {"data_files": 0, "data_bytes": 0, "delete_files": 0, "delete_bytes": 0}
-    for content, n, size in spark.sql(f"SELECT content, count(*), sum(file_size_in_bytes) FROM local.db.{s.name}.files "
-                                      f"GROUP BY content").collect():
+    out = {"data_files": 0, "data_bytes": 0, "delete_files": 0, "delete_bytes": 0, "row_groups": 0}
+    for content, path, size in spark.sql(f"SELECT content, file_path, file_size_in_bytes FROM local.db.{s.name}.files"
+                                         ).collect():
         kind = "data" if content == 0 else "delete"
-        out[f"{kind}_files"] += int(n)
+        out[f"{kind}_files"] += 1
         out[f"{kind}_bytes"] += int(size)
+        if kind == "data" and out["data_files"] <= 100:  # the written files' layout (at most 100 footers)
+            out["row_groups"] += pq.ParquetFile(path.removeprefix("file:")).metadata.num_row_groups
     return out
 
 
@@ -514,9 +517,9 @@ def print_header(load_before: tuple[float, ...], options: dict[str, str], runs: 
 
 def print_rows(results: list[Result]) -> None:
     print("\nratio = best wall time of Spark / best wall time of the icectl CLI (> 1: icectl is faster)\n")
-    print("| table | contender | best s | median s | CPU s | files in -> out | delete files removed "
-          "| left: data / delete files | v3 lineage kept | ratio | load 1 min |")
-    print("| --- | --- | ---: | ---: | ---: | --- | ---: | --- | --- | ---: | --- |")
+    print("| table | contender | best s | median s | CPU s | files in -> out | MB out | row groups out "
+          "| delete files removed | left: data / delete files | v3 lineage kept | ratio | load 1 min |")
+    print("| --- | --- | ---: | ---: | ---: | --- | ---: | ---: | ---: | --- | --- | ---: | --- |")
     for res in results:
         ours = res.get("icectl CLI")
         for c in res.contenders:
@@ -526,8 +529,9 @@ def print_rows(results: list[Result]) -> None:
             lineage = ("yes" if b.after.get("lineage_kept") else "**no**") if res.shape.version >= 3 and b.after \
                 else "-"
             ratio = f"{b.seconds / ours.best.seconds:.2f}x" if ours and c is not ours else "-"
+            layout = (f"{b.after['data_bytes'] / 1e6:.0f} | {b.after['row_groups']}" if b.after else "- | -")
             print(f"| {res.shape.describe()} | {c.name} | {b.seconds:.2f} | {c.median:.2f} | {b.outcome.cpu:.1f} "
-                  f"| {k['rewritten_data_files_count']} -> {k['added_data_files_count']} "
+                  f"| {k['rewritten_data_files_count']} -> {k['added_data_files_count']} | {layout} "
                   f"| {k['removed_delete_files_count']} | {left} | {lineage} | {ratio} "
                   f"| {b.load_before:.1f} -> {b.load_after:.1f} |")
     print()
