@@ -488,8 +488,8 @@ def profile(layout: Layout, s: Shape, options: dict[str, str], top: int, py_spy:
             print(f"{total} samples over every thread (~{total / 100:.1f} thread-seconds busy)\n")
             for title, counter in (("own time", own), ("inclusive time (icectl and pyarrow)", inclusive)):
                 print(f"| {title}: function | samples | % |\n| --- | ---: | ---: |")
-                for key, n in counter.most_common(top):
-                    print(f"| `{key}` | {n} | {100 * n / total:.1f} |")
+                for key, hits in counter.most_common(top):
+                    print(f"| `{key}` | {hits} | {100 * hits / total:.1f} |")
                 print()
         else:
             stats = pstats.Stats(str(out))
@@ -547,10 +547,10 @@ def print_rows(results: list[Result]) -> None:
         ours = res.get("icectl CLI")
         line = f"{res.shape.describe()} (built in {res.info['build_s']:.0f}s, {res.info['data_bytes'] / 1e6:.0f} MB):"
         for name in ("Spark CALL (warm)", "Spark CLI"):
-            c = res.get(name)
-            if c and ours:
-                met = ours.best.seconds <= c.best.seconds
-                line += (f" vs {name} {c.best.seconds / ours.best.seconds:.2f}x "
+            other = res.get(name)
+            if other and ours:
+                met = ours.best.seconds <= other.best.seconds
+                line += (f" vs {name} {other.best.seconds / ours.best.seconds:.2f}x "
                          f"({'target met' if met else 'TARGET MISSED'}: icectl at least as fast as Spark local[2]);")
         spark = res.get("Spark CLI")
         if spark:
