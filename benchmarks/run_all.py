@@ -12,6 +12,9 @@ Builds the tables (or reuses them from ``--dir``), then measures, as a user or a
 * start-up: ``--help``, ``--version`` and ``inspect table`` against ``python -c "import json"``
   (median of 10 runs);
 * peak memory (max RSS) of ``inspect files --json`` at 100k and 1M entries;
+* ``rewrite-data-files`` (issue 30, ``bench_rewrite_data_files.py``) on Spark-built v2 and v3 tables of
+  2,000 files of ~256 KB with 10% of the rows deleted (position deletes, DVs), against Spark's
+  ``rewrite_data_files`` warm and from the command line (not with ``--quick`` or ``--no-spark``);
 * the Spark engine (issue 17, ``bench_spark_engine.py``): each command with ``--engine spark`` on
   ``local[2]`` against the local engine, with the speed-up of the second core (not with ``--quick``
   or ``--no-spark``).
@@ -52,6 +55,7 @@ if str(HERE) not in sys.path:
 import bench_compact  # noqa: E402
 import bench_expire  # noqa: E402  (puts the repository and tests/ on sys.path)
 import bench_inspect_files  # noqa: E402
+import bench_rewrite_data_files  # noqa: E402
 import bench_spark_engine  # noqa: E402
 import bench_validate  # noqa: E402
 
@@ -60,7 +64,7 @@ REPO = bench_expire.REPO
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-SECTIONS = ("inspect", "expire", "compact", "validate", "startup", "memory", "engine")
+SECTIONS = ("inspect", "expire", "compact", "validate", "startup", "memory", "rewrite", "engine")
 
 
 @dataclass(frozen=True)
@@ -71,6 +75,7 @@ class Sizes:
     validate: tuple[int, int]  # snapshots, files per snapshot
     memory: tuple[tuple[int, int], tuple[int, int]]  # (manifests, entries per manifest): small, large
     startup_runs: int
+    rewrite: tuple[int, int] = (2000, 256)  # data files, KB each (the issue's full size: 10,000 x 1,024)
     quick: bool = False  # a smoke test: no untimed warm-up runs, memory with a cold cache only
 
 
@@ -436,6 +441,33 @@ def section_memory(report: Report, root: Path, sizes: Sizes, caches: CacheDirs) 
         report.add(fig)
 
 
+def section_rewrite(report: Report, root: Path, sizes: Sizes, runs: int, caches: CacheDirs, spark: Spark,
+                    spark_cli: bool) -> None:
+    """bench_rewrite_data_files.py's contenders: icectl's CLI against Spark's procedure, warm and as a
+    whole process, on fresh twins of each Spark-built table (every run checked by Spark)."""
+    if not spark.enabled:
+        print("  skipped: Spark builds the tables (not with --quick or --no-spark)", flush=True)
+        return
+    files, kb = sizes.rewrite
+    layout = bench_rewrite_data_files.Layout(root.resolve())
+    options = bench_rewrite_data_files.parse_options(list(bench_rewrite_data_files.DEFAULT_OPTIONS))
+    shapes = [bench_rewrite_data_files.Shape(v, files, kb, 4, 10) for v in (2, 3)]
+    results = bench_rewrite_data_files.measure(layout, shapes, runs, options, spark.get, spark_cli_runs=spark_cli,
+                                               before_icectl=caches.fresh)
+    for res in results:
+        ours = res.get("icectl CLI")
+        assert ours is not None
+        what = res.shape.describe()
+        report.add(Figure("rewrite", f"rewrite-data-files, {what} (CLI)", ours.best.seconds,
+                          runs=[r.seconds for r in ours.runs], load_before=ours.best.load_before,
+                          load_after=ours.best.load_after, note=f"CPU {ours.best.outcome.cpu:.1f}s"))
+        for c in res.contenders[1:]:
+            fig = Figure("rewrite", f"rewrite-data-files, {what}, vs {c.name}", ours.best.seconds,
+                         runs=[r.seconds for r in ours.runs], load_before=c.best.load_before,
+                         load_after=c.best.load_after)
+            report.add(speedup(fig, f"Spark rewrite_data_files, {c.name}", c.best.seconds, 1.0))
+
+
 def section_engine(report: Report, root: Path, spark: Spark) -> None:
     """bench_spark_engine.py's rows as figures: ``--engine spark`` on local[2], the local engine as reference."""
     if not spark.enabled:
@@ -558,6 +590,8 @@ def main(argv: list[str] | None = None) -> int:
                     section_startup(report, root, sizes, caches)
                 elif name == "memory":
                     section_memory(report, root, sizes, caches)
+                elif name == "rewrite":
+                    section_rewrite(report, root / "appends", sizes, runs, caches, spark, not args.no_spark_cli)
                 elif name == "engine":
                     section_engine(report, root / "appends", spark)
         finally:

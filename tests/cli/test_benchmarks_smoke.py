@@ -82,3 +82,22 @@ def test_spark_engine_bench_builds_a_valid_table(tmp_path: Path) -> None:
     orphans = list((table_dir / "data" / "orphans").iterdir())
     assert len(orphans) == bench.ORPHANS
     assert all(time.time() - p.stat().st_mtime > 48 * 3600 for p in orphans)
+
+
+def test_rewrite_bench_gives_icectl_the_options_spark_gets() -> None:
+    """bench_rewrite_data_files.py times every contender with the same options: each Spark option it
+    accepts maps to a flag `icectl rewrite-data-files` has, with the value Spark gets (its Spark runs
+    are too slow for a smoke test)."""
+    bench = _bench_module("bench_rewrite_data_files")
+    proc = subprocess.run([sys.executable, "-m", "icectl", "rewrite-data-files", "--help"], capture_output=True,
+                          text=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "200"},
+                          timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    flags = {*(f for f in bench.FLAGS.values() if f), *bench.BOOLEAN_FLAGS.values()}
+    assert flags and all(f in proc.stdout for f in flags), sorted(f for f in flags if f not in proc.stdout)
+    options = bench.parse_options(["min-input-files=2", "rewrite-all=true", "partial-progress.max-commits=3"])
+    assert bench.icectl_flags(options) == ["--min-input-files", "2", "--rewrite-all", "--max-commits", "3"]
+    assert bench.spark_options(options) == (", options => map('min-input-files', '2', 'rewrite-all', 'true', "
+                                            "'partial-progress.max-commits', '3')")
+    assert bench.spark_options({}) == ""
+    assert bench.icectl_flags(bench.parse_options(["rewrite-all=false"])) == []
