@@ -1,0 +1,136 @@
+"""`icectl rewrite-data-files` killed at its file operations (issue 30, acceptance "Crash").
+
+On a private copy of a Spark fixture the CLI runs in a child process that SIGKILLs itself before,
+after, or half-way through one of its file operations (:mod:`support.crashpoint`: data files
+streamed, manifests, manifest list, the metadata temp file, its rename into place, the version
+hint). After each kill:
+
+1. Spark reads the same rows at the head and at every ref as before the run (the kill either
+   committed the whole rewrite or nothing of it);
+2. a rerun of rewrite-data-files completes (exit 0);
+3. after ``remove-orphan-files --older-than 0s --allow-recent``, every file the killed run wrote is
+   either reachable from the table (its commit happened) or gone, and Spark still reads the same rows.
+
+The table is restored from a saved copy of its directory before each kill (same paths, so Spark's
+table needs only a REFRESH).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from support import crashpoint
+from support.fixtures import FixtureTable
+from support.reach import physical, table_reach
+from support.spark import latest_metadata_json, table_rows_digest
+from typer.testing import CliRunner
+
+from icectl.cli.app import app
+
+CASES = {"v3_dv": ["--rewrite-all"], "many_appends": ["--min-input-files", "2"]}
+
+
+def icectl(*args: str) -> dict[str, Any]:
+    r = CliRunner().invoke(app, [*args, "--json"])
+    assert r.exit_code == 0, (args, r.exit_code, r.stdout, r.stderr)
+    return json.loads(r.stdout)
+
+
+def rows(spark: Any, t: FixtureTable) -> dict[str, tuple[int, str]]:
+    """Spark's rows at the head and at every ref."""
+    spark.sql(f"REFRESH TABLE {t.name}")
+    out = {"current": table_rows_digest(spark, t.name)}
+    for ref in latest_metadata_json(t.location).get("refs", {}):
+        out[ref] = table_rows_digest(spark, f"SELECT * FROM {t.name} VERSION AS OF '{ref}'")
+    return out
+
+
+def restore(saved: Path, t: FixtureTable) -> None:
+    shutil.rmtree(t.location)
+    shutil.copytree(saved, t.location, symlinks=True)
+
+
+def written_by(ops: list[dict[str, Any]]) -> set[str]:
+    """The files a run created (under the names they end up with)."""
+    return {physical(o["path"]) for o in ops if o["op"] in ("write", "create", "rename", "replace")}
+
+
+def _family(o: dict[str, Any]) -> tuple[str, str]:
+    """Operations of one family do the same to the table: a data file, a manifest (``...-mN.avro``)."""
+    name = os.path.basename(o["path"])
+    kind = "data" if name.endswith(".parquet") else "manifest" if re.search(r"-m\d+\.avro$", name) else name
+    return o["op"], kind
+
+
+def kill_points(ops: list[dict[str, Any]]) -> list[tuple[int, str]]:
+    """Where to kill: every distinct state the kills can leave, sampled in long runs of alike operations.
+
+    - Of a run of consecutive operations of one family (7 data files, 200 manifests of many_appends)
+      the first and the last are kept: the ones between leave a state of the same shape (some more
+      files of the same kind, none referenced yet).
+    - ``before`` every kept operation; ``torn`` where an operation has a torn state (write, create,
+      rename); ``after`` only where it differs from ``before`` the next operation, i.e. when the next
+      one is not kept, and after the last (the kill then lands once the run is done, before exit).
+    """
+    kept = [i for i, o in enumerate(ops)
+            if i in (0, len(ops) - 1) or _family(ops[i - 1]) != _family(o) or _family(ops[i + 1]) != _family(o)]
+    points: list[tuple[int, str]] = []
+    for i in kept:
+        points.append((i, "before"))
+        if ops[i]["op"] in ("write", "create", "rename"):
+            points.append((i, "torn"))
+        if i + 1 not in kept:
+            points.append((i, "after"))
+    return points
+
+
+@pytest.mark.parametrize("kind", list(CASES))
+def test_killed_at_each_file_operation_the_table_reads_the_same_a_rerun_completes_and_nothing_is_left(
+        spark: Any, spark_clone: Callable[..., FixtureTable], tmp_path: Path, kind: str) -> None:
+    t = spark_clone(kind)
+    args = ["rewrite-data-files", str(t.location), *CASES[kind]]
+    saved = tmp_path / "saved"
+    shutil.copytree(t.location, saved, symlinks=True)
+    expected = rows(spark, t)
+    # A run killed nowhere lists the operations (and checks the run commits at all).
+    code = crashpoint.run(tmp_path / "all.jsonl", -1, "before", args)
+    ops = crashpoint.logged(tmp_path / "all.jsonl")
+    assert code == 0 and any(o["op"] == "create" for o in ops) and any(o["op"] == "rename" for o in ops), ops
+    points = kill_points(ops)
+    timings: dict[str, float] = {"kill": 0.0, "spark": 0.0, "rerun": 0.0, "orphans": 0.0, "restore": 0.0}
+    t_all = time.perf_counter()
+    for i, mode in points:
+        where = f"{mode} {ops[i]['op']} #{i} {os.path.basename(ops[i]['path'])}"
+        t0 = time.perf_counter()
+        restore(saved, t)
+        log = tmp_path / f"kill-{i}-{mode}.jsonl"
+        t1 = time.perf_counter()
+        assert crashpoint.run(log, i, mode, args) == -9, where
+        done = crashpoint.logged(log)
+        assert len(done) == i + 1 and done[i]["op"] == ops[i]["op"], (where, done[-3:])
+        t2 = time.perf_counter()
+        assert rows(spark, t) == expected, where
+        t3 = time.perf_counter()
+        rerun = icectl(*args[:2], *CASES[kind])
+        assert rerun["rewritten_data_files_count"] >= 0, where
+        t4 = time.perf_counter()
+        icectl("remove-orphan-files", str(t.location), "--older-than", "0s", "--allow-recent")
+        t5 = time.perf_counter()
+        reached = table_reach(t.location)
+        left = sorted(p for p in written_by(done) if os.path.exists(p) and p not in reached)
+        assert not left, (where, left)
+        assert rows(spark, t) == expected, where
+        t6 = time.perf_counter()
+        for k, s in (("restore", t1 - t0), ("kill", t2 - t1), ("spark", t3 - t2 + t6 - t5), ("rerun", t4 - t3),
+                     ("orphans", t5 - t4)):
+            timings[k] += s
+    print(f"[rewrite-crash {kind}] {len(points)} kills of {len(ops)} operations in "
+          f"{time.perf_counter() - t_all:.1f}s: " + ", ".join(f"{k} {v:.1f}s" for k, v in timings.items()))
