@@ -1,8 +1,8 @@
 """Kill an icectl process at one of its file operations: before it, after it, or torn in the middle.
 
-Run as ``python crashpoint.py LOG POINT MODE -- ICECTL-ARGS...``: icectl's CLI runs in this process
-with every change :class:`icectl.storage.FileIO` makes to storage counted, in the order the process
-makes them (threads included):
+:class:`Runner` runs ``icectl ARGS`` in a child process (forked from a warm server process) with
+every change :class:`icectl.storage.FileIO` makes to storage counted, in the order the process makes
+them (threads included):
 
 - ``write``   (a whole file from bytes: metadata files, manifests, manifest lists, temp files),
 - ``create``  (a file written as a stream: data files),
@@ -41,20 +41,45 @@ MODES = ("before", "after", "torn")
 _HERE = Path(__file__).resolve().parent
 
 
-def run(log: Path, point: int, mode: str, args: list[str], *, timeout: float = 120,
-        env: dict[str, str] | None = None) -> int:
-    """Run ``icectl ARGS`` in a child process killed at ``point`` (``mode``): its exit status
-    (-9 when killed). The child imports the checkout's icectl (this file's repository)."""
-    import subprocess
+class Runner:
+    """Runs the killed processes: a warm parent (icectl, pyarrow and the commands imported once)
+    forks one child per run, so a run costs a fork, not an interpreter start. Use as a context manager."""
 
-    repo = _HERE.parent.parent
-    path = os.pathsep.join(p for p in (str(repo), os.environ.get("PYTHONPATH", "")) if p)
-    proc = subprocess.run([sys.executable, str(Path(__file__).resolve()), str(log), str(point), mode, "--", *args],
-                          capture_output=True, text=True, timeout=timeout,
-                          env={**os.environ, "PYTHONPATH": path, **(env or {})})
-    if proc.returncode not in (0, -signal.SIGKILL):
-        raise AssertionError(f"icectl {' '.join(args)} exited {proc.returncode}: {proc.stderr[-2000:]}")
-    return proc.returncode
+    def __init__(self, env: dict[str, str] | None = None) -> None:
+        import subprocess
+
+        repo = _HERE.parent.parent
+        path = os.pathsep.join(p for p in (str(repo), os.environ.get("PYTHONPATH", "")) if p)
+        self.proc = subprocess.Popen([sys.executable, str(Path(__file__).resolve()), "--serve"],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                                     env={**os.environ, "PYTHONPATH": path, **(env or {})})
+
+    def run(self, log: Path, point: int, mode: str, args: list[str]) -> int:
+        """Run ``icectl ARGS`` killed at ``point`` (``mode``): its exit status, -9 when killed; its
+        stderr is ``LOG.err``. Any other end than 0 or a kill fails."""
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write(json.dumps([str(log), point, mode, args]) + "\n")
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline()
+        if not line:
+            raise AssertionError(f"the crashpoint server died (exit {self.proc.wait()})")
+        code = int(line)
+        if code not in (0, -signal.SIGKILL):
+            err = Path(f"{log}.err")
+            raise AssertionError(f"icectl {' '.join(args)} exited {code}: "
+                                 f"{err.read_text()[-2000:] if err.exists() else ''}")
+        return code
+
+    def close(self) -> None:
+        if self.proc.stdin is not None:
+            self.proc.stdin.close()
+        self.proc.wait(timeout=30)
+
+    def __enter__(self) -> Runner:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 def logged(log: Path) -> list[dict[str, Any]]:
@@ -174,17 +199,53 @@ def _install(log: Path, point: int, mode: str) -> None:
     fileio_module.os.replace = replace  # type: ignore[assignment]  # write_atomic's rename (os is shared)
 
 
-def _main(argv: list[str]) -> None:
-    sep = argv.index("--")
-    log, point, mode = Path(argv[0]), int(argv[1]), argv[2]
-    if mode not in MODES:
-        raise SystemExit(f"mode must be one of {MODES}")
-    _install(log, point, mode)
-    from icectl.cli.app import main
+def _child(log: Path, point: int, mode: str, args: list[str]) -> None:
+    """In the forked child: the hooks, then the CLI; never returns."""
+    code = 1
+    try:
+        for fd, suffix in ((1, ".out"), (2, ".err")):
+            out = os.open(f"{log}{suffix}", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            os.dup2(out, fd)
+            os.close(out)
+        _install(log, point, mode)
+        from icectl.cli.app import main
 
-    sys.argv = ["icectl", *argv[sep + 1:]]
-    main()
+        sys.argv = ["icectl", *args]
+        try:
+            main()
+            code = 0
+        except SystemExit as e:
+            code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+    except BaseException:
+        import traceback
+
+        traceback.print_exc()
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+
+
+def _serve() -> None:
+    import pyarrow.parquet  # noqa: F401
+
+    import icectl.cli.app
+    import icectl.ops.orphans
+    import icectl.ops.rewrite_data_files  # noqa: F401
+
+    for line in sys.stdin:
+        log, point, mode, args = json.loads(line)
+        if mode not in MODES:
+            raise SystemExit(f"mode must be one of {MODES}")
+        pid = os.fork()
+        if pid == 0:
+            _child(Path(log), int(point), mode, list(args))
+        _, status = os.waitpid(pid, 0)
+        code = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+        sys.stdout.write(f"{code}\n")
+        sys.stdout.flush()
 
 
 if __name__ == "__main__":
-    _main(sys.argv[1:])
+    if sys.argv[1:] == ["--serve"]:
+        _serve()
