@@ -1,0 +1,160 @@
+"""`icectl rewrite-data-files` while Spark writes (issue 30, acceptance "Concurrency").
+
+A thread runs Spark's INSERT, DELETE and MERGE (merge-on-read: position deletes in v2, deletion
+vectors in v3) in a loop on a partitioned table, keeping a ledger of the rows each statement that
+committed leaves; meanwhile the CLI, in its own processes, rewrites the table's data files several
+times. Then:
+
+- every rewrite ended with exit 0 or exit 5 (a commit conflict, one line on stderr), nothing else;
+- a Spark statement that failed did so with Iceberg's validation (a rewrite removed a file it was
+  deleting from) and committed nothing, and Spark's statements after the rewrites all succeed;
+- each ``replace`` snapshot icectl committed reads, in Spark, the rows of its parent;
+- Spark's rows at the end are the ledger's: no committed row lost, no deleted row back.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from support.spark import latest_metadata_json, table_location, table_rows_digest
+
+REPO = Path(__file__).resolve().parents[2]
+MOR = ", ".join(f"'write.{op}.mode'='merge-on-read'" for op in ("delete", "update", "merge"))
+REWRITES = 4  # icectl runs per table while Spark writes
+# What Iceberg raises when a concurrent commit makes Spark's own invalid (it then commits nothing).
+SPARK_CONFLICTS = ("ValidationException", "CommitFailedException")
+
+
+class Ledger:
+    """The rows Spark's committed statements leave (id -> v), and Spark's statements driving them."""
+
+    def __init__(self, spark: Any, name: str, seed: int) -> None:
+        self.spark, self.name = spark, name
+        self.rows: dict[int, int] = {}
+        self.next_id = 0
+        self.rng = random.Random(seed)
+        self.committed: dict[str, int] = {"insert": 0, "delete": 0, "merge": 0}
+        self.failed: list[str] = []
+
+    def _new_rows(self, n: int) -> dict[int, int]:
+        out = {self.next_id + i: self.rng.randrange(1_000_000) for i in range(n)}
+        self.next_id += n
+        return out
+
+    @staticmethod
+    def _values(rows: dict[int, int]) -> str:
+        return ", ".join(f"({i}, {i % 3}, {v})" for i, v in rows.items())
+
+    def step(self, kind: str, *, tolerate_conflicts: bool) -> None:
+        """One statement; the ledger follows it only if it committed."""
+        if kind == "delete" and len(self.rows) >= 3:
+            gone = self.rng.sample(sorted(self.rows), 3)
+            sql = f"DELETE FROM {self.name} WHERE id IN ({', '.join(map(str, gone))})"
+            after = {k: v for k, v in self.rows.items() if k not in gone}
+        elif kind == "merge" and len(self.rows) >= 3:
+            changed = {k: self.rng.randrange(1_000_000) for k in self.rng.sample(sorted(self.rows), 3)}
+            changed.update(self._new_rows(2))
+            sql = (f"MERGE INTO {self.name} t USING (SELECT * FROM VALUES {self._values(changed)} AS s(id, p, v)) s "
+                   "ON t.id = s.id WHEN MATCHED THEN UPDATE SET t.v = s.v WHEN NOT MATCHED THEN INSERT *")
+            after = {**self.rows, **changed}
+        else:
+            kind = "insert"
+            new = self._new_rows(5)
+            sql = f"INSERT INTO {self.name} VALUES {self._values(new)}"
+            after = {**self.rows, **new}
+        try:
+            self.spark.sql(sql)
+        except Exception as e:
+            text = f"{type(e).__name__}: {e}"
+            if not tolerate_conflicts or not any(c in text for c in SPARK_CONFLICTS):
+                raise
+            self.failed.append(f"{kind}: {text.splitlines()[0][:300]}")
+            return
+        self.rows = after
+        self.committed[kind] += 1
+
+
+def spark_rows(spark: Any, name: str, version: int | None = None) -> dict[int, int]:
+    spark.sql(f"REFRESH TABLE {name}")
+    at = f" VERSION AS OF {version}" if version is not None else ""
+    return {r.id: r.v for r in spark.sql(f"SELECT id, v FROM {name}{at}").collect()}
+
+
+def rewrite(location: Path, *options: str) -> subprocess.CompletedProcess[str]:
+    path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
+    return subprocess.run([sys.executable, "-m", "icectl", "rewrite-data-files", str(location), *options, "--json"],
+                          capture_output=True, text=True, timeout=300, env={**os.environ, "PYTHONPATH": path})
+
+
+@pytest.mark.parametrize("version", [2, 3])
+def test_spark_writing_while_icectl_rewrites_loses_and_resurrects_no_row(spark: Any, version: int) -> None:
+    name = f"local.db.rewrite_race_v{version}_{os.getpid()}"
+    spark.sql(f"""CREATE TABLE {name} (id BIGINT, p INT, v BIGINT) USING iceberg PARTITIONED BY (p)
+                  TBLPROPERTIES ('format-version'='{version}', {MOR})""")
+    location = table_location(spark, name)
+    ledger = Ledger(spark, name, seed=version)
+    for _ in range(6):  # small files to rewrite from the start, and deletes on them
+        ledger.step("insert", tolerate_conflicts=False)
+    ledger.step("delete", tolerate_conflicts=False)
+    ledger.step("merge", tolerate_conflicts=False)
+    assert spark_rows(spark, name) == ledger.rows
+
+    stop = threading.Event()
+    errors: list[BaseException] = []
+
+    def spark_loop() -> None:
+        try:
+            while not stop.is_set():
+                kind = ledger.rng.choices(["insert", "delete", "merge"], weights=[2, 1, 1])[0]
+                ledger.step(kind, tolerate_conflicts=True)
+        except BaseException as e:  # reported by the main thread
+            errors.append(e)
+
+    t0 = time.perf_counter()
+    writer = threading.Thread(target=spark_loop, name="spark-writer", daemon=True)
+    writer.start()
+    outcomes: list[tuple[int, str]] = []
+    try:
+        for i in range(REWRITES):
+            options = ["--rewrite-all"] if i % 2 == 0 else ["--min-input-files", "2"]
+            r = rewrite(location, *options)
+            outcomes.append((r.returncode, r.stderr.strip()))
+            assert r.returncode in (0, 5), (options, r.returncode, r.stderr)
+            if r.returncode == 5:
+                assert r.stdout == "" and len(r.stderr.strip().splitlines()) == 1, r.stderr
+            if errors:
+                break
+    finally:
+        stop.set()
+        writer.join(timeout=120)
+    assert not errors, errors
+    concurrent_seconds = time.perf_counter() - t0
+
+    # Spark's statements after the rewrites succeed, each of them.
+    for kind in ("insert", "delete", "merge"):
+        ledger.step(kind, tolerate_conflicts=False)
+    # One more rewrite with Spark quiet commits.
+    final = rewrite(location, "--rewrite-all")
+    assert final.returncode == 0, final.stderr
+    assert json.loads(final.stdout)["snapshot_id"] is not None
+
+    assert spark_rows(spark, name) == ledger.rows
+    md = latest_metadata_json(location)
+    replaces = [s for s in md["snapshots"] if s["summary"]["operation"] == "replace"]
+    assert len(replaces) == 1 + sum(code == 0 for code, _ in outcomes)
+    for s in replaces:  # each rewrite kept its parent's rows
+        parent = s["parent-snapshot-id"]
+        assert (table_rows_digest(spark, f"SELECT * FROM {name} VERSION AS OF {s['snapshot-id']}")
+                == table_rows_digest(spark, f"SELECT * FROM {name} VERSION AS OF {parent}")), s["snapshot-id"]
+    print(f"[rewrite-race v{version}] {concurrent_seconds:.1f}s concurrent: rewrites "
+          f"{[code for code, _ in outcomes]}, Spark committed {ledger.committed}, "
+          f"{len(ledger.failed)} Spark statements refused {ledger.failed[:3]}, {len(ledger.rows)} rows")
