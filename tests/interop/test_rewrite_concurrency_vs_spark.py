@@ -3,9 +3,13 @@
 A thread runs Spark's INSERT, DELETE and MERGE (merge-on-read: position deletes in v2, deletion
 vectors in v3) in a loop on a partitioned table, keeping a ledger of the rows each statement that
 committed leaves; meanwhile the CLI, in its own processes, rewrites the table's data files several
-times. Then:
+times: every other run through the library, held between writing its files and committing them
+until Spark has committed a DELETE or MERGE (which then applies to files the run rewrites: the
+commit must fail with CommitConflictError and remove what it wrote), the others through the CLI in
+a process of its own, interleaving as it happens. Then:
 
-- every rewrite ended with exit 0 or exit 5 (a commit conflict, one line on stderr), nothing else;
+- every CLI rewrite ended with exit 0 or exit 5 (a commit conflict, one line on stderr), nothing
+  else; a held rewrite committed or raised CommitConflictError, at least one of them the latter;
 - a Spark statement that failed did so with Iceberg's validation (a rewrite removed a file it was
   deleting from) and committed nothing, and Spark's statements after the rewrites all succeed;
 - each ``replace`` snapshot icectl committed reads, in Spark, the rows of its parent;
@@ -27,9 +31,14 @@ from typing import Any
 import pytest
 from support.spark import latest_metadata_json, table_location, table_rows_digest
 
+import icectl.ops.rewrite_data_files as rewrite_module
+from icectl.errors import CommitConflictError
+from icectl.ops.rewrite_data_files import RewriteOptions, rewrite_data_files
+from icectl.table import load_table
+
 REPO = Path(__file__).resolve().parents[2]
 MOR = ", ".join(f"'write.{op}.mode'='merge-on-read'" for op in ("delete", "update", "merge"))
-REWRITES = 4  # icectl runs per table while Spark writes
+REWRITES = 6  # icectl runs per table while Spark writes (3 CLI, 3 held)
 # What Iceberg raises when a concurrent commit makes Spark's own invalid (it then commits nothing).
 SPARK_CONFLICTS = ("ValidationException", "CommitFailedException")
 
@@ -44,6 +53,7 @@ class Ledger:
         self.rng = random.Random(seed)
         self.committed: dict[str, int] = {"insert": 0, "delete": 0, "merge": 0}
         self.failed: list[str] = []
+        self.changed = threading.Condition()  # notified on each committed DELETE or MERGE
 
     def _new_rows(self, n: int) -> dict[int, int]:
         out = {self.next_id + i: self.rng.randrange(1_000_000) for i in range(n)}
@@ -77,10 +87,16 @@ class Ledger:
             text = f"{type(e).__name__}: {e}"
             if not tolerate_conflicts or not any(c in text for c in SPARK_CONFLICTS):
                 raise
-            self.failed.append(f"{kind}: {text.splitlines()[0][:300]}")
+            cause = next(line for line in text.splitlines() if any(c in line for c in SPARK_CONFLICTS))
+            self.failed.append(f"{kind}: {cause.strip()[:200]}")
             return
-        self.rows = after
-        self.committed[kind] += 1
+        with self.changed:
+            self.rows = after
+            self.committed[kind] += 1
+            self.changed.notify_all()
+
+    def deletes(self) -> int:
+        return self.committed["delete"] + self.committed["merge"]
 
 
 def spark_rows(spark: Any, name: str, version: int | None = None) -> dict[int, int]:
@@ -95,8 +111,31 @@ def rewrite(location: Path, *options: str) -> subprocess.CompletedProcess[str]:
                           capture_output=True, text=True, timeout=300, env={**os.environ, "PYTHONPATH": path})
 
 
+def held_rewrite(location: Path, ledger: Ledger, monkeypatch: pytest.MonkeyPatch) -> tuple[int | None, list[str]]:
+    """rewrite_data_files --rewrite-all held before its commit until Spark commits a DELETE or MERGE:
+    ``(snapshot id or None on a conflict, the files it wrote)``."""
+    real = rewrite_module.write_snapshot
+    written: list[str] = []
+
+    def held(table: Any, branch: str, change: Any, **kwargs: Any) -> Any:
+        written.extend(change.written)
+        with ledger.changed:
+            seen = ledger.deletes()
+            assert ledger.changed.wait_for(lambda: ledger.deletes() > seen, timeout=90), "Spark deleted nothing"
+        return real(table, branch, change, **kwargs)
+
+    with monkeypatch.context() as m:
+        m.setattr(rewrite_module, "write_snapshot", held)
+        try:
+            res = rewrite_data_files(load_table(str(location)), RewriteOptions(rewrite_all=True))
+        except CommitConflictError:
+            return None, written
+    return res.snapshot_id, written
+
+
 @pytest.mark.parametrize("version", [2, 3])
-def test_spark_writing_while_icectl_rewrites_loses_and_resurrects_no_row(spark: Any, version: int) -> None:
+def test_spark_writing_while_icectl_rewrites_loses_and_resurrects_no_row(spark: Any, version: int,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     name = f"local.db.rewrite_race_v{version}_{os.getpid()}"
     spark.sql(f"""CREATE TABLE {name} (id BIGINT, p INT, v BIGINT) USING iceberg PARTITIONED BY (p)
                   TBLPROPERTIES ('format-version'='{version}', {MOR})""")
@@ -123,20 +162,34 @@ def test_spark_writing_while_icectl_rewrites_loses_and_resurrects_no_row(spark: 
     writer = threading.Thread(target=spark_loop, name="spark-writer", daemon=True)
     writer.start()
     outcomes: list[tuple[int, str]] = []
+    committed: list[int] = []  # the replace snapshots icectl reported
+    held_conflicts = 0
     try:
         for i in range(REWRITES):
-            options = ["--rewrite-all"] if i % 2 == 0 else ["--min-input-files", "2"]
+            if i % 2 == 1:
+                sid, written = held_rewrite(location, ledger, monkeypatch)
+                assert written and any(w.endswith(".parquet") for w in written)
+                if sid is None:
+                    held_conflicts += 1
+                    assert not [w for w in written if os.path.exists(w.removeprefix("file:"))]
+                else:
+                    committed.append(sid)
+                continue
+            options = ["--rewrite-all"] if i % 4 == 0 else ["--min-input-files", "2"]
             r = rewrite(location, *options)
             outcomes.append((r.returncode, r.stderr.strip()))
             assert r.returncode in (0, 5), (options, r.returncode, r.stderr)
             if r.returncode == 5:
                 assert r.stdout == "" and len(r.stderr.strip().splitlines()) == 1, r.stderr
+            elif json.loads(r.stdout)["snapshot_id"] is not None:  # else nothing to rewrite
+                committed.append(json.loads(r.stdout)["snapshot_id"])
             if errors:
                 break
     finally:
         stop.set()
         writer.join(timeout=120)
     assert not errors, errors
+    assert held_conflicts >= 1, "no held rewrite met the conflict it was held for"
     concurrent_seconds = time.perf_counter() - t0
 
     # Spark's statements after the rewrites succeed, each of them.
@@ -145,16 +198,17 @@ def test_spark_writing_while_icectl_rewrites_loses_and_resurrects_no_row(spark: 
     # One more rewrite with Spark quiet commits.
     final = rewrite(location, "--rewrite-all")
     assert final.returncode == 0, final.stderr
-    assert json.loads(final.stdout)["snapshot_id"] is not None
+    committed.append(json.loads(final.stdout)["snapshot_id"])
 
     assert spark_rows(spark, name) == ledger.rows
     md = latest_metadata_json(location)
     replaces = [s for s in md["snapshots"] if s["summary"]["operation"] == "replace"]
-    assert len(replaces) == 1 + sum(code == 0 for code, _ in outcomes)
+    assert sorted(s["snapshot-id"] for s in replaces) == sorted(committed)  # a conflict committed nothing
     for s in replaces:  # each rewrite kept its parent's rows
         parent = s["parent-snapshot-id"]
         assert (table_rows_digest(spark, f"SELECT * FROM {name} VERSION AS OF {s['snapshot-id']}")
                 == table_rows_digest(spark, f"SELECT * FROM {name} VERSION AS OF {parent}")), s["snapshot-id"]
-    print(f"[rewrite-race v{version}] {concurrent_seconds:.1f}s concurrent: rewrites "
-          f"{[code for code, _ in outcomes]}, Spark committed {ledger.committed}, "
+    print(f"[rewrite-race v{version}] {concurrent_seconds:.1f}s concurrent: rewrites exited "
+          f"{[code for code, _ in outcomes]}, {held_conflicts} of {REWRITES // 2} held ones conflicted "
+          f"({len(committed) - 1} committed in all), Spark committed {ledger.committed}, "
           f"{len(ledger.failed)} Spark statements refused {ledger.failed[:3]}, {len(ledger.rows)} rows")
