@@ -25,6 +25,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -111,17 +112,16 @@ def rewrite(location: Path, *options: str) -> subprocess.CompletedProcess[str]:
                           capture_output=True, text=True, timeout=300, env={**os.environ, "PYTHONPATH": path})
 
 
-def held_rewrite(location: Path, ledger: Ledger, monkeypatch: pytest.MonkeyPatch) -> tuple[int | None, list[str]]:
-    """rewrite_data_files --rewrite-all held before its commit until Spark commits a DELETE or MERGE:
-    ``(snapshot id or None on a conflict, the files it wrote)``."""
+def held_rewrite(location: Path, meanwhile: Callable[[], None],
+                 monkeypatch: pytest.MonkeyPatch) -> tuple[int | None, list[str]]:
+    """rewrite_data_files --rewrite-all held between writing its files and committing them while
+    ``meanwhile`` runs: ``(snapshot id, or None on a CommitConflictError; the files it wrote)``."""
     real = rewrite_module.write_snapshot
     written: list[str] = []
 
     def held(table: Any, branch: str, change: Any, **kwargs: Any) -> Any:
         written.extend(change.written)
-        with ledger.changed:
-            seen = ledger.deletes()
-            assert ledger.changed.wait_for(lambda: ledger.deletes() > seen, timeout=90), "Spark deleted nothing"
+        meanwhile()
         return real(table, branch, change, **kwargs)
 
     with monkeypatch.context() as m:
@@ -131,6 +131,15 @@ def held_rewrite(location: Path, ledger: Ledger, monkeypatch: pytest.MonkeyPatch
         except CommitConflictError:
             return None, written
     return res.snapshot_id, written
+
+
+def until_spark_deletes(ledger: Ledger) -> Callable[[], None]:
+    """Wait for the writer thread's next committed DELETE or MERGE."""
+    def wait() -> None:
+        with ledger.changed:
+            seen = ledger.deletes()
+            assert ledger.changed.wait_for(lambda: ledger.deletes() > seen, timeout=90), "Spark deleted nothing"
+    return wait
 
 
 @pytest.mark.parametrize("version", [2, 3])
@@ -167,7 +176,7 @@ def test_spark_writing_while_icectl_rewrites_loses_and_resurrects_no_row(spark: 
     try:
         for i in range(REWRITES):
             if i % 2 == 1:
-                sid, written = held_rewrite(location, ledger, monkeypatch)
+                sid, written = held_rewrite(location, until_spark_deletes(ledger), monkeypatch)
                 assert written and any(w.endswith(".parquet") for w in written)
                 if sid is None:
                     held_conflicts += 1
@@ -212,3 +221,22 @@ def test_spark_writing_while_icectl_rewrites_loses_and_resurrects_no_row(spark: 
           f"{[code for code, _ in outcomes]}, {held_conflicts} of {REWRITES // 2} held ones conflicted "
           f"({len(committed) - 1} committed in all), Spark committed {ledger.committed}, "
           f"{len(ledger.failed)} Spark statements refused {ledger.failed[:3]}, {len(ledger.rows)} rows")
+
+
+def test_a_copy_on_write_delete_meanwhile_fails_the_rewrite(spark: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Copy-on-write: Spark's DELETE replaces the data files the rewrite read (no delete file): the
+    rewrite's commit must fail (its files still live check), or the deleted rows would come back."""
+    name = f"local.db.rewrite_race_cow_{os.getpid()}"
+    cow = ", ".join(f"'write.{op}.mode'='copy-on-write'" for op in ("delete", "update", "merge"))
+    spark.sql(f"""CREATE TABLE {name} (id BIGINT, p INT, v BIGINT) USING iceberg PARTITIONED BY (p)
+                  TBLPROPERTIES ('format-version'='2', {cow})""")
+    location = table_location(spark, name)
+    ledger = Ledger(spark, name, seed=7)
+    for _ in range(4):
+        ledger.step("insert", tolerate_conflicts=False)
+    sid, written = held_rewrite(location, lambda: ledger.step("delete", tolerate_conflicts=False), monkeypatch)
+    assert sid is None and ledger.committed["delete"] == 1
+    assert written and not [w for w in written if os.path.exists(w.removeprefix("file:"))]
+    assert spark_rows(spark, name) == ledger.rows
+    ledger.step("merge", tolerate_conflicts=False)
+    assert spark_rows(spark, name) == ledger.rows
