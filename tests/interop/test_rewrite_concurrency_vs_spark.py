@@ -12,7 +12,8 @@ a process of its own, interleaving as it happens. Then:
   else; a held rewrite committed or raised CommitConflictError, at least one of them the latter;
 - a Spark statement that failed did so with Iceberg's validation (a rewrite removed a file it was
   deleting from) and committed nothing, and Spark's statements after the rewrites all succeed;
-- each ``replace`` snapshot icectl committed reads, in Spark, the rows of its parent;
+- each ``replace`` snapshot icectl committed reads, in Spark, the rows of its parent (in v3 with
+  their ``_row_id`` and ``_last_updated_sequence_number``), and no two rows share a row id;
 - Spark's rows at the end are the ledger's: no committed row lost, no deleted row back.
 """
 
@@ -213,10 +214,15 @@ def test_spark_writing_while_icectl_rewrites_loses_and_resurrects_no_row(spark: 
     md = latest_metadata_json(location)
     replaces = [s for s in md["snapshots"] if s["summary"]["operation"] == "replace"]
     assert sorted(s["snapshot-id"] for s in replaces) == sorted(committed)  # a conflict committed nothing
-    for s in replaces:  # each rewrite kept its parent's rows
+    # Each rewrite kept its parent's rows, in v3 with their row ids and last-updated sequence numbers.
+    columns = "*, _row_id, _last_updated_sequence_number" if version >= 3 else "*"
+    for s in replaces:
         parent = s["parent-snapshot-id"]
-        assert (table_rows_digest(spark, f"SELECT * FROM {name} VERSION AS OF {s['snapshot-id']}")
-                == table_rows_digest(spark, f"SELECT * FROM {name} VERSION AS OF {parent}")), s["snapshot-id"]
+        assert (table_rows_digest(spark, f"SELECT {columns} FROM {name} VERSION AS OF {s['snapshot-id']}")
+                == table_rows_digest(spark, f"SELECT {columns} FROM {name} VERSION AS OF {parent}")), s["snapshot-id"]
+    if version >= 3:  # and no row id is spent twice
+        n, ids = spark.sql(f"SELECT count(*), count(DISTINCT _row_id) FROM {name}").collect()[0]
+        assert n == ids == len(ledger.rows)
     print(f"[rewrite-race v{version}] {concurrent_seconds:.1f}s concurrent: rewrites exited "
           f"{[code for code, _ in outcomes]}, {held_conflicts} of {REWRITES // 2} held ones conflicted "
           f"({len(committed) - 1} committed in all), Spark committed {ledger.committed}, "
