@@ -140,17 +140,6 @@ def test_dry_run_writes_nothing_and_plans_what_the_run_does(spark: Any,
     assert again["groups"] == [] and again["snapshot_id"] is None
 
 
-def test_nothing_to_do_under_spark_defaults_commits_nothing(spark: Any,
-                                                             spark_clone: Callable[..., FixtureTable]) -> None:
-    """Spark's defaults (min-input-files 5): v1_unpart's handful of files stays as it is."""
-    t = spark_clone("v1_unpart")
-    before = listing(t.location)
-    doc = icectl("rewrite-data-files", str(t.location))
-    if doc["groups"]:
-        pytest.skip("the fixture has enough files for a group under the defaults")
-    assert doc["snapshot_id"] is None and listing(t.location) == before
-
-
 def test_a_delete_committed_meanwhile_fails_the_rewrite_and_nothing_is_left(
         spark: Any, spark_clone: Callable[..., FixtureTable]) -> None:
     """Java's validateNoNewDeletesForDataFiles: Spark deletes rows of a file being rewritten after
