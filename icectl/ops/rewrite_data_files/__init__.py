@@ -42,11 +42,11 @@ from icectl.table.write_guard import check_writable
 
 from .plan import FileGroup, RewriteOptions, Sizes, plan_groups
 from .result import RewriteDataFilesResult, RewriteGroup
-from .run import planned_output_files, run_groups, sort_order_of
+from .run import planned_output_files, run_groups, same_spec, sort_order_of
 
 __all__ = ["MAX_CONCURRENT_GROUPS", "RewriteDataFilesResult", "RewriteOptions", "rewrite_data_files"]
 
-MIN_ROW_LINEAGE_VERSION = 3
+MAX_FORMAT_VERSION = 3  # v4 tables are refused: their layout is not written by this command yet
 MAX_CONCURRENT_GROUPS = 5  # Spark's max-concurrent-file-group-rewrites default
 
 
@@ -56,10 +56,6 @@ def _partition_doc(md: TableMetadata, spec: PartitionSpec, group: FileGroup,
         return {}
     ptype = md.partition_type(spec)
     return {f.name: to_human(f.field_type, v) for f, v in zip(ptype.fields, group.partition, strict=True)}
-
-
-def _same_spec(group: FileGroup, spec: PartitionSpec) -> bool:
-    return all(t.data.spec_id == spec.spec_id for t in group.tasks)
 
 
 def _removed_dvs(group: FileGroup) -> list[DataFile]:
@@ -74,7 +70,7 @@ def rewrite_data_files(table: Table, options: RewriteOptions, *, dry_run: bool =
     options.check()
     check_writable(table)
     md = table.metadata
-    if md.format_version > MIN_ROW_LINEAGE_VERSION:
+    if md.format_version > MAX_FORMAT_VERSION:
         raise UnsupportedError(f"rewrite-data-files does not write format v{md.format_version} tables yet",
                                hint="it rewrites v1-v3 tables; compact a v4 table's manifests with icectl compact")
     sizes = Sizes.of(options, md)
@@ -91,7 +87,7 @@ def rewrite_data_files(table: Table, options: RewriteOptions, *, dry_run: bool =
         rewritten_data_files_count=sum(len(g.tasks) for g in groups), added_data_files_count=0,
         rewritten_bytes_count=sum(g.input_size for g in groups), failed_data_files_count=0,
         removed_delete_files_count=sum(len(_removed_dvs(g)) for g in groups),
-        groups=[RewriteGroup(index=g.index, partition=_partition_doc(md, spec, g, _same_spec(g, spec)),
+        groups=[RewriteGroup(index=g.index, partition=_partition_doc(md, spec, g, same_spec(g, spec.spec_id)),
                              files_in=len(g.tasks), bytes_in=g.input_size, records_in=g.records,
                              delete_files_applied=len({d.file.file_path + str(d.file.content_offset)
                                                        for t in g.tasks for d in t.deletes}),

@@ -23,8 +23,10 @@ from icectl.engine import Engine
 from icectl.errors import CommitConflictError, ExitCode, IcectlError, UsageError
 from icectl.spec.manifest import DataFile, DataFileContent
 from icectl.spec.metadata import TableMetadata
+from icectl.spec.name_mapping import NameMapping
 from icectl.spec.name_mapping import from_json as name_mapping_from_json
 from icectl.spec.properties import DEFAULT_NAME_MAPPING
+from icectl.spec.schema import Schema
 from icectl.spec.snapshots import Snapshot
 from icectl.spec.sorting import SortOrder
 from icectl.storage import FileIO
@@ -45,7 +47,8 @@ from .sort import check_memory, sort_indices, zorder_indices
 MIN_ROW_LINEAGE_VERSION = 3
 
 
-def _same_spec(group: FileGroup, spec_id: int) -> bool:
+def same_spec(group: FileGroup, spec_id: int) -> bool:
+    """Whether every file of the group is of spec ``spec_id`` (else its rows are re-partitioned)."""
     return all(t.data.spec_id == spec_id for t in group.tasks)
 
 
@@ -54,12 +57,8 @@ def rewrite_group(io: FileIO, md: TableMetadata, group: FileGroup, deletes: Dele
     """The group's live rows written into new data files of the default spec (paths into ``written``
     as they are opened, so a failure can remove them); with the sort strategy, in its order."""
     spec = md.spec()
-    schema = md.schema()
-    lineage = md.format_version >= MIN_ROW_LINEAGE_VERSION
-    target = arrow_schema(schema, row_lineage=lineage)
-    mapping_text = md.properties.get(DEFAULT_NAME_MAPPING)
-    mapping = name_mapping_from_json(mapping_text) if mapping_text else None
-    partition = group.partition if _same_spec(group, spec.spec_id) else None
+    schema, lineage, target, mapping = _reading(md)
+    partition = group.partition if same_spec(group, spec.spec_id) else None
     rows_per_file = _rows_per_file(md, group, options, repartitioned=partition is None)
     order = sort_order_of(md, options) if options is not None and options.strategy == "sort" else None
     writer = DataFileWriter(io, md, spec, schema, target, rows_per_file,
@@ -86,6 +85,16 @@ def rewrite_group(io: FileIO, md: TableMetadata, group: FileGroup, deletes: Dele
         written.extend(writer.written)
 
 
+def _reading(md: TableMetadata) -> tuple[Schema, bool, pa.Schema, NameMapping | None]:
+    """How a group's rows are read: the current schema, whether rows carry row lineage (v3), the
+    Arrow schema written, and the name mapping for files without field ids."""
+    schema = md.schema()
+    lineage = md.format_version >= MIN_ROW_LINEAGE_VERSION
+    mapping_text = md.properties.get(DEFAULT_NAME_MAPPING)
+    return (schema, lineage, arrow_schema(schema, row_lineage=lineage),
+            name_mapping_from_json(mapping_text) if mapping_text else None)
+
+
 def _rows_per_file(md: TableMetadata, group: FileGroup, options: RewriteOptions | None, *,
                    repartitioned: bool) -> int:
     # From the rows before deletes: an over-estimate makes at most the expected count.
@@ -103,13 +112,9 @@ def planned_output_files(io: FileIO, md: TableMetadata, group: FileGroup, option
     dry run cannot count from the plan alone) the partitions their live rows fall in, each cut at
     the files' row count, read as the rewrite reads them."""
     spec = md.spec()
-    if _same_spec(group, spec.spec_id) or spec.is_unpartitioned:
+    if same_spec(group, spec.spec_id) or spec.is_unpartitioned:
         return group.expected_output_files
-    schema = md.schema()
-    lineage = md.format_version >= MIN_ROW_LINEAGE_VERSION
-    target = arrow_schema(schema, row_lineage=lineage)
-    mapping_text = md.properties.get(DEFAULT_NAME_MAPPING)
-    mapping = name_mapping_from_json(mapping_text) if mapping_text else None
+    schema, lineage, target, mapping = _reading(md)
     deletes = DeleteReader(io, schema)
     per_partition: dict[tuple[object, ...], int] = {}
     for t in group.tasks:
