@@ -546,7 +546,7 @@ _icectl() {
             fi ;;
         "rewrite-position-delete-files")
             if [[ "$cur" == -* ]]; then
-                COMPREPLY=($(compgen -W "--all --catalog -c --target-file-size-bytes --min-file-size-bytes --max-file-size-bytes --min-input-files --rewrite-all --max-file-group-size-bytes --branch --dry-run --json --help -h" -- "$cur"))
+                COMPREPLY=($(compgen -W "--all --catalog -c --target-file-size-bytes --min-file-size-bytes --max-file-size-bytes --min-input-files --rewrite-all --max-file-group-size-bytes --branch --convert-equality-deletes --dry-run --json --help -h" -- "$cur"))
             else
                 _icectl_dynamic
             fi ;;

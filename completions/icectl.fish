@@ -547,6 +547,7 @@ complete -c icectl -n "test (__icectl_path) = 'rewrite-position-delete-files'" -
 complete -c icectl -n "test (__icectl_path) = 'rewrite-position-delete-files'" -l rewrite-all -d 'Rewrite every position delete file, whatever its size.'
 complete -c icectl -n "test (__icectl_path) = 'rewrite-position-delete-files'" -l max-file-group-size-bytes -r -F -d 'Largest amount of deletes rewritten as one group. Default: 100 GiB.'
 complete -c icectl -n "test (__icectl_path) = 'rewrite-position-delete-files'" -l branch -r -F -d 'The branch whose head is rewritten. Default: main.'
+complete -c icectl -n "test (__icectl_path) = 'rewrite-position-delete-files'" -l convert-equality-deletes -d 'Instead: turn the equality delete files into position delete files (v2) or deletion vectors (v3), one \'replace\' commit.'
 complete -c icectl -n "test (__icectl_path) = 'rewrite-position-delete-files'" -l dry-run -d 'Print exactly what would be written and deleted; change nothing.'
 complete -c icectl -n "test (__icectl_path) = 'rewrite-position-delete-files'" -l json -d 'Print one JSON document on stdout instead of a table.'
 complete -c icectl -n "test (__icectl_path) = 'rewrite-position-delete-files'" -l help -s h -d 'Show the help and exit.'

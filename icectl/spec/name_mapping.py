@@ -17,6 +17,7 @@ Lists map their element as ``element``, maps their key and value as ``key`` and 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -129,6 +130,12 @@ def from_json(text: str) -> NameMapping:
     except RecursionError:
         raise CorruptInputError(f"table property {DEFAULT_NAME_MAPPING} is nested too deeply",
                                 hint="fix or remove the property") from None
+
+
+def of_properties(properties: Mapping[str, str]) -> NameMapping | None:
+    """The table's ``schema.name-mapping.default``, parsed; None when it has none."""
+    text = properties.get(DEFAULT_NAME_MAPPING)
+    return from_json(text) if text else None
 
 
 def _from_obj(obj: Any) -> NameMapping:

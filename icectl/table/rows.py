@@ -279,6 +279,56 @@ def live_batches(io: FileIO, task: FileScanTask, schema: Schema, target: pa.Sche
                                 path=path)
 
 
+def equality_deleted_positions(io: FileIO, task: FileScanTask, schema: Schema, deletes: DeleteReader,
+                               mapping: NameMapping | None) -> BitMap64:
+    """The positions of the task's data file whose rows its equality deletes match (the rows they
+    delete, whether or not a position delete or DV deletes them too), reading only the equality
+    columns, one row group at a time."""
+    equality = deletes.equality(task)
+    if not equality:
+        return BitMap64()
+    by_name = {f.name: f for f in schema.fields}
+    fields = [by_name[n] for n in sorted({n for keys in equality for n in keys.names})]
+    target = pa.schema([_field(f.field_id, f.name, arrow_type(f.field_type), False) for f in fields])
+    path = task.data.file.file_path
+    out = BitMap64()
+    start = 0
+    try:
+        with io.open(path) as f:
+            pfile = pq.ParquetFile(f)
+            file_fields = list(pfile.schema_arrow)
+            ids = _file_ids(file_fields, mapping)
+            wanted = sorted({ids[f_.field_id] for f_ in fields if f_.field_id in ids})
+            for g in range(pfile.metadata.num_row_groups):
+                batch = pfile.read_row_group(g, columns=[file_fields[i].name for i in wanted])
+                n = batch.num_rows
+                by_index = dict(zip(wanted, batch.columns, strict=True))
+                columns = [pa.nulls(n, tf.type) if ids.get(f_.field_id) is None else
+                           _project(by_index[ids[f_.field_id]].combine_chunks(), file_fields[ids[f_.field_id]], tf,
+                                    f_.field_type, mapping)
+                           for tf, f_ in zip(target, fields, strict=True)]
+                rows = pa.RecordBatch.from_arrays(columns, schema=target)
+                keep: pa.Array | None = None
+                for keys in equality:
+                    more = keys.keep(rows)
+                    keep = more if keep is None else pc.and_(keep, more)
+                assert keep is not None
+                hits = pc.indices_nonzero(pc.invert(keep))
+                if len(hits):
+                    out.update(pc.add(hits, pa.scalar(start, pa.uint64())).to_numpy())
+                start += n
+    except IcectlError:
+        raise
+    except (pa.ArrowInvalid, OSError) as e:
+        raise CorruptInputError(f"data file {path} cannot be read: {e}", path=path,
+                                hint="the file is damaged or not Parquet; restore it or remove it from the table"
+                                ) from None
+    if start != task.data.file.record_count:
+        raise CorruptInputError(f"data file {path} has {start} rows, its manifest entry says "
+                                f"{task.data.file.record_count}", path=path)
+    return out
+
+
 def _lineage_fields(row_lineage: bool) -> tuple[NestedField, ...]:
     if not row_lineage:
         return ()

@@ -12,10 +12,12 @@ from icectl.cli.options import DryRunOpt, JsonOpt
 from icectl.config import parse_size as parse_byte_size
 from icectl.errors import UsageError
 from icectl.ops.rewrite_position_delete_files import (
+    ConvertEqualityDeletesResult,
     PositionDeleteOptions,
     RewritePositionDeleteFilesResult,
     rewrite_position_delete_files,
 )
+from icectl.ops.rewrite_position_delete_files.convert import convert_equality_deletes as convert_deletes
 from icectl.ops.rewrite_position_delete_files.plan import MAX_FILE_GROUP_SIZE_DEFAULT, MIN_INPUT_FILES_DEFAULT
 from icectl.results import MultiResult, Result
 
@@ -50,6 +52,10 @@ def rewrite_position_delete_files_cmd(
         "--max-file-group-size-bytes", help="Largest amount of deletes rewritten as one group. Default: 100 GiB.",
         metavar="SIZE", show_default=False)] = None,
     branch: Annotated[str, typer.Option("--branch", help="The branch whose head is rewritten.")] = "main",
+    convert_equality_deletes: Annotated[bool, typer.Option(
+        "--convert-equality-deletes",
+        help="Instead: turn the equality delete files into position delete files (v2) or deletion vectors "
+             "(v3), one 'replace' commit.")] = False,
     dry_run: DryRunOpt = False,
     json_output: JsonOpt = False,
 ) -> Result | MultiResult:
@@ -62,7 +68,20 @@ def rewrite_position_delete_files_cmd(
     v3, position delete files kept from v2 become deletion vectors (with the DVs of their
     partitions), and a table with DVs only has nothing to do. The rewritten files stay on disk
     for older snapshots until expire-snapshots removes them.
+
+    With --convert-equality-deletes it converts instead: each data file an equality delete file
+    applies to is read for the equality columns, and the rows matched become positions (a
+    position delete file per data file in v2, the file's deletion vector in v3); the equality
+    delete files leave the snapshot. Readers stop joining on every scan, and the table can go to
+    format v4, which has no equality deletes.
     """
+    if convert_equality_deletes:
+        sizing = (target_file_size_bytes, min_file_size_bytes, max_file_size_bytes, max_file_group_size_bytes)
+        if any(v is not None for v in sizing) or rewrite_all or min_input_files != MIN_INPUT_FILES_DEFAULT:
+            raise UsageError("--convert-equality-deletes takes no sizing option (it writes one file per data "
+                             "file), only --branch, --dry-run and --json")
+        return tables.run(ConvertEqualityDeletesResult,
+                          lambda t: convert_deletes(t, branch=branch, dry_run=dry_run))
     group_size = _size(max_file_group_size_bytes, "--max-file-group-size-bytes")
     options = PositionDeleteOptions(
         target_file_size_bytes=_size(target_file_size_bytes, "--target-file-size-bytes"),

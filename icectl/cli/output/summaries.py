@@ -17,7 +17,10 @@ from icectl.ops.compact.result import CompactResult
 from icectl.ops.expire.result import EXPIRE_CATEGORIES, ExpireCutoff, ExpireResult, RefPolicy
 from icectl.ops.orphans.result import RemoveOrphanFilesResult
 from icectl.ops.rewrite_data_files.result import RewriteDataFilesResult
-from icectl.ops.rewrite_position_delete_files.result import RewritePositionDeleteFilesResult
+from icectl.ops.rewrite_position_delete_files.result import (
+    ConvertEqualityDeletesResult,
+    RewritePositionDeleteFilesResult,
+)
 from icectl.results import UNSET, RowsResult, TableFailure, Unset
 from icectl.spec.durations import human_duration
 from icectl.validate import rule_summaries
@@ -260,6 +263,20 @@ def rewrite_position_delete_files_line(r: RewritePositionDeleteFilesResult | Tab
     if r.dangling_deletes_count:
         out += f", {plural(r.dangling_deletes_count, 'dangling delete')} dropped"
     return out
+
+
+def convert_equality_deletes_line(r: ConvertEqualityDeletesResult | TableFailure) -> str:
+    """``db.t  converted 3 equality delete files (4.1 KiB) into 12 position delete files: 57 rows in 12
+    of 40 data files``."""
+    if isinstance(r, TableFailure):
+        return _failure_line(r)
+    if not r.converted_equality_delete_files_count:
+        return f"{r.table}  no equality deletes on {r.branch}" + (f" ({r.reason})" if r.reason else "")
+    verb = "would convert" if r.dry_run else "converted"
+    kind = "deletion vector" if r.format_version >= 3 else "position delete file"
+    return (f"{r.table}  {verb} {plural(r.converted_equality_delete_files_count, 'equality delete file')} "
+            f"({fmt_bytes(r.converted_equality_delete_bytes)}) into {plural(r.added_delete_files_count, kind)}: "
+            f"{plural(r.deleted_rows_count, 'row')} in {len(r.files):,} of {plural(r.data_files_count, 'data file')}")
 
 
 # --------------------------------------------------------------------------- remove-orphan-files

@@ -243,10 +243,12 @@ def evaluate(doc: dict[str, Any], th: Mapping[str, float | int], cmd: Commands) 
                f"{dels['delete_file_count']} delete files and DVs for {data['count']} data files "
                f"({_pct(dels['delete_file_ratio'])}, threshold {_pct(th['delete-file-ratio'])} and at least "
                f"{th['delete-file-count']})",
-               # Position delete files can be compacted on their own; DVs and equality deletes
-               # go away only by rewriting the data files they apply to.
-               (cmd.icectl("rewrite-position-delete-files") if doc["format_version"] <= MAX_REWRITE_VERSION
-                else cmd.spark("rewrite_position_delete_files")) if dels["position_delete_file_count"]
+               # Equality deletes turn into positions without rewriting data; position delete
+               # files can be compacted on their own; DVs go away only by rewriting their data files.
+               cmd.icectl("rewrite-position-delete-files", "--convert-equality-deletes")
+               if dels["equality_delete_file_count"] and doc["format_version"] <= MAX_REWRITE_VERSION
+               else (cmd.icectl("rewrite-position-delete-files") if doc["format_version"] <= MAX_REWRITE_VERSION
+                     else cmd.spark("rewrite_position_delete_files")) if dels["position_delete_file_count"]
                else rewrite("delete-file-threshold", "1"),
                applies=dels["delete_file_count"] >= th["delete-file-count"]),
         _check("format_version.min", "Format version", "count", doc["format_version"], "<", th["min-format-version"],

@@ -24,8 +24,7 @@ from icectl.errors import CommitConflictError, ExitCode, IcectlError, UsageError
 from icectl.spec.manifest import DataFile, DataFileContent
 from icectl.spec.metadata import TableMetadata
 from icectl.spec.name_mapping import NameMapping
-from icectl.spec.name_mapping import from_json as name_mapping_from_json
-from icectl.spec.properties import DEFAULT_NAME_MAPPING
+from icectl.spec.name_mapping import of_properties as name_mapping_of
 from icectl.spec.schema import Schema
 from icectl.spec.snapshots import Snapshot
 from icectl.spec.sorting import SortOrder
@@ -90,9 +89,7 @@ def _reading(md: TableMetadata) -> tuple[Schema, bool, pa.Schema, NameMapping | 
     Arrow schema written, and the name mapping for files without field ids."""
     schema = md.schema()
     lineage = md.format_version >= MIN_ROW_LINEAGE_VERSION
-    mapping_text = md.properties.get(DEFAULT_NAME_MAPPING)
-    return (schema, lineage, arrow_schema(schema, row_lineage=lineage),
-            name_mapping_from_json(mapping_text) if mapping_text else None)
+    return schema, lineage, arrow_schema(schema, row_lineage=lineage), name_mapping_of(md.properties)
 
 
 def _rows_per_file(md: TableMetadata, group: FileGroup, options: RewriteOptions | None, *,

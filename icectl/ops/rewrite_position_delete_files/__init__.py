@@ -55,9 +55,10 @@ from icectl.threads import ordered_map
 from .dvs import group_positions, write_dvs
 from .files import FILE_PATH, DeleteFileWriter, granularity, read_positions, sort_positions
 from .plan import DeleteGroup, PositionDeleteOptions, Sizes, plan_groups, sizes_of
-from .result import DeleteGroupDoc, RewritePositionDeleteFilesResult
+from .result import ConvertEqualityDeletesResult, DeleteGroupDoc, RewritePositionDeleteFilesResult
 
-__all__ = ["PositionDeleteOptions", "RewritePositionDeleteFilesResult", "rewrite_position_delete_files"]
+__all__ = ["ConvertEqualityDeletesResult", "PositionDeleteOptions", "RewritePositionDeleteFilesResult",
+           "rewrite_position_delete_files"]
 
 MIN_DELETES_VERSION = 2
 DV_VERSION = 3

@@ -73,20 +73,29 @@ def group_positions(io: FileIO, group: DeleteGroup, candidates: dict[str, int],
 def write_dvs(io: FileIO, md: TableMetadata, group: DeleteGroup, positions: dict[str, BitMap64],
               written: list[str]) -> list[DataFile]:
     """One Puffin file of the group's deletion vectors; their manifest entries (no file when empty)."""
+    return write_dv_file(io, md, group.spec_id, group.partition, f"{group.index - 1:05d}-{group.index}",
+                         positions, written)
+
+
+def write_dv_file(io: FileIO, md: TableMetadata, spec_id: int, partition: tuple[object, ...], prefix: str,
+                  positions: dict[str, BitMap64], written: list[str]) -> list[DataFile]:
+    """One Puffin file (named ``<prefix>-<uuid>-00001-deletes.puffin`` in the partition's data
+    folder) holding a ``deletion-vector-v1`` blob per data file of ``positions`` (path order);
+    their manifest entries (no file when every bitmap is empty)."""
     blobs = [(path, positions[path]) for path in sorted(positions) if positions[path]]
     if not blobs:
         return []
-    spec = md.spec_by_id(group.spec_id)
+    spec = md.spec_by_id(spec_id)
     assert spec is not None
     folder = data_location(md)
     if not spec.is_unpartitioned:
-        folder = join(folder, spec.partition_path(group.partition, md.schema()))
-    path = join(folder, f"{group.index - 1:05d}-{group.index}-{uuid.uuid4()}-00001-deletes.puffin")
+        folder = join(folder, spec.partition_path(partition, md.schema()))
+    path = join(folder, f"{prefix}-{uuid.uuid4()}-00001-deletes.puffin")
     result = write_puffin(deletion_vector_blob(p, b) for p, b in blobs)
     written.append(path)
     io.write(path, result.data)
     return [DataFile(content=DataFileContent.POSITION_DELETES, file_path=path, file_format="PUFFIN",
-                     partition=group.partition if not spec.is_unpartitioned else (), record_count=len(bitmap),
+                     partition=partition if not spec.is_unpartitioned else (), record_count=len(bitmap),
                      file_size_in_bytes=len(result.data), referenced_data_file=p, content_offset=meta.offset,
                      content_size_in_bytes=meta.length)
             for (p, bitmap), meta in zip(blobs, result.metadata.blobs, strict=True)]

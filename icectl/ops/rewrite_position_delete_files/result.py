@@ -52,3 +52,41 @@ class RewritePositionDeleteFilesResult(CommandResult):
     dry: DryRun[list[str], list[str]] = field(default_factory=DryRun, metadata=FLAT)  # dry run
     snapshot_id: int | None = None  # the replace snapshot; None: dry run or nothing to rewrite
     commit: Committed = field(default_factory=Committed, metadata=FLAT)
+
+
+@dataclass(kw_only=True)
+class ConvertedFileDoc(Part):
+    """One data file the equality deletes applied to, and what its new deletes hold."""
+
+    data_file: str
+    equality_delete_files: int  # how many of the converted files apply to it
+    deleted_rows: int  # rows they match that no position delete or DV deleted already
+    data_sequence_number: int  # of its new delete file or DV (see the module)
+    replaced_dv: str | None = None  # v3: the deletion vector the new one replaces (its Puffin file)
+
+
+@dataclass(kw_only=True)
+class ConvertEqualityDeletesResult(CommandResult):
+    """``icectl rewrite-position-delete-files --convert-equality-deletes``: equality delete files
+    turned into position deletes (v2) or deletion vectors (v3)."""
+
+    view: ClassVar[str] = "convert_equality_deletes"
+    one_line: ClassVar[str] = "icectl.cli.output.summaries:convert_equality_deletes_line"
+
+    table: str
+    branch: str
+    dry_run: bool
+    format_version: int
+    starting_snapshot_id: int | None
+    converted_equality_delete_files_count: int  # equality delete files the commit removes
+    converted_equality_delete_bytes: int
+    data_files_count: int  # data files those deletes applied to (read for their equality columns)
+    deleted_rows_count: int  # positions written that no other delete held
+    added_delete_files_count: int  # new position delete files (v2) or deletion vectors (v3)
+    removed_delete_files_count: int  # the equality delete files, and in v3 the deletion vectors replaced
+    added_bytes_count: int | Unset = UNSET  # unknown on a dry run
+    files: list[ConvertedFileDoc] = field(default_factory=list)
+    reason: str | None = None  # why there is nothing to do
+    dry: DryRun[list[str], list[str]] = field(default_factory=DryRun, metadata=FLAT)  # dry run
+    snapshot_id: int | None = None  # the replace snapshot; None: dry run or nothing to convert
+    commit: Committed = field(default_factory=Committed, metadata=FLAT)

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.equality_deletes import commit_equality_deletes
 from support.fixtures import FixtureTable
 from support.spark import latest_metadata_json, metadata_table, table_rows_digest
 from typer.testing import CliRunner
@@ -216,41 +217,13 @@ def test_new_files_keep_metrics_in_the_tables_modes(spark: Any, spark_clone: Cal
         assert ids["ts"] not in f["column_sizes"]
 
 
-def _commit_equality_deletes(spark: Any, t: FixtureTable, rows: dict[str, list[Any]], types: dict[str, Any],
-                             partition_path: str | None) -> None:
-    """Write an equality delete file (Parquet with field ids, as Flink writes them) and commit it
-    with Iceberg Java's RowDelta, in Spark's JVM: Spark itself writes no equality deletes."""
-    import uuid
-
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    md = latest_metadata_json(t.location)
-    ids = {f["name"]: f["id"] for f in md["schemas"][-1]["fields"]}
-    schema = pa.schema([pa.field(n, types[n], metadata={b"PARQUET:field_id": str(ids[n]).encode()}) for n in rows])
-    path = t.location / "data" / f"eq-{uuid.uuid4()}.parquet"
-    pq.write_table(pa.table(rows, schema=schema), path)
-    jvm = spark._jvm
-    jt = jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(spark._jsparkSession, t.name)
-    field_ids = spark.sparkContext._gateway.new_array(jvm.int, len(rows))
-    for i, n in enumerate(rows):
-        field_ids[i] = ids[n]
-    builder = (jvm.org.apache.iceberg.FileMetadata.deleteFileBuilder(jt.spec()).ofEqualityDeletes(field_ids)
-               .withPath(str(path)).withFormat(jvm.org.apache.iceberg.FileFormat.PARQUET)
-               .withFileSizeInBytes(path.stat().st_size).withRecordCount(len(next(iter(rows.values())))))
-    if partition_path is not None:
-        builder = builder.withPartitionPath(partition_path)
-    jt.newRowDelta().addDeletes(builder.build()).commit()
-    spark.sql(f"REFRESH TABLE {t.name}")
-
-
 def test_equality_deletes_are_applied_by_sequence_number(spark: Any, spark_clone: Callable[..., FixtureTable]) -> None:
     """An equality delete removes the matching rows of older files in its partition only; a row
     written after it with the same values stays. Spark judges."""
     import pyarrow as pa
 
     t = spark_clone("many_appends")  # id bigint, part int (identity partition), one row per file
-    _commit_equality_deletes(spark, t, {"id": [3, 10, 17, 4]}, {"id": pa.int64()}, "part=3")  # 4 is in part 4
+    commit_equality_deletes(spark, t, {"id": [3, 10, 17, 4]}, {"id": pa.int64()}, "part=3")  # 4 is in part 4
     spark.sql(f"INSERT INTO {t.name} VALUES (10, 3, timestamp_seconds(0), 'again')")  # after the delete
     before = versions(spark, t)
     assert spark.sql(f"SELECT count(*) AS n FROM {t.name} WHERE id IN (3, 17)").collect()[0].n == 0
@@ -270,7 +243,7 @@ def test_global_equality_deletes_on_two_columns(spark: Any, spark_clone: Callabl
 
     t = spark_clone("many_snaps")  # id bigint, batch int, ts timestamp, payload string; unpartitioned
     spark.sql(f"INSERT INTO {t.name} VALUES (1000, 7, timestamp_seconds(0), NULL), (1001, 7, NULL, 'keep')")
-    _commit_equality_deletes(spark, t, {"batch": [0, 7, 3], "payload": ["p0005", None, "nope"]},
+    commit_equality_deletes(spark, t, {"batch": [0, 7, 3], "payload": ["p0005", None, "nope"]},
                              {"batch": pa.int32(), "payload": pa.string()}, None)
     before = versions(spark, t)
     ids = {r.id for r in spark.sql(f"SELECT id FROM {t.name}").collect()}
