@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import sys
@@ -71,6 +72,37 @@ def _table_params(fn: Callable[..., Any], table: bool, targets: bool) -> list[in
     return [*head, *params[1:]]
 
 
+@contextlib.contextmanager
+def _exit_codes() -> Iterator[None]:
+    """Every way a command ends, as its exit code: an :class:`IcectlError` is its one line on
+    stderr and its code; Ctrl-C says how far a delete run got; a closed pipe (``| head``) is no
+    error; anything else is an internal error (the traceback only with ``--debug``)."""
+    try:
+        yield
+    except typer.Exit:
+        raise
+    except IcectlError as e:
+        if state.debug:
+            traceback.print_exc()
+        print_error(f"icectl: error: {e.one_line()}")
+        raise typer.Exit(e.exit_code) from None
+    except KeyboardInterrupt as e:  # a delete run says how far it got (icectl.table.delete_tally)
+        print_error("icectl: interrupted" + (f": {' '.join(str(e).split())}" if str(e) else ""))
+        raise typer.Exit(ExitCode.INTERRUPTED) from None
+    except BrokenPipeError:
+        # `icectl ... | head`: the reader went away; that is not an error of ours.
+        sys.stderr.close()
+        raise typer.Exit(0) from None
+    except Exception as e:
+        if state.debug:
+            traceback.print_exc()
+        print_error(f"icectl: internal error: {type(e).__name__}: {' '.join(str(e).split())}"
+                    + ("" if state.debug else "; rerun with --debug for the traceback"))
+        raise typer.Exit(ExitCode.INTERNAL) from None
+    finally:
+        set_active_config(None)
+
+
 def command(group: typer.Typer, name: str, *, view: bool | str = False, engine: bool | str = False,
             table: bool = False, each_table: bool = False, **kwargs: Any) -> Callable[[F], F]:
     """Register a command whose function returns a result; render it and map errors to exit codes.
@@ -106,7 +138,7 @@ def command(group: typer.Typer, name: str, *, view: bool | str = False, engine: 
             as_json = bool(kw.get("json_output")) if as_json_param else False
             given = {k: kw.pop(k) for k in added if k in kw}
             set_active_config(None)  # until the command loads its config: never the previous run's
-            try:
+            with _exit_codes():
                 options = view_options.from_params(given, as_json) if view else None
                 run_engine = (engines.open_engine(engine_options.settings_from(
                     given, load_config(state.config_path).engine)) if engine else None)
@@ -138,28 +170,6 @@ def command(group: typer.Typer, name: str, *, view: bool | str = False, engine: 
                 code = getattr(result, "exit_code", 0)
                 if code:
                     raise typer.Exit(code)
-            except typer.Exit:
-                raise
-            except IcectlError as e:
-                if state.debug:
-                    traceback.print_exc()
-                print_error(f"icectl: error: {e.one_line()}")
-                raise typer.Exit(e.exit_code) from None
-            except KeyboardInterrupt as e:  # a delete run says how far it got (icectl.table.delete_tally)
-                print_error("icectl: interrupted" + (f": {' '.join(str(e).split())}" if str(e) else ""))
-                raise typer.Exit(ExitCode.INTERRUPTED) from None
-            except BrokenPipeError:
-                # `icectl ... | head`: the reader went away; that is not an error of ours.
-                sys.stderr.close()
-                raise typer.Exit(0) from None
-            except Exception as e:
-                if state.debug:
-                    traceback.print_exc()
-                print_error(f"icectl: internal error: {type(e).__name__}: {' '.join(str(e).split())}"
-                            + ("" if state.debug else "; rerun with --debug for the traceback"))
-                raise typer.Exit(ExitCode.INTERNAL) from None
-            finally:
-                set_active_config(None)
 
         view_options.add_params(wrapper, fn, added, params)
         if takes_engine:

@@ -67,6 +67,65 @@ def _default_refs(current_snapshot_id: int | None) -> dict[str, SnapshotRef]:
     return {} if current_snapshot_id is None else {MAIN_BRANCH: SnapshotRef(current_snapshot_id, "branch")}
 
 
+class _Fields:
+    """Reads a metadata object's fields, each problem one line naming the field."""
+
+    def __init__(self, obj: dict[str, Any], what: str) -> None:
+        self.obj, self.what = obj, what
+
+    def required(self, key: str) -> Any:
+        if key not in self.obj or self.obj[key] is None:
+            raise CorruptInputError(f"{self.what} is missing required field {key!r}")
+        return self.obj[key]
+
+    def listed(self, key: str) -> list[Any]:
+        value = self.required(key)
+        if not isinstance(value, list):
+            raise CorruptInputError(f"{self.what} field {key!r} must be a list, got {type(value).__name__}")
+        return value
+
+
+def _read_schemas(f: _Fields, version: int) -> tuple[tuple[Schema, ...], int]:
+    """v1 may have only "schema"; from v2 "schemas" with "current-schema-id" is required."""
+    if "schemas" in f.obj or version >= 2:
+        schemas = tuple(Schema.from_json(as_object(s, "schema")) for s in f.listed("schemas"))
+        current_schema_id = req_int(f.obj, "current-schema-id", f.what)
+        if not any(s.schema_id == current_schema_id for s in schemas):
+            raise CorruptInputError(f"{f.what}: current-schema-id {current_schema_id} is not in schemas")
+        return schemas, current_schema_id
+    schema = Schema.from_json(as_object(f.required("schema"), "schema"))
+    return (schema,), schema.schema_id
+
+
+def _read_specs(f: _Fields, version: int) -> tuple[tuple[PartitionSpec, ...], int, int]:
+    """The partition specs, the default spec id and the last partition field id (v1 may have only
+    "partition-spec", and no last-partition-id: computed then)."""
+    if "partition-specs" in f.obj or version >= 2:
+        specs = tuple(PartitionSpec.from_json(s) for s in f.listed("partition-specs"))
+        default_spec_id = req_int(f.obj, "default-spec-id", f.what)
+    else:
+        specs, default_spec_id = (PartitionSpec.from_fields_json(f.required("partition-spec"), 0),), 0
+    if not any(s.spec_id == default_spec_id for s in specs):
+        raise CorruptInputError(f"{f.what}: default-spec-id {default_spec_id} is not in partition-specs")
+    last_partition_id = opt_int(f.obj, "last-partition-id", f.what)
+    if last_partition_id is None:
+        if version >= 2:
+            f.required("last-partition-id")
+        last_partition_id = _computed_last_partition_id(specs)
+    return specs, default_spec_id, last_partition_id
+
+
+def _read_sort_orders(f: _Fields, version: int) -> tuple[tuple[SortOrder, ...], int]:
+    if "sort-orders" in f.obj or version >= 2:
+        sort_orders = tuple(SortOrder.from_json(o) for o in f.listed("sort-orders"))
+        default_sort_order_id = req_int(f.obj, "default-sort-order-id", f.what)
+    else:
+        sort_orders, default_sort_order_id = (UNSORTED,), UNSORTED.order_id
+    if not any(o.order_id == default_sort_order_id for o in sort_orders):
+        raise CorruptInputError(f"{f.what}: default-sort-order-id {default_sort_order_id} is not in sort-orders")
+    return sort_orders, default_sort_order_id
+
+
 def _computed_last_partition_id(specs: tuple[PartitionSpec, ...]) -> int:
     return max((s.last_assigned_field_id for s in specs), default=UNPARTITIONED_LAST_ASSIGNED_ID)
 
@@ -222,58 +281,17 @@ class TableMetadata:
                 f"{MIN_FORMAT_VERSION} to {MAX_FORMAT_VERSION}",
                 hint="upgrade icectl, or check that this is Iceberg table metadata")
         what = f"table metadata (format v{version})"
-
-        def required(key: str) -> Any:
-            if key not in obj or obj[key] is None:
-                raise CorruptInputError(f"{what} is missing required field {key!r}")
-            return obj[key]
-
-        def listed(key: str) -> list[Any]:
-            value = required(key)
-            if not isinstance(value, list):
-                raise CorruptInputError(f"{what} field {key!r} must be a list, got {type(value).__name__}")
-            return value
-
+        fields = _Fields(obj, what)
         table_uuid = opt_str(obj, "table-uuid", what)
         if version >= 2 and table_uuid is None:
-            required("table-uuid")
+            fields.required("table-uuid")
         if version >= MIN_OPTIONAL_LOCATION_VERSION:
             location = opt_str(obj, "location", what)
         else:
             location = req_str(obj, "location", what)
-
-        # v1 may have only "schema"; from v2 "schemas" with "current-schema-id" is required.
-        if "schemas" in obj or version >= 2:
-            schemas = tuple(Schema.from_json(as_object(s, "schema")) for s in listed("schemas"))
-            current_schema_id = req_int(obj, "current-schema-id", what)
-            if not any(s.schema_id == current_schema_id for s in schemas):
-                raise CorruptInputError(f"{what}: current-schema-id {current_schema_id} is not in schemas")
-        else:
-            schema = Schema.from_json(as_object(required("schema"), "schema"))
-            schemas, current_schema_id = (schema,), schema.schema_id
-
-        if "partition-specs" in obj or version >= 2:
-            specs = tuple(PartitionSpec.from_json(s) for s in listed("partition-specs"))
-            default_spec_id = req_int(obj, "default-spec-id", what)
-        else:
-            specs, default_spec_id = (PartitionSpec.from_fields_json(required("partition-spec"), 0),), 0
-        if not any(s.spec_id == default_spec_id for s in specs):
-            raise CorruptInputError(f"{what}: default-spec-id {default_spec_id} is not in partition-specs")
-
-        last_partition_id = opt_int(obj, "last-partition-id", what)
-        if last_partition_id is None:
-            if version >= 2:
-                required("last-partition-id")
-            last_partition_id = _computed_last_partition_id(specs)
-
-        if "sort-orders" in obj or version >= 2:
-            sort_orders = tuple(SortOrder.from_json(o) for o in listed("sort-orders"))
-            default_sort_order_id = req_int(obj, "default-sort-order-id", what)
-        else:
-            sort_orders, default_sort_order_id = (UNSORTED,), UNSORTED.order_id
-        if not any(o.order_id == default_sort_order_id for o in sort_orders):
-            raise CorruptInputError(
-                f"{what}: default-sort-order-id {default_sort_order_id} is not in sort-orders")
+        schemas, current_schema_id = _read_schemas(fields, version)
+        specs, default_spec_id, last_partition_id = _read_specs(fields, version)
+        sort_orders, default_sort_order_id = _read_sort_orders(fields, version)
 
         current_snapshot_id = opt_int(obj, "current-snapshot-id", what)
         if current_snapshot_id == -1:  # Java's v1/v2 spelling of "no current snapshot"

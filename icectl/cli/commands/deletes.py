@@ -9,7 +9,17 @@ import typer
 
 from icectl.cli.framework import TableTargets, command
 from icectl.cli.options import DryRunOpt, JsonOpt
-from icectl.config import parse_size as parse_byte_size
+from icectl.cli.options.rewrite import (
+    MIN_INPUT_FILES_DEFAULT,
+    BranchOpt,
+    MaxFileGroupSizeOpt,
+    MaxFileSizeOpt,
+    MinFileSizeOpt,
+    MinInputFilesOpt,
+    RewriteAllOpt,
+    group_size,
+    size,
+)
 from icectl.errors import UsageError
 from icectl.ops.rewrite_position_delete_files import (
     ConvertEqualityDeletesResult,
@@ -18,17 +28,7 @@ from icectl.ops.rewrite_position_delete_files import (
     rewrite_position_delete_files,
 )
 from icectl.ops.rewrite_position_delete_files.convert import convert_equality_deletes as convert_deletes
-from icectl.ops.rewrite_position_delete_files.plan import MAX_FILE_GROUP_SIZE_DEFAULT, MIN_INPUT_FILES_DEFAULT
 from icectl.results import MultiResult, Result
-
-
-def _size(text: str | None, option: str) -> int | None:
-    if text is None:
-        return None
-    try:
-        return parse_byte_size(text)
-    except ValueError:
-        raise UsageError(f"{option} {text!r} is not a size (67108864, 64MiB, 1.5GB)") from None
 
 
 def rewrite_position_delete_files_cmd(
@@ -37,21 +37,12 @@ def rewrite_position_delete_files_cmd(
         "--target-file-size-bytes", help="Target size of the new delete files (67108864, 64MiB). "
                                          "Default: write.delete.target-file-size-bytes (64 MiB).",
         metavar="SIZE", show_default=False)] = None,
-    min_file_size_bytes: Annotated[str | None, typer.Option(
-        "--min-file-size-bytes", help="Delete files smaller than this are rewritten. Default: 75% of the target.",
-        metavar="SIZE", show_default=False)] = None,
-    max_file_size_bytes: Annotated[str | None, typer.Option(
-        "--max-file-size-bytes", help="Delete files larger than this are rewritten. Default: 180% of the target.",
-        metavar="SIZE", show_default=False)] = None,
-    min_input_files: Annotated[int, typer.Option(
-        "--min-input-files", help="Rewrite a group of at least this many delete files even when it is small.",
-        metavar="N")] = MIN_INPUT_FILES_DEFAULT,
-    rewrite_all: Annotated[bool, typer.Option(
-        "--rewrite-all", help="Rewrite every position delete file, whatever its size.")] = False,
-    max_file_group_size_bytes: Annotated[str | None, typer.Option(
-        "--max-file-group-size-bytes", help="Largest amount of deletes rewritten as one group. Default: 100 GiB.",
-        metavar="SIZE", show_default=False)] = None,
-    branch: Annotated[str, typer.Option("--branch", help="The branch whose head is rewritten.")] = "main",
+    min_file_size_bytes: MinFileSizeOpt = None,
+    max_file_size_bytes: MaxFileSizeOpt = None,
+    min_input_files: MinInputFilesOpt = MIN_INPUT_FILES_DEFAULT,
+    rewrite_all: RewriteAllOpt = False,
+    max_file_group_size_bytes: MaxFileGroupSizeOpt = None,
+    branch: BranchOpt = "main",
     convert_equality_deletes: Annotated[bool, typer.Option(
         "--convert-equality-deletes",
         help="Instead: turn the equality delete files into position delete files (v2) or deletion vectors "
@@ -82,13 +73,12 @@ def rewrite_position_delete_files_cmd(
                              "file), only --branch, --dry-run and --json")
         return tables.run(ConvertEqualityDeletesResult,
                           lambda t: convert_deletes(t, branch=branch, dry_run=dry_run))
-    group_size = _size(max_file_group_size_bytes, "--max-file-group-size-bytes")
     options = PositionDeleteOptions(
-        target_file_size_bytes=_size(target_file_size_bytes, "--target-file-size-bytes"),
-        min_file_size_bytes=_size(min_file_size_bytes, "--min-file-size-bytes"),
-        max_file_size_bytes=_size(max_file_size_bytes, "--max-file-size-bytes"),
+        target_file_size_bytes=size(target_file_size_bytes, "--target-file-size-bytes"),
+        min_file_size_bytes=size(min_file_size_bytes, "--min-file-size-bytes"),
+        max_file_size_bytes=size(max_file_size_bytes, "--max-file-size-bytes"),
         min_input_files=min_input_files, rewrite_all=rewrite_all,
-        max_file_group_size_bytes=group_size if group_size is not None else MAX_FILE_GROUP_SIZE_DEFAULT,
+        max_file_group_size_bytes=group_size(max_file_group_size_bytes),
         branch=branch)
     options.check()
     return tables.run(RewritePositionDeleteFilesResult,

@@ -11,7 +11,16 @@ import typer
 
 from icectl.cli.framework import TableTargets, command
 from icectl.cli.options import DryRunOpt, JsonOpt
-from icectl.config import parse_size as parse_byte_size
+from icectl.cli.options.rewrite import (
+    BranchOpt,
+    MaxFileGroupSizeOpt,
+    MaxFileSizeOpt,
+    MinFileSizeOpt,
+    MinInputFilesOpt,
+    RewriteAllOpt,
+    group_size,
+    size,
+)
 from icectl.engine import Engine
 from icectl.errors import UsageError
 from icectl.ops.compact.manifests import compact
@@ -30,7 +39,6 @@ from icectl.ops.rewrite_data_files.plan import (
     DELETE_FILE_THRESHOLD_DEFAULT,
     DELETE_RATIO_THRESHOLD_DEFAULT,
     MAX_COMMITS_DEFAULT,
-    MAX_FILE_GROUP_SIZE_DEFAULT,
     MIN_INPUT_FILES_DEFAULT,
 )
 from icectl.ops.rewrite_data_files.sort import zorder_columns
@@ -123,15 +131,6 @@ def compact_cmd(
     return tables.run(CompactResult, lambda t: compact(t, options, dry_run=dry_run, engine=engine))
 
 
-def _size(text: str | None, option: str) -> int | None:
-    if text is None:
-        return None
-    try:
-        return parse_byte_size(text)
-    except ValueError:
-        raise UsageError(f"{option} {text!r} is not a size (536870912, 512MiB, 1.5GB)") from None
-
-
 def rewrite_data_files_cmd(
     tables: TableTargets,
     strategy: Annotated[str, typer.Option(
@@ -148,20 +147,11 @@ def rewrite_data_files_cmd(
         "--target-file-size-bytes", help="Target size of the new files (536870912, 512MiB). "
                                          "Default: write.target-file-size-bytes (512 MiB).",
         metavar="SIZE", show_default=False)] = None,
-    min_file_size_bytes: Annotated[str | None, typer.Option(
-        "--min-file-size-bytes", help="Files smaller than this are rewritten. Default: 75% of the target.",
-        metavar="SIZE", show_default=False)] = None,
-    max_file_size_bytes: Annotated[str | None, typer.Option(
-        "--max-file-size-bytes", help="Files larger than this are rewritten. Default: 180% of the target.",
-        metavar="SIZE", show_default=False)] = None,
-    min_input_files: Annotated[int, typer.Option(
-        "--min-input-files", help="Rewrite a group of at least this many files even when it is small.",
-        metavar="N")] = MIN_INPUT_FILES_DEFAULT,
-    rewrite_all: Annotated[bool, typer.Option(
-        "--rewrite-all", help="Rewrite every file, whatever its size.")] = False,
-    max_file_group_size_bytes: Annotated[str | None, typer.Option(
-        "--max-file-group-size-bytes", help="Largest amount of data rewritten as one group. Default: 100 GiB.",
-        metavar="SIZE", show_default=False)] = None,
+    min_file_size_bytes: MinFileSizeOpt = None,
+    max_file_size_bytes: MaxFileSizeOpt = None,
+    min_input_files: MinInputFilesOpt = MIN_INPUT_FILES_DEFAULT,
+    rewrite_all: RewriteAllOpt = False,
+    max_file_group_size_bytes: MaxFileGroupSizeOpt = None,
     delete_file_threshold: Annotated[int, typer.Option(
         "--delete-file-threshold", help="Rewrite a file that this many delete files apply to. Default: off.",
         metavar="N", show_default=False)] = DELETE_FILE_THRESHOLD_DEFAULT,
@@ -184,7 +174,7 @@ def rewrite_data_files_cmd(
     max_concurrent: Annotated[int, typer.Option(
         "--max-concurrent-file-group-rewrites", help="Groups rewritten at once.", metavar="N")]
     = MAX_CONCURRENT_GROUPS,
-    branch: Annotated[str, typer.Option("--branch", help="The branch whose head is rewritten.")] = "main",
+    branch: BranchOpt = "main",
     dry_run: DryRunOpt = False,
     json_output: JsonOpt = False,
     engine: Engine | None = None,
@@ -197,13 +187,12 @@ def rewrite_data_files_cmd(
     snapshot's sequence number and every row's _row_id. The rewritten files stay on disk for
     older snapshots until expire-snapshots removes them.
     """
-    group_size = _size(max_file_group_size_bytes, "--max-file-group-size-bytes")
     options = RewriteOptions(
-        target_file_size_bytes=_size(target_file_size_bytes, "--target-file-size-bytes"),
-        min_file_size_bytes=_size(min_file_size_bytes, "--min-file-size-bytes"),
-        max_file_size_bytes=_size(max_file_size_bytes, "--max-file-size-bytes"),
+        target_file_size_bytes=size(target_file_size_bytes, "--target-file-size-bytes"),
+        min_file_size_bytes=size(min_file_size_bytes, "--min-file-size-bytes"),
+        max_file_size_bytes=size(max_file_size_bytes, "--max-file-size-bytes"),
         min_input_files=min_input_files, rewrite_all=rewrite_all,
-        max_file_group_size_bytes=group_size if group_size is not None else MAX_FILE_GROUP_SIZE_DEFAULT,
+        max_file_group_size_bytes=group_size(max_file_group_size_bytes),
         delete_file_threshold=delete_file_threshold, delete_ratio_threshold=delete_ratio_threshold,
         use_starting_sequence_number=use_starting_sequence_number, partial_progress=partial_progress,
         max_commits=max_commits, max_failed_commits=max_failed_commits, where=where, strategy=strategy,

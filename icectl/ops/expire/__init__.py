@@ -201,14 +201,8 @@ def _expire_snapshots(table: Table, policy: ExpirePolicy, *, dry_run: bool, max_
                        leftover_snapshots=sorted(found.on_disk), skipped_metadata=found.notes)
     _note_policy(res, plan)
     if dry_run:
-        res.dry.would_write = (["the next table metadata version (snapshots, refs and logs updated)"] if may_change
-                               else [])
-        res.dry.would_delete = planned.by_category()
-        res.deleted = {c: len(v) for c, v in planned.by_category().items()}
-        kept_note = _report_kept(res, kept, table) + _report_shared(res, shared)
-        res.title = (f"Would expire {len(plan.expired)} snapshots of {table.identifier}"
-                     f"{kept_note}" + _leftover_note(found, planned, "would finish"))
-        return res
+        return _dry_run(res, table, planned, found, may_change=may_change,
+                        notes=_report_kept(res, kept, table) + _report_shared(res, shared))
     if not may_change and not planned.files:
         res.title = f"Nothing to expire in {table.identifier}"
         return res
@@ -254,6 +248,24 @@ def _expire_snapshots(table: Table, policy: ExpirePolicy, *, dry_run: bool, max_
         res.deletes_refused = e.one_line()
         res.title, res.exit_code = "Expired snapshots; file deletions refused", ExitCode.REFUSED
         return res
+    return _delete_doomed(table, res, doomed, retention, found, committed_at=committed_at, kept_note=kept_note,
+                          max_concurrent_deletes=max_concurrent_deletes)
+
+
+def _dry_run(res: ExpireResult, table: Table, planned: FileSet, found: Leftovers, *, may_change: bool,
+             notes: str) -> ExpireResult:
+    res.dry.would_write = ["the next table metadata version (snapshots, refs and logs updated)"] if may_change else []
+    res.dry.would_delete = planned.by_category()
+    res.deleted = {c: len(v) for c, v in planned.by_category().items()}
+    res.title = (f"Would expire {len(res.expired_snapshots)} snapshots of {table.identifier}{notes}"
+                 + _leftover_note(found, planned, "would finish"))
+    return res
+
+
+def _delete_doomed(table: Table, res: ExpireResult, doomed: FileSet, retention: Retention, found: Leftovers, *,
+                   committed_at: float, kept_note: str, max_concurrent_deletes: int) -> ExpireResult:
+    """The last step: unless another writer undid the expiry since the commit, delete the files
+    no retained snapshot reaches (fence-checked already), and say what happened."""
     try:
         lost = (_commit_lost(table, [*retention.expired, *found.ids], committed_at=committed_at)
                 if doomed.files else None)

@@ -243,13 +243,7 @@ def evaluate(doc: dict[str, Any], th: Mapping[str, float | int], cmd: Commands) 
                f"{dels['delete_file_count']} delete files and DVs for {data['count']} data files "
                f"({_pct(dels['delete_file_ratio'])}, threshold {_pct(th['delete-file-ratio'])} and at least "
                f"{th['delete-file-count']})",
-               # Equality deletes turn into positions without rewriting data; position delete
-               # files can be compacted on their own; DVs go away only by rewriting their data files.
-               cmd.icectl("rewrite-position-delete-files", "--convert-equality-deletes")
-               if dels["equality_delete_file_count"] and doc["format_version"] <= MAX_REWRITE_VERSION
-               else (cmd.icectl("rewrite-position-delete-files") if doc["format_version"] <= MAX_REWRITE_VERSION
-                     else cmd.spark("rewrite_position_delete_files")) if dels["position_delete_file_count"]
-               else rewrite("delete-file-threshold", "1"),
+               _delete_file_advice(doc, cmd, rewrite),
                applies=dels["delete_file_count"] >= th["delete-file-count"]),
         _check("format_version.min", "Format version", "count", doc["format_version"], "<", th["min-format-version"],
                f"format version {doc['format_version']} (threshold: at least {th['min-format-version']})",
@@ -268,6 +262,18 @@ def evaluate(doc: dict[str, Any], th: Mapping[str, float | int], cmd: Commands) 
             if orphans["count"] is not None else f"orphan files not listed: {orphans.get('skipped')}",
             cmd.icectl("remove-orphan-files"), applies=orphans["count"] is not None))
     return checks
+
+
+def _delete_file_advice(doc: dict[str, Any], cmd: Commands, rewrite: Callable[..., Advice]) -> Advice:
+    """Equality deletes turn into positions without rewriting data; position delete files can be
+    compacted on their own; DVs go away only by rewriting their data files."""
+    dels, icectl_writes = doc["delete_files"], doc["format_version"] <= MAX_REWRITE_VERSION
+    if dels["equality_delete_file_count"] and icectl_writes:
+        return cmd.icectl("rewrite-position-delete-files", "--convert-equality-deletes")
+    if dels["position_delete_file_count"]:
+        return (cmd.icectl("rewrite-position-delete-files") if icectl_writes
+                else cmd.spark("rewrite_position_delete_files"))
+    return rewrite("delete-file-threshold", "1")
 
 
 def recommendations(checks: list[HealthCheck]) -> list[str]:

@@ -415,6 +415,36 @@ def _check_options(table: Table, *, older_than_ms: int, now: int, mode: str, wor
             hint="use --older-than 1d or more; --allow-recent overrides when no other writer is running")
 
 
+def _listed_folder(table: Table, location: str | None) -> tuple[str, Fence, str]:
+    """The table's home, the fence of what may be deleted, and the folder to list (``--location``
+    or the table's location), refused when it is outside the home.
+
+    Only the table's own folder (its directory ∩ its location): unlike expire, which deletes only
+    files the table referenced, this deletes files it does NOT reference, so a write.data.path
+    folder elsewhere (the delete fence's other roots, possibly shared with other tables) is out."""
+    home = table_fence(table).home
+    if home is None:
+        raise RefusedError(f"cannot tell the folder of table {table.identifier} (its metadata names no location)",
+                           hint="address the table by its directory")
+    fence = Fence((home,), home)
+    where = location or table.metadata.location or home
+    if where and scheme_of(where) == "file" and not where.startswith("file:"):
+        where = os.path.abspath(where)  # listed paths are compared with the metadata's absolute ones
+    if not _inside(fence, where):
+        raise RefusedError(f"--location {where} is outside the table location {fence.describe()}: "
+                           "icectl deletes only the table's own files", hint="give a folder inside the table")
+    return home, fence, where
+
+
+def _refuse_mismatches(found: _Found, where: str) -> None:
+    pairs = ", ".join(f"{a} (metadata) vs {b} (listed)" for a, b in sorted(found.conflicts))
+    raise RefusedError(
+        f"cannot tell whether {len(found.mismatched)} file(s) under {where} are orphans: the metadata names "
+        f"them with another scheme or authority: {pairs}; nothing deleted",
+        hint="declare equal spellings with --equal-schemes/--equal-authorities (e.g. s3a=s3), or "
+             "--prefix-mismatch-mode ignore to keep those files (delete only if sure they differ)")
+
+
 def _remove_orphan_files(table: Table, *, older_than_ms: int | None, location: str | None, mode: str,
                          equal_schemes: Mapping[str, str] | None, equal_authorities: Mapping[str, str] | None,
                          max_deletes: int | None, workers: int, dry_run: bool, allow_recent: bool,
@@ -425,20 +455,7 @@ def _remove_orphan_files(table: Table, *, older_than_ms: int | None, location: s
                    allow_recent=allow_recent)
     check_writable(table)
     md = table.metadata
-    # Only the table's own folder (its directory ∩ its location): unlike expire, which deletes only
-    # files the table referenced, this deletes files it does NOT reference, so a write.data.path
-    # folder elsewhere (the delete fence's other roots, possibly shared with other tables) is out.
-    home = table_fence(table).home
-    if home is None:
-        raise RefusedError(f"cannot tell the folder of table {table.identifier} (its metadata names no location)",
-                           hint="address the table by its directory")
-    fence = Fence((home,), home)
-    where = location or md.location or home
-    if where and scheme_of(where) == "file" and not where.startswith("file:"):
-        where = os.path.abspath(where)  # listed paths are compared with the metadata's absolute ones
-    if not _inside(fence, where):
-        raise RefusedError(f"--location {where} is outside the table location {fence.describe()}: "
-                           "icectl deletes only the table's own files", hint="give a folder inside the table")
+    home, fence, where = _listed_folder(table, location)
     # The tables that may share files with this one (a catalog that cannot be listed refuses here).
     neighbours = find_neighbours(table)
     matcher = Matcher({**EQUAL_SCHEMES_DEFAULT, **(equal_schemes or {})}, dict(equal_authorities or {}))
@@ -472,12 +489,7 @@ def _remove_orphan_files(table: Table, *, older_than_ms: int | None, location: s
         prefix_mismatch_mode=mode, listed_file_count=found.listed, too_young_count=found.too_young,
         valid_file_count=valid_count)
     if found.conflicts and mode == "error":
-        pairs = ", ".join(f"{a} (metadata) vs {b} (listed)" for a, b in sorted(found.conflicts))
-        raise RefusedError(
-            f"cannot tell whether {len(found.mismatched)} file(s) under {where} are orphans: the metadata names "
-            f"them with another scheme or authority: {pairs}; nothing deleted",
-            hint="declare equal spellings with --equal-schemes/--equal-authorities (e.g. s3a=s3), or "
-                 "--prefix-mismatch-mode ignore to keep those files (delete only if sure they differ)")
+        _refuse_mismatches(found, where)
     orphans = sorted(found.orphans + (found.mismatched if mode == "delete" else []))
     outside = [p for p in orphans if not fence.contains(p)]
     if outside:
