@@ -53,9 +53,9 @@ for _p in (REPO, TESTS):  # run from a checkout without `pip install -e .`; test
 from icectl.codec.manifest_writer import UNASSIGNED_SEQ, write_manifest, write_manifest_list  # noqa: E402
 from icectl.config import parse_config  # noqa: E402
 from icectl.ops import expire as icectl_expire  # noqa: E402
-from icectl.ops.add_files import read_data_file  # noqa: E402
 from icectl.ops.create.table import SchemaSource, create  # noqa: E402
 from icectl.ops.expire import ExpirePolicy, expire_snapshots  # noqa: E402
+from icectl.ops.files.add_files import read_data_file  # noqa: E402
 from icectl.spec.manifest import ManifestContent, ManifestEntry, ManifestEntryStatus, ManifestFile  # noqa: E402
 from icectl.spec.metadata import TableMetadata  # noqa: E402
 from icectl.spec.snapshots import Snapshot  # noqa: E402

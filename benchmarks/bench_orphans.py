@@ -43,8 +43,8 @@ for _p in (REPO, TESTS):
         sys.path.insert(0, str(_p))
 
 from icectl.config import parse_config  # noqa: E402
-from icectl.ops.add_files import add_files  # noqa: E402
 from icectl.ops.create.table import SchemaSource, create  # noqa: E402
+from icectl.ops.files.add_files import add_files  # noqa: E402
 from icectl.storage import FileIO  # noqa: E402
 from icectl.table import load_table  # noqa: E402
 

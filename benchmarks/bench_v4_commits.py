@@ -49,11 +49,11 @@ for _p in (REPO, REPO / "tests"):  # run from a checkout without `pip install -e
 
 from icectl.codec.manifest_writer import write_manifest, write_manifest_list  # noqa: E402
 from icectl.config import Config  # noqa: E402
-from icectl.ops.add_files import add_files  # noqa: E402
 from icectl.ops.create.ddl import parse_partition_spec, parse_schema  # noqa: E402
 from icectl.ops.create.metadata import new_table_metadata  # noqa: E402
-from icectl.ops.remove_files import remove_files  # noqa: E402
-from icectl.ops.upgrade import upgrade  # noqa: E402
+from icectl.ops.files.add_files import add_files  # noqa: E402
+from icectl.ops.files.remove_files import remove_files  # noqa: E402
+from icectl.ops.lifecycle.upgrade import upgrade  # noqa: E402
 from icectl.spec.manifest import (  # noqa: E402
     DataFile,
     DataFileContent,

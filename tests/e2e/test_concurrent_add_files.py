@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 WORKER = textwrap.dedent("""
     import json, sys
-    from icectl.ops.add_files import add_files
+    from icectl.ops.files.add_files import add_files
     from icectl.config import load_config
     from icectl.table import load_table
     table, files = sys.argv[1], sys.argv[2:]

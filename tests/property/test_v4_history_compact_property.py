@@ -30,15 +30,15 @@ from support.forge import ref_change
 from support.v4_reader import live_data_files
 
 from icectl.config import Config
-from icectl.ops.add_files import add_files
 from icectl.ops.compact.manifests import compact
 from icectl.ops.compact.plan import CompactOptions
 from icectl.ops.create.table import SchemaSource, create
 from icectl.ops.expire import ExpirePolicy, expire_snapshots
+from icectl.ops.files.add_files import add_files
+from icectl.ops.files.remove_files import remove_files
 from icectl.ops.inspect.tree import tree_rows
 from icectl.ops.inspect.views import file_rows
-from icectl.ops.remove_files import remove_files
-from icectl.ops.upgrade import upgrade
+from icectl.ops.lifecycle.upgrade import upgrade
 from icectl.spec.properties import V4_ROOT_MAX_ADDED_FILES
 from icectl.spec.snapshots import SnapshotRef
 from icectl.storage import FileIO

@@ -29,8 +29,8 @@ import pyarrow.parquet as pq
 
 from icectl.codec.manifest_writer import UNASSIGNED_SEQ, write_manifest, write_manifest_list
 from icectl.config import parse_config
-from icectl.ops.add_files import read_data_file
 from icectl.ops.create.table import SchemaSource, create
+from icectl.ops.files.add_files import read_data_file
 from icectl.spec.manifest import ManifestContent, ManifestEntry, ManifestEntryStatus
 from icectl.spec.metadata import TableMetadata
 from icectl.spec.snapshots import Snapshot

@@ -8,7 +8,7 @@ import typer
 
 from icectl.cli.framework import command
 from icectl.cli.options import DryRunOpt, JsonOpt
-from icectl.ops.remove_files import remove_files
+from icectl.ops.files.remove_files import remove_files
 from icectl.results import Result
 from icectl.table import Table
 

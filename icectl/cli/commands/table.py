@@ -10,8 +10,8 @@ from icectl.catalog import looks_like_path, open_catalog, split_identifier
 from icectl.cli.framework import command, load_config_and_io
 from icectl.cli.options import DryRunOpt, JsonOpt, TableArg
 from icectl.errors import CorruptInputError, NotFoundError, UsageError
-from icectl.ops.drop import DropResult, drop_table, drop_unreadable_entry
-from icectl.ops.register import RegisterResult, register_table
+from icectl.ops.lifecycle.drop import DropResult, drop_table, drop_unreadable_entry
+from icectl.ops.lifecycle.register import RegisterResult, register_table
 from icectl.table import load_table
 
 

@@ -10,7 +10,7 @@ import typer
 from icectl.cli.framework import command
 from icectl.cli.options import DryRunOpt, JsonOpt
 from icectl.errors import RefusedError
-from icectl.ops.upgrade import V4, V4_WARNING, upgrade
+from icectl.ops.lifecycle.upgrade import V4, V4_WARNING, upgrade
 from icectl.results import Result
 from icectl.table import Table
 

@@ -8,9 +8,9 @@ import typer
 
 from icectl.cli.framework import command, load_config_and_io
 from icectl.cli.options import DryRunOpt, JsonOpt
-from icectl.ops.add_files import add_files
 from icectl.ops.create.result import CreateResult
 from icectl.ops.create.table import SchemaSource, create, parse_properties
+from icectl.ops.files.add_files import add_files
 from icectl.results import Result
 from icectl.table import Table
 

@@ -23,11 +23,11 @@ from icectl.catalog import open_catalog
 from icectl.catalog.operations import encode_metadata, now_ms
 from icectl.config import Config
 from icectl.errors import ExitCode, NotFoundError, RefusedError, UsageError
-from icectl.ops.add_files import add_files
 from icectl.ops.create.metadata import new_table_metadata
-from icectl.ops.drop import drop_table, drop_unreadable_entry
 from icectl.ops.expire import ExpirePolicy, expire_snapshots
-from icectl.ops.register import register_table
+from icectl.ops.files.add_files import add_files
+from icectl.ops.lifecycle.drop import drop_table, drop_unreadable_entry
+from icectl.ops.lifecycle.register import register_table
 from icectl.spec.metadata import TableMetadata
 from icectl.spec.updates import SetProperties, TableChange
 from icectl.storage import FileIO

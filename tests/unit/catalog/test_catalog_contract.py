@@ -24,11 +24,11 @@ from icectl.catalog.glue import GlueCatalog
 from icectl.catalog.operations import CommitFailedError, LocalCommits, now_ms
 from icectl.config import CATALOG_TYPES, Config, parse_config
 from icectl.errors import ExitCode, NotFoundError, RefusedError
-from icectl.ops.add_files import add_files
 from icectl.ops.create.metadata import new_table_metadata
-from icectl.ops.drop import drop_table
 from icectl.ops.expire import ExpirePolicy, expire_snapshots
-from icectl.ops.register import register_table
+from icectl.ops.files.add_files import add_files
+from icectl.ops.lifecycle.drop import drop_table
+from icectl.ops.lifecycle.register import register_table
 from icectl.spec.metadata import TableMetadata
 from icectl.spec.requirements import RequirementFailedError
 from icectl.spec.schema import NestedField, Schema, parse_primitive

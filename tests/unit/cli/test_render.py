@@ -17,7 +17,7 @@ from icectl.errors import CorruptInputError
 from icectl.ops.create.result import CatalogMeta, CreateResult, NamespaceCreateResult
 from icectl.ops.expire.result import ExpireResult
 from icectl.ops.inspect.result import SchemaBrief, SortOrderBrief, SpecBrief, TableOverview, TableViewMeta
-from icectl.ops.upgrade import UpgradeBranch, UpgradeResult
+from icectl.ops.lifecycle.upgrade import UpgradeBranch, UpgradeResult
 from icectl.results import DryRun, MultiResult, RowsResult, TableFailure
 from icectl.validate import RuleCount, ValidateSummary
 

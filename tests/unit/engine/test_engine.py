@@ -33,7 +33,7 @@ from icectl.engine.shipping import package_zip
 from icectl.errors import CommitConflictError, CorruptInputError, IcectlError, NotFoundError, UsageError
 from icectl.storage import FileIO, S3Settings
 from icectl.table import load_table
-from unit.ops.test_upgrade import icectl, parquet
+from unit.ops.lifecycle.test_upgrade import icectl, parquet
 
 
 def test_spark_conf_pairs_keep_order_and_the_last_value() -> None:

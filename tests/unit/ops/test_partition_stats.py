@@ -31,7 +31,7 @@ from icectl.ops.properties import set_properties
 from icectl.spec.manifest import DataFile, DataFileContent, ManifestEntry, ManifestEntryStatus, ManifestFile
 from icectl.table import load_table
 from icectl.table.scan import manifests_of
-from unit.ops.test_upgrade import icectl
+from unit.ops.lifecycle.test_upgrade import icectl
 
 
 def _file(path: Path, ids: list[int], region: str | None, day: int) -> str:

@@ -22,15 +22,15 @@ import pytest
 from typer.testing import CliRunner
 
 from icectl.cli.app import app
-from icectl.ops.add_files import AddFilesResult, add_files
 from icectl.ops.compact.manifests import compact
 from icectl.ops.compact.plan import CompactOptions
 from icectl.ops.compact.result import CompactResult
 from icectl.ops.create.result import CreateResult, NamespaceCreateResult
 from icectl.ops.expire.result import ExpireCutoff, ExpireResult
+from icectl.ops.files.add_files import AddFilesResult, add_files
+from icectl.ops.files.remove_files import RemoveFilesResult, remove_files
 from icectl.ops.inspect.result import TableOverview
-from icectl.ops.remove_files import RemoveFilesResult, remove_files
-from icectl.ops.upgrade import UpgradeResult, upgrade
+from icectl.ops.lifecycle.upgrade import UpgradeResult, upgrade
 from icectl.results import UNSET, CommandResult, Committed, DryRun, Part, TableFailure, Unset, document_keys
 from icectl.table import load_table
 

@@ -33,7 +33,7 @@ from icectl.spec.manifest import ManifestEntry, ManifestEntryStatus, ManifestFil
 from icectl.table import load_table
 from icectl.table.manifest_read import manifest_entries
 from icectl.table.scan import manifests_of
-from unit.ops.test_upgrade import parquet
+from unit.ops.lifecycle.test_upgrade import parquet
 
 READ_PATHS: list[tuple[str, ...]] = [
     ("inspect", "files"), ("inspect", "files", "--metrics"), ("inspect", "entries"),

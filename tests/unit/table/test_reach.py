@@ -13,8 +13,8 @@ from typer.testing import CliRunner
 
 from icectl.cli.app import app
 from icectl.engine import LocalEngine
-from icectl.ops.drop import DROP_CATEGORIES
 from icectl.ops.expire.result import EXPIRE_CATEGORIES
+from icectl.ops.lifecycle.drop import DROP_CATEGORIES
 from icectl.storage import FileIO
 from icectl.table import load_table
 from icectl.table.reach import CATEGORIES, FileSet, ReadCache, files_to_delete, reachable_files

@@ -20,7 +20,7 @@ from icectl.spec.manifest import ManifestEntryStatus, ManifestFile
 from icectl.storage import FileIdentity, FileIO
 from icectl.table import load_table
 from icectl.table.scan import check_manifests_intact, data_manifests, delete_manifests, iter_entries, manifests_of
-from unit.ops.test_upgrade import icectl, parquet
+from unit.ops.lifecycle.test_upgrade import icectl, parquet
 
 
 def _avro(path: str) -> list[dict]:

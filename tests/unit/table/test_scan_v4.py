@@ -23,7 +23,7 @@ from icectl.spec.snapshots import Snapshot
 from icectl.table import load_table
 from icectl.table.scan import iter_entries, manifests_of
 from icectl.table.scan_v4 import read_leaf, read_root, read_tree_entries, tree_files, tree_manifests
-from unit.ops.test_upgrade import icectl, parquet
+from unit.ops.lifecycle.test_upgrade import icectl, parquet
 
 ADDED, EXISTING, DELETED = ManifestEntryStatus.ADDED, ManifestEntryStatus.EXISTING, ManifestEntryStatus.DELETED
 

@@ -15,7 +15,7 @@ from icectl.codec.v4_manifest import read_v4_manifest
 from icectl.config import parse_config
 from icectl.errors import CommitConflictError
 from icectl.ops.create.table import SchemaSource, create
-from icectl.ops.upgrade import upgrade
+from icectl.ops.lifecycle.upgrade import upgrade
 from icectl.spec.manifest import DataFile, DataFileContent, ManifestContent, ManifestEntry, ManifestEntryStatus
 from icectl.spec.metadata import TableMetadata
 from icectl.spec.snapshots import Snapshot

@@ -21,7 +21,7 @@ from icectl.spec.name_mapping import DEFAULT_NAME_MAPPING
 from icectl.spec.properties import V4_ROOT_MAX_ADDED_FILES
 from icectl.table import load_table
 from icectl.table.commit import commit
-from unit.ops.test_upgrade import icectl, parquet
+from unit.ops.lifecycle.test_upgrade import icectl, parquet
 
 
 def manifest_files(d: Path) -> dict[str, str]:

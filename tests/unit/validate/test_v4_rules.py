@@ -31,10 +31,10 @@ from support.forge import property_change
 from icectl.codec.mumbling import encode_mumbling
 from icectl.codec.v4_manifest import encode_rows, read_v4_manifest, stats_columns, tracked_file_schema
 from icectl.config import Config
-from icectl.ops.add_files import add_files
+from icectl.ops.files.add_files import add_files
+from icectl.ops.files.remove_files import remove_files
 from icectl.ops.inspect.views import file_rows
-from icectl.ops.remove_files import remove_files
-from icectl.ops.upgrade import upgrade
+from icectl.ops.lifecycle.upgrade import upgrade
 from icectl.spec.properties import V4_ROOT_MAX_ADDED_FILES
 from icectl.spec.tracked_file import ContentType, DeletionVector, EntryStatus, TrackedFile
 from icectl.storage import FileIO

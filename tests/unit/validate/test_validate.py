@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 
 from icectl.cli.app import app
 from icectl.config import Config
-from icectl.ops.upgrade import upgrade
+from icectl.ops.lifecycle.upgrade import upgrade
 from icectl.storage import FileIO
 from icectl.table import load_table
 from icectl.table.manifest_cache import set_cache_enabled

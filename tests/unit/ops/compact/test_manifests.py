@@ -18,11 +18,11 @@ from icectl.catalog.operations import CommitStateUnknownError
 from icectl.cli.app import app
 from icectl.config import parse_config
 from icectl.errors import CommitConflictError, IcectlError, UsageError
-from icectl.ops.add_files import add_files
 from icectl.ops.compact import plan as compact_plan
 from icectl.ops.compact.manifests import CompactPlan, compact
 from icectl.ops.compact.plan import CompactOptions
 from icectl.ops.create.table import SchemaSource, create
+from icectl.ops.files.add_files import add_files
 from icectl.spec.manifest import ManifestContent
 from icectl.spec.snapshots import SnapshotRef
 from icectl.storage import FileIO

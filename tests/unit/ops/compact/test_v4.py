@@ -36,10 +36,10 @@ from icectl.codec.puffin import deletion_vector_blob, write_puffin
 from icectl.codec.v4_manifest import read_v4_manifest as read_spec
 from icectl.codec.v4_manifest import write_v4_manifest as write_spec
 from icectl.errors import CommitConflictError, ExitCode
-from icectl.ops.add_files import add_files
 from icectl.ops.compact.manifests import compact
 from icectl.ops.compact.plan import CompactOptions
-from icectl.ops.remove_files import remove_files
+from icectl.ops.files.add_files import add_files
+from icectl.ops.files.remove_files import remove_files
 from icectl.spec.properties import V4_ROOT_MAX_ADDED_FILES
 from icectl.spec.snapshots import Snapshot, SnapshotRef
 from icectl.spec.tracked_file import DeletionVector, EntryStatus
@@ -48,7 +48,7 @@ from icectl.table import load_table
 from icectl.table.commit import commit
 from icectl.table.layout.root import column_types, union_partition_type
 from icectl.table.scan_v4 import partition_field_types
-from unit.ops.test_upgrade import icectl, parquet
+from unit.ops.lifecycle.test_upgrade import icectl, parquet
 
 LEAF_TYPES = {"DATA_MANIFEST", "DELETE_MANIFEST"}
 

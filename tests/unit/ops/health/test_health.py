@@ -30,9 +30,9 @@ from icectl.ops.compact.plan import CompactOptions
 from icectl.ops.expire import ExpirePolicy, expire_snapshots
 from icectl.ops.health import table_health, timeline
 from icectl.ops.health.checks import THRESHOLDS, check_config, thresholds_for
+from icectl.ops.lifecycle.upgrade import upgrade
 from icectl.ops.orphans import remove_orphan_files
 from icectl.ops.properties import set_properties
-from icectl.ops.upgrade import upgrade
 from icectl.results import TableFailure
 from icectl.spec.snapshots import PartitionStatisticsFile, Snapshot
 from icectl.table import Table, load_table

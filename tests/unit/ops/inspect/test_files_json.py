@@ -16,7 +16,7 @@ import pytest
 from icectl.cli.output.render import render
 from icectl.ops.inspect.views import ContentFilter, file_rows
 from icectl.table import Table, load_table
-from unit.ops.test_upgrade import icectl, parquet
+from unit.ops.lifecycle.test_upgrade import icectl, parquet
 
 
 def both_ways(table: Table, **kwargs: object) -> tuple[str, str]:

@@ -34,7 +34,7 @@ from icectl.spec.manifest import DataFile, ManifestEntry, ManifestEntryStatus
 from icectl.spec.schema import LONG, NestedField
 from icectl.table import Table, load_table
 from icectl.table.scan import iter_manifest_tables, manifests_of
-from unit.ops.test_upgrade import icectl, parquet
+from unit.ops.lifecycle.test_upgrade import icectl, parquet
 
 
 def fast_and_slow(view: Any, table: Table, **kwargs: Any) -> tuple[str, str]:

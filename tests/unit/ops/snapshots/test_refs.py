@@ -21,7 +21,7 @@ from icectl.errors import CommitConflictError, ExitCode, IcectlError, NotFoundEr
 from icectl.ops.snapshots.refs import RefRetention, create_ref, drop_ref, list_refs, replace_ref
 from icectl.spec.snapshots import SnapshotRef
 from icectl.table import Table, load_table
-from unit.ops.test_upgrade import icectl
+from unit.ops.lifecycle.test_upgrade import icectl
 
 
 @pytest.fixture

@@ -22,7 +22,7 @@ from icectl.cli.app import app
 from icectl.codec.manifest_reader import read_manifest_list
 from icectl.config import load_config
 from icectl.errors import CommitConflictError, NotFoundError, RefusedError
-from icectl.ops.add_files import add_files
+from icectl.ops.files.add_files import add_files
 from icectl.ops.snapshots import (
     cherrypick,
     fast_forward,

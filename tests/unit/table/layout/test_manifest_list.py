@@ -19,7 +19,7 @@ from icectl.storage import FileIO
 from icectl.table import load_table
 from icectl.table.layout import Attempt
 from icectl.table.layout.manifest_list import ManifestListLayout, manifest_list_path, manifest_path
-from unit.ops.test_upgrade import icectl, parquet
+from unit.ops.lifecycle.test_upgrade import icectl, parquet
 
 COMMIT = "abcdef00-0000-4000-8000-000000000000"
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-import icectl.ops.drop as rd
+import icectl.ops.lifecycle.drop as rd
 from icectl.errors import ExitCode, NotFoundError
 from icectl.spec.metadata import TableMetadata
 from icectl.table import load_table

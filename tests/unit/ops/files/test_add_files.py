@@ -12,10 +12,10 @@ import pytest
 from support.forge import property_change
 from typer.testing import CliRunner
 
-import icectl.ops.add_files
+import icectl.ops.files.add_files
 import icectl.table.snapshot_writer
 from icectl.cli.app import app
-from icectl.ops.add_files import add_files
+from icectl.ops.files.add_files import add_files
 from icectl.spec.name_mapping import DEFAULT_NAME_MAPPING
 from icectl.table import load_table
 from icectl.table.commit import commit
@@ -43,7 +43,7 @@ def test_retry_keeps_a_concurrent_property_and_sets_the_mapping(tmp_path: Path,
             commit(load_table(d), lambda md: property_change({"owner": "ops"}))
         return branch_head(*args, **kw)
 
-    monkeypatch.setattr(icectl.ops.add_files, "branch_head", racing_branch_head)
+    monkeypatch.setattr(icectl.ops.files.add_files, "branch_head", racing_branch_head)
     monkeypatch.setattr(icectl.table.snapshot_writer, "branch_head", racing_branch_head)
     out = add_files(load_table(d), [f])
     assert out.data["commit_attempts"] == 2 and out.data["name_mapping"] == "created"

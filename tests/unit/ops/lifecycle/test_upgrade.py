@@ -24,7 +24,7 @@ from icectl.codec.mumbling import encode_mumbling
 from icectl.codec.v4_manifest import read_v4_manifest as read_spec
 from icectl.codec.v4_manifest import write_v4_manifest as write_spec
 from icectl.errors import ExitCode
-from icectl.ops import upgrade as upgrade_mod
+from icectl.ops.lifecycle import upgrade as upgrade_mod
 from icectl.spec.manifest import ManifestEntryStatus
 from icectl.spec.snapshots import Snapshot
 from icectl.spec.tracked_file import ContentType, EntryStatus, TrackedFile, Tracking

@@ -31,7 +31,7 @@ from icectl.spec.updates import snapshot_change
 from icectl.table import load_table
 from icectl.table.commit import commit, new_snapshot_id
 from unit.ops.expire.test_expire_v4 import proposal_entries, table_files
-from unit.ops.test_upgrade import icectl, parquet
+from unit.ops.lifecycle.test_upgrade import icectl, parquet
 
 ADDED, EXISTING = ManifestEntryStatus.ADDED, ManifestEntryStatus.EXISTING
 

@@ -22,7 +22,7 @@ from icectl.table.layout.manifest_list import ManifestListLayout, manifest_path
 from icectl.table.scan import iter_entries, manifests_of
 from icectl.table.scan_v4 import leaf_rows, read_root
 from icectl.table.snapshot_writer import SnapshotChange, write_snapshot
-from unit.ops.test_upgrade import icectl, parquet
+from unit.ops.lifecycle.test_upgrade import icectl, parquet
 from unit.table import test_v4_commit
 from unit.table.test_v4_commit import live, manifest_files, tree
 
