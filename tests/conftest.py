@@ -51,6 +51,15 @@ settings.register_profile("ci", deadline=None, max_examples=50, derandomize=True
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "dev"))
 
 
+MAX_WORKERS = 4  # each worker that runs a Spark test starts its own JVM (about 1.5 GB)
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """``-n auto`` (the default addopts): one worker per core, at most MAX_WORKERS; ``-n 0`` or
+    ``-p no:xdist`` runs in this process."""
+    return max(1, min(os.cpu_count() or 1, MAX_WORKERS))
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if SPARK_FIXTURES.intersection(getattr(item, "fixturenames", ())):

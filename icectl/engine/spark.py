@@ -17,8 +17,9 @@
   the config's or a REST catalog's vended keys); AWS_* variables of the driver are passed to
   executors this engine starts as ``spark.executorEnv.*`` (redacted in Spark's UI).
 - **Tasks.** Every job runs in the engine's job group; :meth:`report` counts their completed tasks
-  through Spark's status tracker (None on Spark Connect, which has none). The tracker keeps the last
-  ``spark.ui.retainedJobs`` / ``retainedStages`` (1,000) of them: a longer run under-counts.
+  through Spark's status tracker (None on Spark Connect, which has none), a run's own jobs by id (those
+  above the mark taken before it). The tracker keeps the last ``spark.ui.retainedJobs`` /
+  ``retainedStages`` (1,000) of them: only one run of more jobs than that under-counts.
 """
 
 from __future__ import annotations
@@ -235,23 +236,31 @@ class SparkEngine(Engine):
     # ------------------------------------------------------------------ reports
 
     def mark(self) -> Any:
-        return self._counts()
+        """The newest job id of the engine's group so far (job ids only grow): what ran since is
+        what has a larger id, however many older jobs Spark has stopped retaining."""
+        jobs = self._job_ids()
+        return max(jobs, default=-1) if jobs is not None else None
 
     def report(self) -> EngineReport:
-        jobs, tasks = self._counts()
+        jobs, tasks = self._counts(-1)
         return EngineReport("spark", self.master, jobs, tasks)
 
     def report_since(self, mark: Any) -> EngineReport:
-        jobs, tasks = self._counts()
-        if mark is None or jobs is None or tasks is None:
-            return EngineReport("spark", self.master, jobs, tasks)
-        return EngineReport("spark", self.master, jobs - mark[0], tasks - mark[1])
+        jobs, tasks = self._counts(mark if isinstance(mark, int) else -1)
+        return EngineReport("spark", self.master, jobs, tasks)
 
-    def _counts(self) -> tuple[int | None, int | None]:
+    def _job_ids(self) -> list[int] | None:
         if self._connect:
+            return None
+        return list(self.spark.sparkContext.statusTracker().getJobIdsForGroup(self.group))
+
+    def _counts(self, after: int) -> tuple[int | None, int | None]:
+        """Jobs of the group with an id above ``after``, and the tasks their stages completed."""
+        ids = self._job_ids()
+        if ids is None:
             return None, None
         tracker = self.spark.sparkContext.statusTracker()
-        jobs = tracker.getJobIdsForGroup(self.group)
+        jobs = [j for j in ids if j > after]
         stages: set[int] = set()  # a job reading another's shuffle lists that stage again
         for j in jobs:
             info = tracker.getJobInfo(j)
