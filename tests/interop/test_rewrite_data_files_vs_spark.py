@@ -532,3 +532,37 @@ def test_branch_rewrite_leaves_main_and_tags_alone(spark: Any, spark_clone: Call
     assert table_rows_digest(spark, f"SELECT * FROM {ours.name} VERSION AS OF 'dev'")[0] == \
         before["ref dev"][0] + n_even
     assert table_rows_digest(spark, ours.name) == before["current"]
+
+
+@pytest.mark.parametrize("deleted_id", [11, 301], ids=["dv-in-spec-0", "dv-in-spec-2"])
+def test_v3_upgraded_table_drops_the_older_deletes_java_drops(spark: Any, spark_clone: Callable[..., FixtureTable],
+                                                             spark_warehouse: str, tmp_path: Path,
+                                                             deleted_id: int) -> None:
+    """v2_part upgraded to v3, then one row deleted (a DV): the commit that drops that DV with its
+    rewritten file reads, for delete files older than every live data file, only the delete
+    manifest the DV was read from (Java's ManifestFilterManager trusts the files' manifest
+    locations), so the 13 older v2 position delete files (in manifests of their own) stay, as
+    they do with Java."""
+    options = VARIANTS["min-input-files=2"]
+    config = config_file(tmp_path, spark_warehouse)
+    ours = spark_clone("v2_part")
+    spark.sql(f"ALTER TABLE {ours.name} SET TBLPROPERTIES ('format-version'='3')")
+    spark.sql(f"DELETE FROM {ours.name} WHERE id = {deleted_id}")
+    theirs = spark_clone(ours.name)
+    _, start_seq = current(ours)
+    before = table_rows_digest(spark, ours.name)
+    spark_out = spark_rewrite(spark, theirs, options)
+    out = icectl_rewrite(config, ours, options)
+    assert spark_out["removed_delete_files_count"] >= 1
+    assert out["removed_delete_files_count"] == spark_out["removed_delete_files_count"]
+    (new_id, _), (their_id, _) = current(ours), current(theirs)
+    ours_gone = set(entry_shape(ours, new_entries(spark, ours, new_id), start_seq)["deleted"])
+    their_gone = set(entry_shape(theirs, new_entries(spark, theirs, their_id), start_seq)["deleted"])
+    assert ours_gone == their_gone, ("only Spark removed:", sorted(their_gone - ours_gone),
+                                     "only icectl removed:", sorted(ours_gone - their_gone))
+    old_position = sorted(e[2] for e in their_gone if e[0] == 1 and e[2] < start_seq - 1)
+    assert old_position == [], old_position
+    ours_snap, their_snap = snapshot_row(spark, ours, new_id), snapshot_row(spark, theirs, their_id)
+    keys = [k for k in SUMMARY_KEYS if k in their_snap["summary"]]
+    assert {k: ours_snap["summary"].get(k) for k in keys} == {k: their_snap["summary"][k] for k in keys}
+    assert table_rows_digest(spark, ours.name) == before == table_rows_digest(spark, theirs.name)

@@ -221,8 +221,12 @@ def commit_batch(table: Table, options: RewriteOptions, head: Snapshot, groups: 
     spec = md.spec()
     layout = ManifestListLayout(str(uuid.uuid4()), [])
     removed: list[DataFile] = []
+    dvs = [t.dv for g in groups for t in g.tasks if t.dv is not None]
+    known = [d.manifest_path for d in dvs]
     # As Java's commit (MergingSnapshotProducer.apply): delete files older than every live data file go too.
-    change = SnapshotChange("replace", layout, deletes=Deletes(removed, drop_older=True))
+    change = SnapshotChange("replace", layout, deletes=Deletes(
+        removed, drop_older=True, delete_manifests=frozenset(p for p in known if p is not None)
+        if all(p is not None for p in known) else None))
     for g in groups:
         for t in g.tasks:
             where = partition_key(md, t.data.spec_id, t.data.file.partition)

@@ -77,9 +77,13 @@ class Deletes:
     # Java's ``MergingSnapshotProducer.apply`` for a commit that deletes data files
     # (``dropDeleteFilesOlderThan``): also drop every live delete file whose data sequence number is
     # above 0 and below the smallest of the new snapshot's data manifests' (and the base's last
-    # sequence number): it can apply to no live row. Only where Java scans every delete manifest for
-    # them (no delete file among ``files``); v1-v3 manifest lists only.
+    # sequence number): it can apply to no live row. In the delete manifests Java reads for them:
+    # every one; with delete files among ``files``, the manifests they were read from
+    # (``delete_manifests``) when the head still lists them all, else those whose partition
+    # summaries may hold one of theirs. v1-v3 manifest lists only.
     drop_older: bool = False
+    # Where each delete file among ``files`` was read (Java's ``manifestLocation``); None: unknown.
+    delete_manifests: frozenset[str] | None = None
 
     def keys(self) -> dict[DeletedKey, DataFile]:
         return {deleted_key(f): f for f in self.files}

@@ -18,6 +18,7 @@ spec, ``<commit>-m<i>.avro`` with ``i`` from 0 (:meth:`ManifestListLayout.write_
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar
@@ -32,6 +33,7 @@ from icectl.spec.manifest import (
     ManifestFile,
 )
 from icectl.spec.metadata import TableMetadata
+from icectl.spec.schema import UNKNOWN
 from icectl.spec.snapshots import Snapshot
 from icectl.storage import FileIO, join
 from icectl.table.layout import Attempt, DeletedKey, Deletes, SnapshotLayout, WrittenIndex, deleted_key
@@ -87,13 +89,59 @@ def holding(md: TableMetadata, head: Snapshot | None, io: FileIO, deletes: Delet
             if any(deleted_key(e.data_file) in wanted for e in entries)}
 
 
-def drops_older(deletes: Deletes) -> bool:
-    """Whether Java's commit scans every delete manifest for delete files older than the live data
-    (``ManifestFilterManager.canContainDroppedFiles``): it deletes data files and no delete file.
-    (With a delete file to delete, Java scans only the delete manifests whose partition summaries
-    may hold its partition; icectl then drops no older delete file.)"""
-    return (deletes.drop_older and any(f.content == DataFileContent.DATA for f in deletes.files)
-            and not any(f.content != DataFileContent.DATA for f in deletes.files))
+def may_hold(md: TableMetadata, m: ManifestFile, spec_id: int, values: tuple[object, ...]) -> bool:
+    """Java's ``ManifestFileUtil.canContainAny`` for one partition: whether the manifest's partition
+    summaries may hold a file of spec ``spec_id`` in partition ``values``."""
+    if spec_id != m.partition_spec_id:
+        return False
+    if m.partitions is None:
+        return True
+    if len(m.partitions) != len(values):
+        return False
+    fields = md.partition_type(m.partition_spec_id).fields
+    for summary, f, value in zip(m.partitions, fields, values, strict=False):
+        if value is None:
+            if not summary.contains_null:
+                return False
+            continue
+        if isinstance(value, float) and math.isnan(value):
+            if summary.contains_nan is False:
+                return False
+            continue
+        if f.field_type == UNKNOWN:
+            continue
+        if summary.lower_bound is None:
+            return False
+        lower, upper = summary.decoded_bounds(f.field_type)
+        try:
+            if value < lower or (upper is not None and value > upper):
+                return False
+        except TypeError:  # Java: a value not of the field's class is not contained
+            return False
+    return True
+
+
+def older_scanned(md: TableMetadata, manifests: Sequence[ManifestFile], deletes: Deletes, by_manifest: LiveEntries,
+                  wanted: Collection[DeletedKey]) -> Callable[[ManifestFile], bool] | None:
+    """Which delete manifests Java's commit reads for delete files older than the live data
+    (``ManifestFilterManager.canContainDeletedFiles``), None: none. With delete files to delete (a
+    v3 rewrite's DVs): the manifests they were read from, when the head still lists them all
+    (``canTrustManifestReferences``), else those whose partition summaries may hold one of theirs;
+    without, when it deletes data files: every one."""
+    if not deletes.drop_older:
+        return None
+    explicit = {(m.partition_spec_id, tuple(e.data_file.partition or ()))
+                for m, entries in by_manifest.values() for e in entries
+                if e.data_file.content != DataFileContent.DATA and deleted_key(e.data_file) in wanted}
+    if explicit:
+        trusted = deletes.delete_manifests
+        listed = {m.manifest_path for m in manifests if m.content == ManifestContent.DELETES}
+        if trusted and trusted <= listed:
+            return lambda m: m.manifest_path in trusted
+        return lambda m: any(may_hold(md, m, spec_id, values) for spec_id, values in explicit)
+    if any(f.content == DataFileContent.DATA for f in deletes.files):
+        return lambda m: True
+    return None
 
 
 def oldest_live_data(md: TableMetadata, manifests: Sequence[ManifestFile], by_manifest: LiveEntries,
@@ -162,13 +210,14 @@ class ManifestListLayout(SnapshotLayout):
         manifest), the paths written, and the older delete files dropped (``Deletes.drop_older``)."""
         base, wanted = attempt.base, deletes.keys()
         manifests, by_manifest = _live_entries(base, attempt.head, io, deletes)
-        older = oldest_live_data(base, manifests, by_manifest, wanted) if drops_older(deletes) else 0
+        scanned = older_scanned(base, manifests, deletes, by_manifest, wanted)
+        older = oldest_live_data(base, manifests, by_manifest, wanted) if scanned is not None else 0
 
         def dropped(m: ManifestFile, e: ManifestEntry) -> bool:
             # ManifestFilterManager: a live delete entry with 0 < data sequence number < the oldest live data's
             seq = e.sequence_number
-            return (m.content == ManifestContent.DELETES and _may_hold_live(m) and seq is not None
-                    and 0 < seq < older)
+            return (m.content == ManifestContent.DELETES and seq is not None and 0 < seq < older
+                    and _may_hold_live(m) and scanned is not None and scanned(m))
 
         out: dict[str, ManifestFile] = {}
         written: list[str] = []
