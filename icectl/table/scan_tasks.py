@@ -37,6 +37,8 @@ class ScanFile:
     file: DataFile
     spec_id: int
     data_sequence_number: int
+    # The manifest it was read from (Java's ``ContentFile.manifestLocation``); not part of its identity.
+    manifest_path: str | None = field(default=None, compare=False)
 
     @property
     def partition_key(self) -> tuple[int, tuple[object, ...]]:
@@ -89,7 +91,7 @@ def referenced_data_file(f: DataFile) -> str | None:
 
 def _scan_file(m: ManifestFile, e: ManifestEntry) -> ScanFile:
     seq = e.sequence_number if e.sequence_number is not None else 0  # v1: every sequence number is 0
-    return ScanFile(e.data_file, m.partition_spec_id, seq)
+    return ScanFile(e.data_file, m.partition_spec_id, seq, m.manifest_path)
 
 
 def live_files(md: TableMetadata, snapshot: Snapshot, io: FileIO) -> tuple[list[ScanFile], list[ScanFile]]:

@@ -28,7 +28,7 @@ from icectl.storage import delete_quietly
 from icectl.table import Table
 from icectl.table.commit import CommitResult, commit, discard_on_failure, new_snapshot_id
 from icectl.table.layout import Attempt, Deletes, SnapshotLayout, WrittenIndex
-from icectl.table.summary import SummaryBuilder
+from icectl.table.summary import SummaryBuilder, partition_key
 from icectl.table.write_guard import check_table_home
 
 # stage(base) -> (updates applied before the snapshots, [(branch, snapshot), ...])
@@ -201,7 +201,12 @@ def write_snapshot(table: Table, branch: str, change: SnapshotChange, *, snapsho
         written.append(index.path)
         indexes[index.path] = index
         check_counters(table, base, seq, first_row_id, index.added_rows or 0)
-        snapshot = new_snapshot(base, parent, snapshot_id, seq, operation=change.operation, summary=change.summary,
+        summary = change.summary
+        if index.dropped:  # delete files this attempt dropped besides change.deletes (Deletes.drop_older)
+            summary = summary.copy()
+            for spec_id, f in index.dropped:
+                summary.removed_file(f, partition_key(base, spec_id, f.partition))
+        snapshot = new_snapshot(base, parent, snapshot_id, seq, operation=change.operation, summary=summary,
                                 extra=change.extra(index) if change.extra is not None else None,
                                 first_row_id=first_row_id, added_rows=index.added_rows,
                                 **{change.layout.snapshot_field: index.path})

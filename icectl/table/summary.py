@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from icectl import __version__
 from icectl.spec.manifest import DataFile, DataFileContent
+from icectl.spec.metadata import TableMetadata
 
 # (total key, added key, removed key)
 TOTALS = (
@@ -35,6 +36,9 @@ class SummaryBuilder:
 
     def _add(self, key: str, n: int) -> None:
         self.metrics[key] = self.metrics.get(key, 0) + n
+
+    def copy(self) -> SummaryBuilder:
+        return SummaryBuilder(dict(self.metrics), set(self.partitions))
 
     def added_file(self, f: DataFile, partition_key: str = "") -> None:
         self._file(f, "added", partition_key)
@@ -90,6 +94,12 @@ def carried_totals(parent_summary: dict[str, str] | None, metrics: dict[str, int
         if value >= 0:
             out[total] = str(value)
     return out
+
+
+def partition_key(md: TableMetadata, spec_id: int, partition: tuple[object, ...] | None) -> str:
+    """A file's partition as the summary's changed partitions count it (its spec's partition path)."""
+    s = md.spec_by_id(spec_id)
+    return s.partition_path(partition or (), md.schema()) if s is not None and partition else ""
 
 
 def partition_keys(paths: Iterable[str]) -> set[str]:

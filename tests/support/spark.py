@@ -271,6 +271,9 @@ def _log4j2_config() -> Path:
     return path
 
 
+WORKER_THREADS = 16
+
+
 def spark_conf(warehouse: str) -> dict[str, str]:
     """All Spark settings used by :func:`start_spark` (exposed so tests can inspect/extend them)."""
     jars = ",".join(str(j) for j in spark_jars())
@@ -297,7 +300,12 @@ def spark_conf(warehouse: str) -> dict[str, str]:
         "spark.sql.adaptive.coalescePartitions.enabled": "false",
         # days(ts) partitions and timestamp rendering must not depend on the machine's zone.
         "spark.sql.session.timeZone": "UTC",
-        "spark.driver.extraJavaOptions": f"{quiet} -Duser.timezone=UTC",
+        # Iceberg's worker pool (default: one thread per core). Iceberg 1.10's ManifestFilterManager
+        # decides which delete manifests a commit that removes data files scans for delete files older
+        # than every live data file by a race between those threads (fixed in 1.11, apache/iceberg#16686):
+        # with fewer threads than delete manifests it skips some, and which depends on the machine.
+        # With more threads than any fixture's delete manifests it drops them all, as 1.11 and icectl do.
+        "spark.driver.extraJavaOptions": f"{quiet} -Duser.timezone=UTC -Diceberg.worker.num-threads={WORKER_THREADS}",
         "spark.executor.extraJavaOptions": quiet,
         "spark.driver.memory": "1g",
     }

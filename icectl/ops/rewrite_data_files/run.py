@@ -37,6 +37,7 @@ from icectl.table.layout.manifest_list import ManifestListLayout
 from icectl.table.rows import DeleteReader, arrow_schema, live_batches
 from icectl.table.scan_tasks import FileScanTask, plan_tasks
 from icectl.table.snapshot_writer import SnapshotChange, SnapshotCommit, branch_head, write_snapshot
+from icectl.table.summary import partition_key
 from icectl.threads import ordered_map
 
 from .plan import FileGroup, RewriteOptions, Sizes
@@ -209,11 +210,6 @@ def no_new_deletes(table: Table, start: Snapshot, options: RewriteOptions,
     return check
 
 
-def _partition_path(md: TableMetadata, spec_id: int, partition: tuple[object, ...] | None) -> str:
-    s = md.spec_by_id(spec_id)
-    return s.partition_path(partition or (), md.schema()) if s is not None and partition else ""
-
-
 def commit_batch(table: Table, options: RewriteOptions, head: Snapshot, groups: list[FileGroup],
                  outputs: list[list[DataFile]], written: list[str]) -> tuple[SnapshotCommit, int | None]:
     """One ``replace`` commit of ``groups`` (their rewritten files in ``outputs``); returns the commit
@@ -222,10 +218,15 @@ def commit_batch(table: Table, options: RewriteOptions, head: Snapshot, groups: 
     spec = md.spec()
     layout = ManifestListLayout(str(uuid.uuid4()), [])
     removed: list[DataFile] = []
-    change = SnapshotChange("replace", layout, deletes=Deletes(removed))
+    dvs = [t.dv for g in groups for t in g.tasks if t.dv is not None]
+    known = [d.manifest_path for d in dvs]
+    # As Java's commit (MergingSnapshotProducer.apply): delete files older than every live data file go too.
+    change = SnapshotChange("replace", layout, deletes=Deletes(
+        removed, drop_older=True, delete_manifests=frozenset(p for p in known if p is not None)
+        if all(p is not None for p in known) else None))
     for g in groups:
         for t in g.tasks:
-            where = _partition_path(md, t.data.spec_id, t.data.file.partition)
+            where = partition_key(md, t.data.spec_id, t.data.file.partition)
             removed.append(t.data.file)
             change.summary.removed_file(t.data.file, where)
             if t.dv is not None:  # a DV is its data file's alone: it goes with it (Java 1.8+, v3)
@@ -233,7 +234,7 @@ def commit_batch(table: Table, options: RewriteOptions, head: Snapshot, groups: 
                 change.summary.removed_file(t.dv.file, where)
     new_files = [f for files in outputs for f in files]
     for f in new_files:
-        change.summary.added_file(f, _partition_path(md, spec.spec_id, f.partition))
+        change.summary.added_file(f, partition_key(md, spec.spec_id, f.partition))
     seq = (head.sequence_number or 0) if options.use_starting_sequence_number and md.format_version >= 2 else None
     snapshot_id = new_snapshot_id(md)
     layout.write_appended(table.io, md, table.metadata_folder, {spec.spec_id: new_files}, snapshot_id, written,

@@ -48,6 +48,9 @@ class WrittenIndex:
     added_rows: int | None  # row ids it assigned (v3+): the snapshot's added-rows
     kept_manifests: int  # manifests (v4: live leaves) of the head carried over unchanged
     files: tuple[str, ...] = ()  # other files the attempt wrote (manifests rewritten for its deletes)
+    # Delete files the attempt dropped beyond ``Deletes.files`` (``Deletes.drop_older``), with their
+    # partition spec ids: the snapshot's summary counts them as removed.
+    dropped: tuple[tuple[int, DataFile], ...] = ()
 
 
 DeletedKey = tuple[str, int, str | None]  # (file_path, content, referenced_data_file): a DV shares its Puffin path
@@ -71,6 +74,16 @@ class Deletes:
 
     files: Sequence[DataFile] = ()
     missing: Callable[[list[str]], IcectlError] = field(default=_no_longer_live)
+    # Java's ``MergingSnapshotProducer.apply`` for a commit that deletes data files
+    # (``dropDeleteFilesOlderThan``): also drop every live delete file whose data sequence number is
+    # above 0 and below the smallest of the new snapshot's data manifests' (and the base's last
+    # sequence number): it can apply to no live row. In the delete manifests Java reads for them:
+    # every one; with delete files among ``files``, the manifests they were read from
+    # (``delete_manifests``) when the head still lists them all, else those whose partition
+    # summaries may hold one of theirs. v1-v3 manifest lists only.
+    drop_older: bool = False
+    # Where each delete file among ``files`` was read (Java's ``manifestLocation``); None: unknown.
+    delete_manifests: frozenset[str] | None = None
 
     def keys(self) -> dict[DeletedKey, DataFile]:
         return {deleted_key(f): f for f in self.files}
