@@ -25,21 +25,9 @@ from icectl.errors import CommitConflictError
 from icectl.ops.rewrite_position_delete_files import convert as convert_module
 from icectl.ops.rewrite_position_delete_files.convert import convert_equality_deletes
 from icectl.table import load_table
+from unit.ops.rewrite_position_delete_files.test_rewrite_position_delete_files import icectl, listing
 
 CONVERT = "--convert-equality-deletes"
-
-
-def icectl(*args: str, expect: int = 0) -> Any:
-    r = CliRunner().invoke(app, [*args, "--json"] if "--json" not in args and not expect else list(args))
-    assert r.exit_code == expect, (args, r.exit_code, r.stdout, r.stderr)
-    if expect:
-        assert r.stdout == "" and len(r.stderr.strip().splitlines()) == 1, r.stderr
-        return r.stderr
-    return json.loads(r.stdout)
-
-
-def listing(d: Path) -> dict[str, int]:
-    return {str(p.relative_to(d)): p.stat().st_size for p in d.rglob("*") if p.is_file()}
 
 
 def rows(spark: Any, sql: str) -> list[dict[str, Any]]:
