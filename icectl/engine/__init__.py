@@ -118,6 +118,8 @@ class Engine:
     ``fn(shared, item)`` must be picklable by reference (a module-level function of icectl) for the
     Spark engine; ``shared`` (table metadata, the FileIO) travels once per task, each item on its own.
     An :class:`IcectlError` raised by ``fn`` reaches the caller as itself, at the item that raised it.
+    ``items_per_task``: how many items one task takes at most (1 for heavy items, such as a file
+    group to rewrite, so that every core gets one); None: the engine packs light items as it sees fit.
     """
 
     name = "local"
@@ -126,7 +128,7 @@ class Engine:
     runs_in_process: ClassVar[bool] = False
 
     def map(self, fn: Callable[[S, T], R], items: Sequence[T], *, shared: S, description: str,
-            range_keys: Sequence[Any] | None = None) -> Generator[R, None, None]:
+            range_keys: Sequence[Any] | None = None, items_per_task: int | None = None) -> Generator[R, None, None]:
         raise NotImplementedError
 
     def report(self) -> EngineReport:
@@ -180,7 +182,7 @@ class LocalEngine(Engine):
     runs_in_process: ClassVar[bool] = True
 
     def map(self, fn: Callable[[S, T], R], items: Sequence[T], *, shared: S, description: str,
-            range_keys: Sequence[Any] | None = None) -> Generator[R, None, None]:
+            range_keys: Sequence[Any] | None = None, items_per_task: int | None = None) -> Generator[R, None, None]:
         todo = list(items)
         if not todo:
             return

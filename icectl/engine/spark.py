@@ -151,7 +151,7 @@ class SparkEngine(Engine):
     # ------------------------------------------------------------------ work
 
     def map(self, fn: Callable[[S, T], R], items: Sequence[T], *, shared: S, description: str,
-            range_keys: Sequence[Any] | None = None) -> Generator[R, None, None]:
+            range_keys: Sequence[Any] | None = None, items_per_task: int | None = None) -> Generator[R, None, None]:
         todo = list(items)
         if not todo:
             return
@@ -159,7 +159,7 @@ class SparkEngine(Engine):
         with progress.task(description, len(todo)) as advance:
             if range_keys is not None:  # one job, range-partitioned; back in item order (results are small)
                 self._set_group(description)
-                df = self._items_frame(todo, list(range_keys), 0)
+                df = self._items_frame(todo, list(range_keys), 0, items_per_task)
                 for row in sorted(self._collect(df, run), key=lambda r: r["i"]):
                     advance(1)
                     yield _result(row)
@@ -171,7 +171,8 @@ class SparkEngine(Engine):
 
             def window(start: int, chunk: list[Any]) -> list[Any]:
                 self._set_group(description)  # the job group is per thread (PySpark's pinned threads)
-                return sorted(self._collect(self._items_frame(chunk, None, start), run), key=lambda r: r["i"])
+                return sorted(self._collect(self._items_frame(chunk, None, start, items_per_task), run),
+                              key=lambda r: r["i"])
 
             with streaming_pool(1) as pool:
                 pending = pool.submit(window, *windows[0])
@@ -196,13 +197,16 @@ class SparkEngine(Engine):
         """Items per job: enough for two rounds of tasks on every core, at most WINDOW_ITEMS."""
         return max(ITEMS_PER_TASK, min(WINDOW_ITEMS, self._parallelism() * 2 * ITEMS_PER_TASK))
 
-    def _items_frame(self, todo: list[Any], range_keys: list[Any] | None, offset: int) -> Any:
+    def _items_frame(self, todo: list[Any], range_keys: list[Any] | None, offset: int,
+                     items_per_task: int | None = None) -> Any:
         from pyspark.sql.types import BinaryType, LongType, StringType, StructField, StructType
 
         # Two tasks per core, each of MIN_ITEMS_PER_TASK to ITEMS_PER_TASK items: a small table
         # takes one or two tasks (a task costs ~0.1 s on local[N]), a big one spreads.
         spread = -(-len(todo) // (self._parallelism() * 2))
         per_task = max(1, min(ITEMS_PER_TASK, max(spread, min(MIN_ITEMS_PER_TASK, ITEMS_PER_TASK))))
+        if items_per_task is not None:  # heavy items: at most this many a task, so every core gets some
+            per_task = max(1, min(per_task, items_per_task))
         slices = max(1, -(-len(todo) // per_task))
         schema = StructType([StructField("i", LongType(), False), StructField("key", StringType(), True),
                              StructField("item", BinaryType(), False)])

@@ -153,8 +153,10 @@ def _rewrite_batch(table: Table, options: RewriteOptions, batch: list[FileGroup]
             lambda g: rewrite_group(table.io, table.metadata, g, deletes, written, options), batch,
             workers=max(1, workers), wait=True))
     outputs = []
+    # One group a task: a group is minutes of work, so packing several into one task (as the engine
+    # does for light items) would leave the other cores idle.
     for files in engine.map(rewrite_group_task, batch, shared=GroupTask(table.io, table.metadata, options),
-                            description="rewriting data files"):
+                            description="rewriting data files", items_per_task=1):
         written.extend(f.file_path for f in files)  # the driver removes them if the commit fails
         outputs.append(files)
     return outputs
