@@ -287,21 +287,33 @@ class Outcome:
     inner: dict[str, float] = field(default_factory=dict)
 
 
-def icectl_cmd(table_dir: Path, options: dict[str, str], spark_master: str | None = None) -> list[str]:
+# The CLI with the Spark engine's smallest task size set first (a diagnostic: how the run scales
+# when each file group is its own task); the rest of argv is the CLI's.
+PACKED_CLI = textwrap.dedent("""
+    import runpy, sys
+    import icectl.engine.spark as spark_engine
+    spark_engine.MIN_ITEMS_PER_TASK = int(sys.argv.pop(1))
+    runpy.run_module("icectl", run_name="__main__", alter_sys=True)
+""")
+
+
+def icectl_cmd(table_dir: Path, options: dict[str, str], spark_master: str | None = None,
+               min_items_per_task: int | None = None) -> list[str]:
     engine = ["--engine", "spark", "--spark-master", spark_master] if spark_master else []
-    return [sys.executable, "-m", "icectl", "rewrite-data-files", str(table_dir), "--json", *icectl_flags(options),
-            *engine]
+    run = ["-c", PACKED_CLI, str(min_items_per_task)] if min_items_per_task else ["-m", "icectl"]
+    return [sys.executable, *run, "rewrite-data-files", str(table_dir), "--json", *icectl_flags(options), *engine]
 
 
-def icectl_cli(table_dir: Path, options: dict[str, str], spark_master: str | None = None) -> Outcome:
+def icectl_cli(table_dir: Path, options: dict[str, str], spark_master: str | None = None,
+               min_items_per_task: int | None = None) -> Outcome:
     """The CLI as a whole process; with ``spark_master``, ``--engine spark`` on it: the JVM the CLI
     starts (and its Python workers) outlive the CLI's process unreaped, so this process becomes
     their subreaper for the run and waits for them (their CPU then counts in RUSAGE_CHILDREN)."""
     before = _own_children()
     cpu = _children_cpu()
     with _subreaper(spark_master is not None):
-        proc = subprocess.run(icectl_cmd(table_dir, options, spark_master), capture_output=True, text=True, cwd=REPO,
-                              env=_cli_env(), timeout=SUBPROCESS_TIMEOUT_S)
+        proc = subprocess.run(icectl_cmd(table_dir, options, spark_master, min_items_per_task), capture_output=True,
+                              text=True, cwd=REPO, env=_cli_env(), timeout=SUBPROCESS_TIMEOUT_S)
         if spark_master is not None:
             _reap_left(before)
     cpu = _children_cpu() - cpu
@@ -390,8 +402,11 @@ def spark_call(spark: SparkSession, s: Shape, options: dict[str, str]) -> Outcom
     return Outcome({k: int(row[k]) for k in COUNTS}, _proc_cpu(jvm_pid) + time.process_time() - cpu)
 
 
-def engine_contender(master: str) -> str:
-    return f"icectl CLI --engine spark {master}"
+ENGINE_CONTENDER = "icectl CLI --engine spark "
+
+
+def engine_contender(master: str, min_items_per_task: int | None = None) -> str:
+    return ENGINE_CONTENDER + master + (f" (MIN_ITEMS_PER_TASK={min_items_per_task})" if min_items_per_task else "")
 
 
 # --------------------------------------------------------------------------- timing and checks
@@ -478,9 +493,10 @@ def time_rounds(layout: Layout, s: Shape, info: dict[str, Any], contenders: list
 def measure(layout: Layout, shapes: list[Shape], runs: int, options: dict[str, str], spark: Callable[[], SparkSession],
             *, with_spark: bool = True, spark_cli_runs: bool = True, rebuild: bool = False,
             before_icectl: Callable[[], None] | None = None,
-            engine_spark_masters: tuple[str, ...] = ()) -> list[Result]:
+            engine_spark_masters: tuple[str, ...] = (), engine_min_items: tuple[int, ...] = ()) -> list[Result]:
     """Build (or reuse) each table and time the contenders on fresh twins of it (with
-    ``engine_spark_masters``, the icectl CLI with ``--engine spark`` on each master too)."""
+    ``engine_spark_masters``, the icectl CLI with ``--engine spark`` on each master too, as it is
+    and with each of ``engine_min_items`` as the Spark engine's MIN_ITEMS_PER_TASK)."""
     results = []
     for s in shapes:
         print(f"\n# {s.describe()}", flush=True)
@@ -493,9 +509,10 @@ def measure(layout: Layout, shapes: list[Shape], runs: int, options: dict[str, s
             return icectl_cli(live, options)
 
         contenders = [Contender("icectl CLI", ours)]
-        for master in engine_spark_masters:
-            contenders.append(Contender(engine_contender(master),
-                                        lambda live=live, m=master: icectl_cli(live, options, m)))
+        for n in (None, *engine_min_items):
+            for master in engine_spark_masters:
+                contenders.append(Contender(engine_contender(master, n),
+                                            lambda live=live, m=master, n=n: icectl_cli(live, options, m, n)))
         warm = spark() if with_spark else None
         if warm is not None:
             if spark_cli_runs:
@@ -637,15 +654,19 @@ def print_rows(results: list[Result]) -> None:
                 met = ours.best.seconds <= other.best.seconds
                 line += (f" vs {name} {other.best.seconds / ours.best.seconds:.2f}x "
                          f"({'target met' if met else 'TARGET MISSED'}: icectl at least as fast as Spark local[2]);")
-        engines = [c for c in res.contenders if c.name.startswith("icectl CLI --engine spark")]
-        for c in engines:
-            tasks = c.best.outcome.inner.get("spark_tasks")
-            line += (f" {c.name.removeprefix('icectl CLI ')} {c.best.seconds:.2f}s (CPU {c.best.outcome.cpu:.1f}s"
-                     f"{f', {tasks:.0f} Spark tasks' if tasks is not None else ''});")
-        if len(engines) >= 2:
-            first, last = engines[0], engines[-1]
-            line += (f" speed-up {first.name.rsplit(' ', 1)[1]} -> {last.name.rsplit(' ', 1)[1]}: "
-                     f"{first.best.seconds / last.best.seconds:.2f}x;")
+        variants: dict[str, list[Contender]] = {}  # by what follows the master: the same code on each master
+        for c in res.contenders:
+            if c.name.startswith(ENGINE_CONTENDER):
+                tasks = c.best.outcome.inner.get("spark_tasks")
+                line += (f" {c.name.removeprefix('icectl CLI ')} {c.best.seconds:.2f}s (CPU {c.best.outcome.cpu:.1f}s"
+                         f"{f', {tasks:.0f} Spark tasks' if tasks is not None else ''});")
+                variant = c.name.removeprefix(ENGINE_CONTENDER).partition(" ")[2]
+                variants.setdefault(variant, []).append(c)
+        for engines in variants.values():
+            if len(engines) >= 2:
+                first, last = engines[0], engines[-1]
+                line += (f" speed-up {first.name.removeprefix(ENGINE_CONTENDER)} -> "
+                         f"{last.name.removeprefix(ENGINE_CONTENDER)}: {first.best.seconds / last.best.seconds:.2f}x;")
         spark = res.get("Spark CLI")
         if spark:
             inner = {k: statistics.median(r.outcome.inner[k] for r in spark.runs) for k in ("startup_s", "call_s",
@@ -673,6 +694,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--engine-spark-masters", nargs="+", default=[], metavar="MASTER",
                     help="also time the icectl CLI with --engine spark --spark-master MASTER for each (e.g. "
                          "'local[1]' 'local[2]'; default: not timed)")
+    ap.add_argument("--engine-min-items-per-task", type=int, nargs="+", default=[], metavar="N",
+                    help="diagnostic: also time each --engine-spark-masters run with the Spark engine's "
+                         "MIN_ITEMS_PER_TASK set to N (1: a task per file group) in the CLI's process")
     ap.add_argument("--profile", action="store_true", help="then profile one icectl CLI run on the last table")
     ap.add_argument("--py-spy", default=shutil.which("py-spy"), help="py-spy binary (default: on PATH; else cProfile)")
     ap.add_argument("--profile-top", type=int, default=20)
@@ -701,7 +725,8 @@ def main(argv: list[str] | None = None) -> None:
     try:
         results = measure(layout, shapes, args.runs, options, spark, with_spark=not args.no_spark,
                           spark_cli_runs=not args.no_spark_cli, rebuild=args.rebuild,
-                          engine_spark_masters=tuple(args.engine_spark_masters))
+                          engine_spark_masters=tuple(args.engine_spark_masters),
+                          engine_min_items=tuple(args.engine_min_items_per_task))
         print_header(load_before, options, args.runs)
         print_rows(results)
         if args.profile:

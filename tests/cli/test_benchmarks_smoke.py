@@ -107,6 +107,13 @@ def test_rewrite_bench_gives_icectl_the_options_spark_gets() -> None:
     cmd = bench.icectl_cmd(Path("t"), options, "local[2]")
     assert cmd[-4:] == ["--engine", "spark", "--spark-master", "local[2]"] and "--engine" in proc.stdout
     assert "--engine" not in bench.icectl_cmd(Path("t"), options) and "--spark-master" in proc.stdout
+    # --engine-min-items-per-task: the same CLI, its argv intact, behind the one-line patch.
+    packed = bench.icectl_cmd(Path("/nonexistent-table"), options, "local[1]", 1)
+    plain = bench.icectl_cmd(Path("/nonexistent-table"), options, "local[1]")
+    assert plain[1:3] == ["-m", "icectl"] and packed[1:4] == ["-c", bench.PACKED_CLI, "1"] and packed[4:] == plain[3:]
+    run = subprocess.run(packed, capture_output=True, text=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
+                         timeout=60)
+    assert run.returncode == 3 and "table directory not found: /nonexistent-table" in run.stderr, run.stderr
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a subreaper is Linux's prctl")
