@@ -15,7 +15,12 @@ twin of the very same table. Contenders, all with the same options (Spark's opti
 * ``Spark CLI``: a fresh ``python`` that starts a SparkSession (``tests/support/spark.py``'s
   ``start_spark``: ``local[2]``, the Iceberg 1.10 runtime) and runs the CALL once, a whole process;
 * ``Spark CALL (warm)``: ``CALL local.system.rewrite_data_files(table => ..., options => map(...))``
-  in a session the benchmark started, after one untimed warm-up CALL on another twin.
+  in a session the benchmark started, after one untimed warm-up CALL on another twin;
+* with ``--engine-spark-masters local[1] local[2]`` (off by default): ``icectl CLI --engine spark
+  local[N]``, the icectl CLI with ``--engine spark --spark-master local[N]``, a whole process (its own
+  JVM started, icectl's zip shipped, each file group a Spark task running icectl's code, the plan and
+  the commit on the driver). Its CPU counts the JVM and the Python workers: the benchmark is their
+  subreaper for that run (Linux ``prctl``) and waits for them after the CLI exits.
 
 Every run is checked with the warm session: Spark's row count and checksum of the table equal the
 pristine table's (v3: each row's ``_row_id`` and ``_last_updated_sequence_number`` too), every data
@@ -25,6 +30,7 @@ file was rewritten, and the data and delete files left are counted.
     python benchmarks/bench_rewrite_data_files.py --files 10000 --file-kb 1024   # the issue's full size
     python benchmarks/bench_rewrite_data_files.py --dir /tmp/br --runs 3 --profile
     python benchmarks/bench_rewrite_data_files.py --dir /tmp/br --versions 3 --no-spark-cli
+    python benchmarks/bench_rewrite_data_files.py --dir /tmp/br --engine-spark-masters 'local[1]' 'local[2]'
 
 Needs the test extra (pyspark, the Iceberg runtime, Java 17): ``pip install -e ".[test]"``. The
 profile uses py-spy when it is on PATH (``--py-spy``), every thread sampled; else cProfile (the main
@@ -34,6 +40,7 @@ thread only).
 from __future__ import annotations
 
 import argparse
+import ctypes
 import datetime
 import io
 import json
@@ -280,19 +287,99 @@ class Outcome:
     inner: dict[str, float] = field(default_factory=dict)
 
 
-def icectl_cmd(table_dir: Path, options: dict[str, str]) -> list[str]:
-    return [sys.executable, "-m", "icectl", "rewrite-data-files", str(table_dir), "--json", *icectl_flags(options)]
+# The CLI with the Spark engine's smallest task size set first (a diagnostic: how the run scales
+# when each file group is its own task); the rest of argv is the CLI's.
+PACKED_CLI = textwrap.dedent("""
+    import runpy, sys
+    import icectl.engine.spark as spark_engine
+    spark_engine.MIN_ITEMS_PER_TASK = int(sys.argv.pop(1))
+    runpy.run_module("icectl", run_name="__main__", alter_sys=True)
+""")
 
 
-def icectl_cli(table_dir: Path, options: dict[str, str]) -> Outcome:
+def icectl_cmd(table_dir: Path, options: dict[str, str], spark_master: str | None = None,
+               min_items_per_task: int | None = None) -> list[str]:
+    engine = ["--engine", "spark", "--spark-master", spark_master] if spark_master else []
+    run = ["-c", PACKED_CLI, str(min_items_per_task)] if min_items_per_task else ["-m", "icectl"]
+    return [sys.executable, *run, "rewrite-data-files", str(table_dir), "--json", *icectl_flags(options), *engine]
+
+
+def icectl_cli(table_dir: Path, options: dict[str, str], spark_master: str | None = None,
+               min_items_per_task: int | None = None) -> Outcome:
+    """The CLI as a whole process; with ``spark_master``, ``--engine spark`` on it: the JVM the CLI
+    starts (and its Python workers) outlive the CLI's process unreaped, so this process becomes
+    their subreaper for the run and waits for them (their CPU then counts in RUSAGE_CHILDREN)."""
+    before = _own_children()
     cpu = _children_cpu()
-    proc = subprocess.run(icectl_cmd(table_dir, options), capture_output=True, text=True, cwd=REPO, env=_cli_env(),
-                          timeout=SUBPROCESS_TIMEOUT_S)
+    with _subreaper(spark_master is not None):
+        proc = subprocess.run(icectl_cmd(table_dir, options, spark_master, min_items_per_task), capture_output=True,
+                              text=True, cwd=REPO, env=_cli_env(), timeout=SUBPROCESS_TIMEOUT_S)
+        if spark_master is not None:
+            _reap_left(before)
     cpu = _children_cpu() - cpu
     if proc.returncode != 0:
         sys.exit(f"FAIL: icectl CLI exited {proc.returncode}: {proc.stderr.strip()[-2000:]}")
     doc = json.loads(proc.stdout)
-    return Outcome({k: int(doc[k]) for k in COUNTS}, cpu)
+    engine = doc.get("engine") or {}
+    inner = {"spark_tasks": float(engine["spark_tasks"])} if engine.get("spark_tasks") is not None else {}
+    return Outcome({k: int(doc[k]) for k in COUNTS}, cpu, inner)
+
+
+PR_SET_CHILD_SUBREAPER = 36  # linux/prctl.h
+
+
+class _subreaper:
+    """Orphaned descendants reparent to this process while it is on (Linux; elsewhere a no-op, and
+    the JVM's CPU is then not counted)."""
+
+    def __init__(self, on: bool) -> None:
+        self.on = on and sys.platform.startswith("linux")
+
+    def _set(self, value: int) -> None:
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, value, 0, 0, 0)
+
+    def __enter__(self) -> None:
+        if self.on:
+            self._set(1)
+
+    def __exit__(self, *exc: object) -> None:
+        if self.on:
+            self._set(0)
+
+
+def _own_children() -> set[int]:
+    """The pids whose parent is this process (zombies included), from /proc."""
+    me, out = os.getpid(), set()
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                with open(f"/proc/{entry.name}/stat") as fh:
+                    ppid = int(fh.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+            if ppid == me:
+                out.add(int(entry.name))
+    return out
+
+
+def _reap_left(before: set[int], timeout_s: float = 120.0) -> None:
+    """Wait for the children this process gained since ``before`` (a CLI's orphaned JVM and Python
+    workers, reparented here) until none is left; kill what is still running after ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        left = _own_children() - before
+        if not left:
+            return
+        for pid in left:
+            try:
+                if time.monotonic() > deadline:
+                    os.kill(pid, 9)
+                    os.waitpid(pid, 0)
+                else:
+                    os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                pass
+        time.sleep(0.05)
 
 
 def spark_cli(warehouse: Path, s: Shape, options: dict[str, str]) -> Outcome:
@@ -313,6 +400,13 @@ def spark_call(spark: SparkSession, s: Shape, options: dict[str, str]) -> Outcom
     call = f"CALL local.system.rewrite_data_files(table => 'db.{s.name}'{spark_options(options)})"
     row = spark.sql(call).collect()[0]
     return Outcome({k: int(row[k]) for k in COUNTS}, _proc_cpu(jvm_pid) + time.process_time() - cpu)
+
+
+ENGINE_CONTENDER = "icectl CLI --engine spark "
+
+
+def engine_contender(master: str, min_items_per_task: int | None = None) -> str:
+    return ENGINE_CONTENDER + master + (f" (MIN_ITEMS_PER_TASK={min_items_per_task})" if min_items_per_task else "")
 
 
 # --------------------------------------------------------------------------- timing and checks
@@ -398,8 +492,11 @@ def time_rounds(layout: Layout, s: Shape, info: dict[str, Any], contenders: list
 
 def measure(layout: Layout, shapes: list[Shape], runs: int, options: dict[str, str], spark: Callable[[], SparkSession],
             *, with_spark: bool = True, spark_cli_runs: bool = True, rebuild: bool = False,
-            before_icectl: Callable[[], None] | None = None) -> list[Result]:
-    """Build (or reuse) each table and time the contenders on fresh twins of it."""
+            before_icectl: Callable[[], None] | None = None,
+            engine_spark_masters: tuple[str, ...] = (), engine_min_items: tuple[int, ...] = ()) -> list[Result]:
+    """Build (or reuse) each table and time the contenders on fresh twins of it (with
+    ``engine_spark_masters``, the icectl CLI with ``--engine spark`` on each master too, as it is
+    and with each of ``engine_min_items`` as the Spark engine's MIN_ITEMS_PER_TASK)."""
     results = []
     for s in shapes:
         print(f"\n# {s.describe()}", flush=True)
@@ -412,6 +509,10 @@ def measure(layout: Layout, shapes: list[Shape], runs: int, options: dict[str, s
             return icectl_cli(live, options)
 
         contenders = [Contender("icectl CLI", ours)]
+        for n in (None, *engine_min_items):
+            for master in engine_spark_masters:
+                contenders.append(Contender(engine_contender(master, n),
+                                            lambda live=live, m=master, n=n: icectl_cli(live, options, m, n)))
         warm = spark() if with_spark else None
         if warm is not None:
             if spark_cli_runs:
@@ -524,7 +625,8 @@ def print_header(load_before: tuple[float, ...], options: dict[str, str], runs: 
 
 
 def print_rows(results: list[Result]) -> None:
-    print("\nratio = best wall time of Spark / best wall time of the icectl CLI (> 1: icectl is faster)\n")
+    print("\nratio = best wall time of the contender / best wall time of the icectl CLI (local engine; > 1: the "
+          "local icectl is faster)\n")
     print("| table | contender | best s | median s | CPU s | files in -> out | MB out | row groups out "
           "| delete files removed | left: data / delete files | v3 lineage kept | ratio | load 1 min |")
     print("| --- | --- | ---: | ---: | ---: | --- | ---: | ---: | ---: | --- | --- | ---: | --- |")
@@ -552,6 +654,19 @@ def print_rows(results: list[Result]) -> None:
                 met = ours.best.seconds <= other.best.seconds
                 line += (f" vs {name} {other.best.seconds / ours.best.seconds:.2f}x "
                          f"({'target met' if met else 'TARGET MISSED'}: icectl at least as fast as Spark local[2]);")
+        variants: dict[str, list[Contender]] = {}  # by what follows the master: the same code on each master
+        for c in res.contenders:
+            if c.name.startswith(ENGINE_CONTENDER):
+                tasks = c.best.outcome.inner.get("spark_tasks")
+                line += (f" {c.name.removeprefix('icectl CLI ')} {c.best.seconds:.2f}s (CPU {c.best.outcome.cpu:.1f}s"
+                         f"{f', {tasks:.0f} Spark tasks' if tasks is not None else ''});")
+                variant = c.name.removeprefix(ENGINE_CONTENDER).partition(" ")[2]
+                variants.setdefault(variant, []).append(c)
+        for engines in variants.values():
+            if len(engines) >= 2:
+                first, last = engines[0], engines[-1]
+                line += (f" speed-up {first.name.removeprefix(ENGINE_CONTENDER)} -> "
+                         f"{last.name.removeprefix(ENGINE_CONTENDER)}: {first.best.seconds / last.best.seconds:.2f}x;")
         spark = res.get("Spark CLI")
         if spark:
             inner = {k: statistics.median(r.outcome.inner[k] for r in spark.runs) for k in ("startup_s", "call_s",
@@ -576,6 +691,12 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--rebuild", action="store_true", help="build the tables again even if --dir has them")
     ap.add_argument("--no-spark", action="store_true", help="icectl only (Spark still builds the tables once)")
     ap.add_argument("--no-spark-cli", action="store_true", help="skip the whole-process Spark runs")
+    ap.add_argument("--engine-spark-masters", nargs="+", default=[], metavar="MASTER",
+                    help="also time the icectl CLI with --engine spark --spark-master MASTER for each (e.g. "
+                         "'local[1]' 'local[2]'; default: not timed)")
+    ap.add_argument("--engine-min-items-per-task", type=int, nargs="+", default=[], metavar="N",
+                    help="diagnostic: also time each --engine-spark-masters run with the Spark engine's "
+                         "MIN_ITEMS_PER_TASK set to N (1: a task per file group) in the CLI's process")
     ap.add_argument("--profile", action="store_true", help="then profile one icectl CLI run on the last table")
     ap.add_argument("--py-spy", default=shutil.which("py-spy"), help="py-spy binary (default: on PATH; else cProfile)")
     ap.add_argument("--profile-top", type=int, default=20)
@@ -603,7 +724,9 @@ def main(argv: list[str] | None = None) -> None:
     shapes = [Shape(v, args.files, args.file_kb, args.partitions, args.delete_pct) for v in args.versions]
     try:
         results = measure(layout, shapes, args.runs, options, spark, with_spark=not args.no_spark,
-                          spark_cli_runs=not args.no_spark_cli, rebuild=args.rebuild)
+                          spark_cli_runs=not args.no_spark_cli, rebuild=args.rebuild,
+                          engine_spark_masters=tuple(args.engine_spark_masters),
+                          engine_min_items=tuple(args.engine_min_items_per_task))
         print_header(load_before, options, args.runs)
         print_rows(results)
         if args.profile:

@@ -13,6 +13,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from icectl.table import load_table
 from icectl.table.scan import manifests_of
 from icectl.validate import validate_table
@@ -101,3 +103,31 @@ def test_rewrite_bench_gives_icectl_the_options_spark_gets() -> None:
                                             "'partial-progress.max-commits', '3')")
     assert bench.spark_options({}) == ""
     assert bench.icectl_flags(bench.parse_options(["rewrite-all=false"])) == []
+    # --engine-spark-masters: the same command on Spark's engine, with flags the command has.
+    cmd = bench.icectl_cmd(Path("t"), options, "local[2]")
+    assert cmd[-4:] == ["--engine", "spark", "--spark-master", "local[2]"] and "--engine" in proc.stdout
+    assert "--engine" not in bench.icectl_cmd(Path("t"), options) and "--spark-master" in proc.stdout
+    # --engine-min-items-per-task: the same CLI, its argv intact, behind the one-line patch.
+    packed = bench.icectl_cmd(Path("/nonexistent-table"), options, "local[1]", 1)
+    plain = bench.icectl_cmd(Path("/nonexistent-table"), options, "local[1]")
+    assert plain[1:3] == ["-m", "icectl"] and packed[1:4] == ["-c", bench.PACKED_CLI, "1"] and packed[4:] == plain[3:]
+    run = subprocess.run(packed, capture_output=True, text=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
+                         timeout=60)
+    assert run.returncode == 3 and "table directory not found: /nonexistent-table" in run.stderr, run.stderr
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a subreaper is Linux's prctl")
+def test_rewrite_bench_counts_the_cpu_of_what_the_cli_leaves_running() -> None:
+    """The CLI with --engine spark exits before its JVM (nobody waits for it): the benchmark is the
+    subreaper of the run and waits for what is left, so that process's CPU is counted. Here a child
+    leaves a grandchild that burns ~0.3 s of CPU after the child exited."""
+    bench = _bench_module("bench_rewrite_data_files")
+    burn = "import time; t = time.process_time(); exec('while time.process_time() - t < 0.3: pass')"
+    leave = f"import subprocess, sys; subprocess.Popen([sys.executable, '-c', {burn!r}])"
+    before = bench._own_children()
+    cpu = bench._children_cpu()
+    with bench._subreaper(True):
+        subprocess.run([sys.executable, "-c", leave], check=True, timeout=60)
+        bench._reap_left(before, timeout_s=30)
+    assert bench._own_children() - before == set()
+    assert bench._children_cpu() - cpu >= 0.3
