@@ -271,12 +271,8 @@ def live_batches(io: FileIO, task: FileScanTask, schema: Schema, target: pa.Sche
     except IcectlError:
         raise
     except (pa.ArrowInvalid, OSError) as e:
-        raise CorruptInputError(f"data file {path} cannot be read: {e}", path=path,
-                                hint="the file is damaged or not Parquet; restore it or remove it from the table"
-                                ) from None
-    if start != data.record_count:
-        raise CorruptInputError(f"data file {path} has {start} rows, its manifest entry says {data.record_count}",
-                                path=path)
+        raise _unreadable(path, e) from None
+    _check_rows(path, start, data.record_count)
 
 
 def equality_deleted_positions(io: FileIO, task: FileScanTask, schema: Schema, deletes: DeleteReader,
@@ -320,13 +316,20 @@ def equality_deleted_positions(io: FileIO, task: FileScanTask, schema: Schema, d
     except IcectlError:
         raise
     except (pa.ArrowInvalid, OSError) as e:
-        raise CorruptInputError(f"data file {path} cannot be read: {e}", path=path,
-                                hint="the file is damaged or not Parquet; restore it or remove it from the table"
-                                ) from None
-    if start != task.data.file.record_count:
-        raise CorruptInputError(f"data file {path} has {start} rows, its manifest entry says "
-                                f"{task.data.file.record_count}", path=path)
+        raise _unreadable(path, e) from None
+    _check_rows(path, start, task.data.file.record_count)
     return out
+
+
+def _unreadable(path: str, e: Exception) -> CorruptInputError:
+    return CorruptInputError(f"data file {path} cannot be read: {e}", path=path,
+                             hint="the file is damaged or not Parquet; restore it or remove it from the table")
+
+
+def _check_rows(path: str, read: int, expected: int) -> None:
+    """A data file holds as many rows as its manifest entry says (else positions would be wrong)."""
+    if read != expected:
+        raise CorruptInputError(f"data file {path} has {read} rows, its manifest entry says {expected}", path=path)
 
 
 def _lineage_fields(row_lineage: bool) -> tuple[NestedField, ...]:

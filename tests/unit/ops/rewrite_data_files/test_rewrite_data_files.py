@@ -399,6 +399,9 @@ def test_the_spark_engine_rewrites_the_groups_as_spark_tasks(spark: Any, spark_c
     with engines.using(spark_engine):
         by_spark = rewrite_data_files(load_table(str(remote.location)), RewriteOptions(rewrite_all=True),
                                       engine=spark_engine)
+    # Read before this test's own Spark queries, which may run in the engine's job group (PySpark
+    # pins a thread's group).
+    ran = spark_engine.report_since(mark)
     for key in ("rewritten_data_files_count", "added_data_files_count", "rewritten_bytes_count",
                 "removed_delete_files_count"):
         assert getattr(by_spark, key) == getattr(by_local, key), key
@@ -406,7 +409,6 @@ def test_the_spark_engine_rewrites_the_groups_as_spark_tasks(spark: Any, spark_c
                                                                        for g in by_local.groups]
     spark.sql(f"REFRESH TABLE {remote.name}")
     assert [tuple(r) for r in spark.sql(query.format(remote.name)).collect()] == lineage
-    ran = spark_engine.report_since(mark)
     assert ran.name == "spark" and ran.spark_tasks == len(by_spark.groups)
     # One task a group (a group is heavy: packed into one task, the other cores would idle): many_appends'
     # 7 partitions are 7 groups.
