@@ -102,3 +102,35 @@ def field_id_of(field: pa.Field) -> int | None:
         return None if raw is None else int(raw)
     except ValueError:
         return None
+
+
+def distinct_rows(columns: list[pa.Array | pa.ChunkedArray], n: int) -> tuple[pa.Array, pa.Array]:
+    """Rows grouped by their values across ``columns`` (nulls a value of their own, floats by their
+    bits, so -0.0 and 0.0 stay apart): each row's group number, and each group's first row, in
+    order of first appearance. Lets a per-value conversion run once per distinct value, with
+    Arrow kernels doing the per-row work. Raises ``OverflowError`` when the value combinations
+    cannot be keyed in 62 bits."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    keys: pa.Array | None = None
+    space = 1
+    for column in columns:
+        if isinstance(column, pa.ChunkedArray):
+            column = column.combine_chunks()
+        t = column.type
+        if pa.types.is_floating(t):
+            column = column.view(pa.int16() if t == pa.float16() else pa.int32() if t == pa.float32() else pa.int64())
+        encoded = pc.dictionary_encode(column, null_encoding="encode")
+        size = max(1, len(encoded.dictionary))
+        space *= size
+        if space >= 2**62:
+            raise OverflowError("too many distinct value combinations to key")
+        codes = encoded.indices.cast(pa.int64())
+        keys = codes if keys is None else pc.add(pc.multiply(keys, pa.scalar(size, pa.int64())), codes)
+    if keys is None:  # no columns: one group (of every row, if any)
+        return pa.array([0] * n, pa.int32()), pa.array([0] if n else [], pa.int64())
+    groups = pc.dictionary_encode(keys).indices
+    firsts = (pa.table({"g": groups, "row": pa.array(range(n), pa.int64())})
+              .group_by("g", use_threads=False).aggregate([("row", "min")]).sort_by("g"))
+    return groups, firsts.column("row_min").combine_chunks()

@@ -191,6 +191,25 @@ def probe_avro_file(read_range: Callable[[int, int], bytes], size: int) -> dict[
     return meta
 
 
+def container_header(data: bytes) -> tuple[int, bytes, dict[str, bytes]]:
+    """An Avro container's header: where its first block starts, its sync marker, its metadata."""
+    from fastavro import schemaless_reader
+
+    stream = check_magic(io.BytesIO(data))
+    with avro_errors():
+        header = cast("dict[str, Any]", schemaless_reader(stream, _parsed_schemas()[0], None))
+    return stream.tell(), header["sync"], header["meta"]
+
+
+def container_header_bytes(meta: dict[str, bytes], sync: bytes) -> bytes:
+    """The bytes of a container header with this metadata and sync marker."""
+    from fastavro import schemaless_writer
+
+    out = io.BytesIO()
+    schemaless_writer(out, _parsed_schemas()[0], {"magic": AVRO_MAGIC, "meta": meta, "sync": sync})
+    return out.getvalue()
+
+
 def named_types(schema: Any, out: dict[str, Any]) -> dict[str, Any]:
     """Every named type (record, enum, fixed) defined in ``schema``, by name and full name."""
     if isinstance(schema, list):

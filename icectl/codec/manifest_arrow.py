@@ -22,6 +22,7 @@ import json
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
+from icectl.codec.arrow_types import distinct_rows
 from icectl.codec.avro import (
     AvroSource,
     named_types,
@@ -30,9 +31,12 @@ from icectl.codec.avro import (
     resolve_type,
     writer_schema,
 )
+from icectl.codec.avro_native import native_enabled, read_avro_table
+from icectl.codec.manifest_columns import first_row_ids, inherited_columns
 from icectl.codec.manifest_reader import (
     ALWAYS_READ_DATA_FILE_FIELDS,
     DATA_FILE_FIELD_IDS,
+    ManifestLayout,
     ManifestList,
     open_manifest,
     open_manifest_list,
@@ -253,13 +257,24 @@ def _reference(read: Callable[[], object]) -> None:
 
 def _manifest_table(data: AvroSource, manifest: ManifestFile, partition_type: StructType,
                     format_version: int) -> pa.Table:
-    import pyarrow as pa
-
     layout = open_manifest(data, partition_type=partition_type, format_version=format_version)
     _check_types(layout.schema, layout.entry_names, layout.named, _ENTRY_COLUMNS)
     _check_types(layout.file_schema, layout.file_names, layout.named, _FILE_COLUMNS)
     if layout.partition is None:  # unreachable: open_manifest raised for a missing partition field
         raise CorruptInputError("manifest data_file has no partition field")
+    if isinstance(data, (bytes, bytearray, memoryview)) and native_enabled():
+        try:
+            return native_manifest_table(bytes(data), layout, manifest, partition_type, format_version)
+        except Exception:  # NotNative, or the native decoder's own error: fastavro decides
+            pass
+    return _fastavro_manifest_table(layout, manifest, partition_type, format_version)
+
+
+def _fastavro_manifest_table(layout: ManifestLayout, manifest: ManifestFile, partition_type: StructType,
+                             format_version: int) -> pa.Table:
+    import pyarrow as pa
+
+    assert layout.partition is not None
     codec = _PartitionCodec(partition_type)
     partition = _memo_partitions(layout.partition, codec)
     en, fn = layout.entry_names, layout.file_names
@@ -323,6 +338,91 @@ def _manifest_table(data: AvroSource, manifest: ManifestFile, partition_type: St
         names.append(name)
     meta = {DECODE_KEY: decode_key(manifest, partition_type, format_version)}
     return pa.Table.from_arrays(arrays, names=names, metadata=meta)
+
+
+def native_manifest_table(data: bytes, layout: ManifestLayout, manifest: ManifestFile, partition_type: StructType,
+                          format_version: int) -> pa.Table:
+    """:func:`manifest_table` through the native decoder (:mod:`icectl.codec.avro_native`), column by
+    column with Arrow kernels: the same table as the fastavro path, or an exception to fall back on.
+    Partition tuples are converted once per distinct partition, not once per entry."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    raw = read_avro_table(data, layout.schema)
+    n = raw.num_rows
+    entries = {name: raw.column(avro).combine_chunks() for name, avro in layout.entry_names.items()
+               if name != "data_file"}
+    data_file = raw.column(layout.entry_names["data_file"]).combine_chunks()
+    if data_file.null_count or not pa.types.is_struct(data_file.type):
+        raise NotArrowRepresentable("data_file is not a plain record")
+    struct_names = {data_file.type.field(i).name: i for i in range(data_file.type.num_fields)}
+    files = {name: data_file.field(struct_names[avro]) for name, avro in layout.file_names.items()
+             if avro in struct_names}
+    status = entries["status"].cast(pa.int8())
+    content = files["content"].cast(pa.int8()) if "content" in files else pa.array([0] * n, pa.int8())
+    if not pc.all(pc.is_in(status, pa.array([0, 1, 2], pa.int8()))).as_py() and n:
+        raise ValueError("invalid status")
+    if n and not pc.all(pc.is_in(content, pa.array([0, 1, 2], pa.int8()))).as_py():
+        raise ValueError("invalid content")
+    cols: dict[str, pa.Array] = {"status": status, "content": content}
+    cols.update(inherited_columns(entries, status, manifest, n))
+    cols["first_row_id"] = first_row_ids(files, status, content, manifest, format_version, n)
+    cols["partition"] = _partition_column(files.get("partition"), layout, partition_type, n)
+    for name, (type_name, _) in _FILE_COLUMNS.items():
+        if name in cols or name not in files:
+            continue
+        arrow_type = _arrow_type(type_name)
+        column = files[name]
+        cols[name] = _native_map(column, arrow_type) if name in _MAPS else column.cast(arrow_type)
+    arrays = [cols[name] if name in cols else pa.nulls(n, _arrow_type(type_name))
+              for name, (type_name, _) in {**_ENTRY_COLUMNS, **_FILE_COLUMNS}.items()]
+    meta = {DECODE_KEY: decode_key(manifest, partition_type, format_version)}
+    return pa.Table.from_arrays(arrays, names=[*_ENTRY_COLUMNS, *_FILE_COLUMNS], metadata=meta)
+
+
+_PARTITION_ARROW = ("int32", "int64", "float", "double", "bool", "string", "large_string", "binary",
+                    "large_binary", "date32[day]")
+
+
+def _partition_column(part: pa.Array | None, layout: ManifestLayout, partition_type: StructType,
+                      n: int) -> pa.Array:
+    """Partition records as lists of single-value bytes, each distinct record converted once
+    through the reader's own decoder (so every value is the reader's)."""
+    import pyarrow as pa
+
+    list_type = _arrow_type(_LIST_BIN)
+    if not partition_type.fields:
+        return pa.ListArray.from_arrays(pa.array([0] * (n + 1), pa.int32()), pa.array([], pa.binary()))
+    if part is None or part.null_count or not pa.types.is_struct(part.type):
+        raise NotArrowRepresentable("partition is not a plain record")
+    for i in range(part.type.num_fields):
+        t = part.field(i).type
+        if not (str(t) in _PARTITION_ARROW or pa.types.is_fixed_size_binary(t) or pa.types.is_decimal128(t)
+                or t == pa.time64("us") or (pa.types.is_timestamp(t) and t.unit == "us")):
+            raise NotArrowRepresentable(f"partition field of Arrow type {t}")
+    assert layout.partition is not None
+    try:
+        groups, firsts = distinct_rows([part.field(i) for i in range(part.type.num_fields)], n)
+    except OverflowError as e:
+        raise NotArrowRepresentable(str(e)) from None
+    codec = _PartitionCodec(partition_type)
+    distinct = [codec.encode(layout.partition(record))
+                for record in part.take(firsts).to_pylist()]
+    return pa.array(distinct, list_type).take(groups)
+
+
+def _native_map(column: pa.Array, arrow_type: pa.MapType) -> pa.Array:
+    """A list of key/value structs (Java's int-keyed maps as decoded) as an Arrow map."""
+    import pyarrow as pa
+
+    if not (pa.types.is_list(column.type) or pa.types.is_large_list(column.type)):
+        raise NotArrowRepresentable(f"map column of Arrow type {column.type}")
+    pairs = column.values
+    keys = pairs.field(0).cast(arrow_type.key_type)
+    items = pairs.field(1).cast(arrow_type.item_type)
+    offsets = column.offsets.cast(pa.int32())
+    return pa.MapArray.from_arrays(offsets, keys, items, type=arrow_type,
+                                   mask=column.is_null() if column.null_count else None)
 
 
 def _map_array(values: list[Any], record: dict[str, Any], avro_name: str, named: dict[str, Any],

@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from icectl.codec.avro_native import native_enabled
 from icectl.codec.manifest_arrow import (
     ARROW_LAYOUT_VERSION,
     DECODE_KEY,
@@ -203,7 +204,9 @@ def _decode(data: bytes, manifest: ManifestFile, ptype: StructType, format_versi
     """The manifest's table, or None when the Arrow form cannot hold it. Errors are the reader's."""
     import pyarrow as pa
 
-    if use_pool and len(data) >= POOL_MIN_FILE_BYTES:
+    # The native decoder releases the GIL: the caller's threads decode in parallel, no process
+    # (and no pickled table) needed.
+    if use_pool and len(data) >= POOL_MIN_FILE_BYTES and not native_enabled():
         fut = _submit(data, manifest, ptype, format_version)
         if fut is not None:
             try:

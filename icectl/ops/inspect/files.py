@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
+from icectl.codec.arrow_types import distinct_rows
 from icectl.codec.manifest_arrow import partition_values
 from icectl.ops.inspect.metrics import JSON_ESCAPED, metric_pieces
 from icectl.spec.manifest import DataFile, ManifestEntry, ManifestEntryStatus, ManifestFile
@@ -304,18 +305,16 @@ def _fast_chunk(md: TableMetadata, mapper: PartitionMapper, m: ManifestFile, t: 
         return None
     spec_id = m.partition_spec_id
     decode = partition_values(md.partition_type(spec_id))
-    texts: dict[tuple[bytes | None, ...], str] = {}
-    partitions = []
-    for p in t.column("partition").to_pylist():
-        key = tuple(p)
-        text = texts.get(key)
-        if text is None:
-            text = texts[key] = encode(mapper.to_dict(spec_id, decode(p)))
-        partitions.append(text)
+    # Each distinct partition is rendered once; Arrow spreads the texts over the rows.
+    column = t.column("partition")
+    width = len(md.partition_type(spec_id).fields)
+    groups, firsts = distinct_rows([pc.list_element(column, i) for i in range(width)], t.num_rows)
+    partitions = pa.array([encode(mapper.to_dict(spec_id, decode(p))) for p in column.take(firsts).to_pylist()],
+                          pa.string()).take(groups)
     pieces: list[Any] = [
         '{"content": ', _num(t.column("content")), ', "file_path": ', _quoted(t.column("file_path")),
         ', "file_format": ', _quoted(t.column("file_format")), f', "spec_id": {spec_id}, "partition": ',
-        pa.array(partitions, pa.string()), ', "record_count": ', _num(t.column("record_count")),
+        partitions, ', "record_count": ', _num(t.column("record_count")),
         ', "file_size_in_bytes": ', _num(t.column("file_size_in_bytes")),
         ', "split_offsets": ', _int_list(t.column("split_offsets")),
         ', "equality_ids": ', _int_list(t.column("equality_ids")),

@@ -18,6 +18,9 @@ def pool_for_everything(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None
     monkeypatch.setattr(manifest_read, "POOL_MIN_BATCH_BYTES", 0)
     monkeypatch.setattr(manifest_read, "POOL_MIN_FILE_BYTES", 0)
     monkeypatch.setenv("ICECTL_DECODE_PROCESSES", "2")
+    # Worker processes serve the fastavro path only: the native decoder releases the GIL, so the
+    # reading threads decode in parallel without them.
+    monkeypatch.setenv("ICECTL_AVRO_DECODER", "fastavro")
     monkeypatch.setenv("ICECTL_CACHE", "off")
     monkeypatch.setenv("ICECTL_CACHE_MIN_MANIFEST_BYTES", "0")  # small manifests go the Arrow way too
 

@@ -1,0 +1,190 @@
+"""The native Avro decoder (DataFusion) gives exactly the fastavro path's Arrow tables, or declines.
+
+Every manifest of the Spark fixtures must decode natively (no silent fallback) to a table equal,
+column for column and with its metadata, to the one fastavro's records build; damaged files must
+never decode natively to anything fastavro would not give.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import random
+import threading
+import time
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from icectl.codec import avro_native
+from icectl.codec.avro_native import DECODER_ENV, NotNative, drop_empty_records, native_enabled
+from icectl.codec.manifest_arrow import NotArrowRepresentable, manifest_table, native_manifest_table
+from icectl.codec.manifest_reader import open_manifest, read_manifest
+from icectl.codec.manifest_writer import write_manifest
+from icectl.errors import IcectlError
+from icectl.spec.manifest import ManifestContent, ManifestEntry, ManifestEntryStatus, ManifestFile
+from icectl.spec.schema import StructType
+
+from .test_manifest_arrow import table_files
+from .test_manifest_writer import PTYPE, SCHEMA, SPEC, data_file
+
+pytest.importorskip("datafusion")
+
+
+def fastavro_table(data: bytes, m: ManifestFile, ptype: StructType, version: int,
+                   monkeypatch: pytest.MonkeyPatch) -> pa.Table:
+    with monkeypatch.context() as mp:
+        mp.setenv(DECODER_ENV, "fastavro")
+        assert not native_enabled()
+        return manifest_table(data, manifest=m, partition_type=ptype, format_version=version)
+
+
+def native_table(data: bytes, m: ManifestFile, ptype: StructType, version: int) -> pa.Table:
+    layout = open_manifest(data, partition_type=ptype, format_version=version)
+    return native_manifest_table(data, layout, m, ptype, version)
+
+
+def assert_same(native: pa.Table, reference: pa.Table) -> None:
+    assert native.schema.equals(reference.schema, check_metadata=True)
+    for name in reference.column_names:  # one column at a time: a failure names it
+        got, want = native.column(name).combine_chunks(), reference.column(name).combine_chunks()
+        if pa.types.is_list(want.type):  # NaN != NaN: compare the bytes' lists as Python values
+            assert got.to_pylist() == want.to_pylist(), name
+        else:
+            assert got.equals(want), name
+
+
+@pytest.mark.parametrize("kind", ["v1_unpart", "v2_part", "v3_dv", "many_snaps"])
+def test_every_fixture_manifest_decodes_natively_to_the_same_table(spark_tables, kind: str,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: set[str] = set()
+    for md, _path, _list, manifests in table_files(Path(spark_tables[kind].location)):
+        for m, data in manifests:
+            if m.manifest_path in seen:
+                continue
+            seen.add(m.manifest_path)
+            ptype = md.partition_type(m.partition_spec_id)
+            assert_same(native_table(data, m, ptype, md.format_version),
+                        fastavro_table(data, m, ptype, md.format_version, monkeypatch))
+    assert seen
+
+
+@pytest.mark.parametrize("version", [1, 2, 3])
+def test_every_partition_type_and_inheritance_decode_natively(version: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    # decimal as fixed, uuid, fixed, binary, -0.0, NaN, time, timestamps, nulls; inherited snapshot
+    # ids and sequence numbers; first_row_id assigned and given.
+    entries = [ManifestEntry(ManifestEntryStatus(i % 3), None if i % 3 == 1 else 7, None if i % 3 == 1 else i,
+                             None if i % 3 == 1 else i, data_file(i, first_row_id=None if i % 2 else 5 * i))
+               for i in range(40)]
+    if version == 1:
+        entries = [dataclasses.replace(e, sequence_number=0, file_sequence_number=0) for e in entries]
+    result = write_manifest(entries, schema=SCHEMA, spec=SPEC, partition_type=PTYPE, format_version=version,
+                            content=ManifestContent.DATA, snapshot_id=None)
+    for seq in (0, 4):
+        m = result.to_manifest_file("m.avro", len(result.data), SPEC.spec_id, 99, 0 if version == 1 else seq,
+                                    first_row_id=1000 if version >= 3 else None)
+        native = native_table(result.data, m, PTYPE, version)
+        assert_same(native, fastavro_table(result.data, m, PTYPE, version, monkeypatch))
+        assert native.column("partition").to_pylist()[2][2] is None  # a null partition value
+    assert len(set(map(tuple, native.column("partition").to_pylist()))) > 16  # many distinct partitions
+
+
+def test_an_empty_record_is_dropped_from_the_schema_only() -> None:
+    schema = {"type": "record", "name": "e", "fields": [
+        {"name": "a", "type": "int"},
+        {"name": "p", "type": {"type": "record", "name": "r102", "fields": []}},
+        {"name": "d", "type": {"type": "record", "name": "df", "fields": [
+            {"name": "q", "type": {"type": "record", "name": "r2", "fields": []}}, {"name": "x", "type": "long"}]}}]}
+    got = drop_empty_records(schema)
+    assert json.dumps(got) == json.dumps({"type": "record", "name": "e", "fields": [
+        {"name": "a", "type": "int"},
+        {"name": "d", "type": {"type": "record", "name": "df", "fields": [{"name": "x", "type": "long"}]}}]})
+    assert drop_empty_records(got) is got
+    with pytest.raises(NotNative):
+        drop_empty_records({"type": "record", "name": "e", "fields": [
+            {"name": "u", "type": ["null", {"type": "record", "name": "r", "fields": []}]}]})
+
+
+def test_damaged_manifests_never_decode_natively_to_something_else(spark_tables,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = random.Random(31)
+    checked = declined = 0
+    # A read that never ends turns the native path off for the process: keep that to this test.
+    monkeypatch.setattr(avro_native, "_DEADLINE_SECONDS", 3.0)
+    for kind in ("v2_part", "v1_unpart"):
+        md, _p, _l, manifests = next(t for t in table_files(Path(spark_tables[kind].location)) if t[3])
+        m, data = manifests[0]
+        ptype = md.partition_type(m.partition_spec_id)
+        cuts = [data[:3], data[:40], data[: len(data) // 2], data[:-1], data[:-17], data + b"\x00"]
+        flips = []
+        for _ in range(60):
+            b = bytearray(data)
+            b[rng.randrange(len(b))] ^= 1 << rng.randrange(8)
+            flips.append(bytes(b))
+        for bad in cuts + flips:
+            checked += 1
+            try:
+                reference: pa.Table | None = fastavro_table(bad, m, ptype, md.format_version, monkeypatch)
+            except (IcectlError, NotArrowRepresentable):
+                reference = None
+            monkeypatch.setattr(avro_native, "_stuck", threading.Event())
+            try:
+                native = native_table(bad, m, ptype, md.format_version)
+            except Exception:  # declined (or stuck): the caller decodes with fastavro, which decides
+                declined += 1
+                continue
+            if reference is None:
+                # The one leniency left: a union branch index out of range (a flipped tag byte)
+                # reads as the value branch, so the record decodes as it was written, where
+                # fastavro refuses the file. Anything else fastavro refuses must not decode.
+                with pytest.raises(IcectlError, match="IndexError: list index out of range"):
+                    list(read_manifest(bad, manifest=m, partition_type=ptype, format_version=md.format_version))
+                assert_same(native, native_table(data, m, ptype, md.format_version))
+                continue
+            assert_same(native, reference)
+            # and the public entry point gives the reader's entries either way
+            got = manifest_table(bad, manifest=m, partition_type=ptype, format_version=md.format_version)
+            assert got.num_rows == len(list(read_manifest(bad, manifest=m, partition_type=ptype,
+                                                          format_version=md.format_version)))
+    assert checked == 132 and declined >= 12  # every cut at least is declined
+
+
+def test_the_environment_switch_and_a_missing_library_turn_it_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert native_enabled()
+    monkeypatch.setenv(DECODER_ENV, "FastAvro")
+    assert not native_enabled()
+    monkeypatch.setenv(DECODER_ENV, "native")
+    monkeypatch.setattr(avro_native, "_datafusion_available", lambda: False)
+    assert not native_enabled()
+
+
+def test_a_native_read_that_never_ends_goes_to_fastavro(spark_tables, monkeypatch: pytest.MonkeyPatch) -> None:
+    # DataFusion 55 was seen spinning forever on a manifest with one flipped bit that fastavro
+    # decodes; the read's deadline hands the file to fastavro and turns the native path off.
+    md, _p, _l, manifests = next(t for t in table_files(Path(spark_tables["v2_part"].location)) if t[3])
+    m, data = manifests[0]
+    ptype = md.partition_type(m.partition_spec_id)
+    release = threading.Event()
+
+    class Stuck:
+        def read_avro(self, path: str) -> Stuck:
+            return self
+
+        def to_arrow_table(self) -> pa.Table:
+            release.wait(30)
+            raise RuntimeError("released")
+
+    monkeypatch.setattr(avro_native, "_borrow_session", Stuck)
+    monkeypatch.setattr(avro_native, "_return_session", lambda session: None)  # never into the real pool
+    monkeypatch.setattr(avro_native, "_DEADLINE_SECONDS", 0.2)
+    monkeypatch.setattr(avro_native, "_stuck", threading.Event())
+    try:
+        started = time.monotonic()
+        got = manifest_table(data, manifest=m, partition_type=ptype, format_version=md.format_version)
+        assert time.monotonic() - started < 10
+        assert not native_enabled()
+        monkeypatch.setenv(DECODER_ENV, "fastavro")
+        assert_same(got, manifest_table(data, manifest=m, partition_type=ptype, format_version=md.format_version))
+    finally:
+        release.set()
