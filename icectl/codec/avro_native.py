@@ -52,7 +52,6 @@ def native_enabled() -> bool:
 
 
 _lock = threading.Lock()
-_folder: list[str] = []
 _idle: list[Any] = []  # DataFusion sessions not in use: one per concurrent read (a session serialises)
 
 
@@ -70,13 +69,6 @@ def _return_session(session: Any) -> None:
         _idle.append(session)
 
 
-def _scratch_folder() -> str:
-    with _lock:
-        if not _folder:
-            _folder.append(tempfile.mkdtemp(prefix="icectl-avro-"))
-        return _folder[0]
-
-
 def read_avro_table(data: bytes, schema: dict[str, Any]) -> pa.Table:
     """Every record of an Avro container as one Arrow table (columns named as the Avro fields;
     empty-record fields left out). ``schema`` is the container's writer schema, as parsed by the
@@ -91,8 +83,10 @@ def read_avro_table(data: bytes, schema: dict[str, Any]) -> pa.Table:
     rows = sum(count for count, _ in blocks)
     if stripped is not schema:
         data = container_header_bytes(meta | {"avro.schema": json.dumps(stripped).encode()}, sync) + data[header_end:]
-    path = os.path.join(_scratch_folder(), f"{uuid.uuid4().hex}.avro")
-    with open(path, "wb") as f:
+    # A new name in the temporary folder, created exclusively (never through someone's symlink),
+    # removed after the read.
+    path = os.path.join(tempfile.gettempdir(), f"icectl-avro-{uuid.uuid4().hex}.avro")
+    with open(path, "xb") as f:
         f.write(data)
     try:
         table = _guarded_read(path, sum(size for _, size in blocks))

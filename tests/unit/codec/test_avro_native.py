@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import random
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -71,7 +72,9 @@ def test_every_fixture_manifest_decodes_natively_to_the_same_table(spark_tables,
 
 
 @pytest.mark.parametrize("version", [1, 2, 3])
-def test_every_partition_type_and_inheritance_decode_natively(version: int, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_every_partition_type_and_inheritance_decode_natively(version: int, monkeypatch: pytest.MonkeyPatch,
+                                                              tmp_path: Path) -> None:
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # where the reader's file goes
     # decimal as fixed, uuid, fixed, binary, -0.0, NaN, time, timestamps, nulls; inherited snapshot
     # ids and sequence numbers; first_row_id assigned and given.
     entries = [ManifestEntry(ManifestEntryStatus(i % 3), None if i % 3 == 1 else 7, None if i % 3 == 1 else i,
@@ -88,6 +91,7 @@ def test_every_partition_type_and_inheritance_decode_natively(version: int, monk
         assert_same(native, fastavro_table(result.data, m, PTYPE, version, monkeypatch))
         assert native.column("partition").to_pylist()[2][2] is None  # a null partition value
     assert len(set(map(tuple, native.column("partition").to_pylist()))) > 16  # many distinct partitions
+    assert list(tmp_path.iterdir()) == []  # the reader's temporary files are gone
 
 
 def test_an_empty_record_is_dropped_from_the_schema_only() -> None:
