@@ -7,7 +7,6 @@ never decode natively to anything fastavro would not give.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import random
 import tempfile
@@ -22,13 +21,12 @@ from icectl.codec import avro_native
 from icectl.codec.avro_native import DECODER_ENV, NotNative, drop_empty_records, native_enabled
 from icectl.codec.manifest_arrow import NotArrowRepresentable, manifest_table, native_manifest_table
 from icectl.codec.manifest_reader import open_manifest, read_manifest
-from icectl.codec.manifest_writer import write_manifest
 from icectl.errors import IcectlError
-from icectl.spec.manifest import ManifestContent, ManifestEntry, ManifestEntryStatus, ManifestFile
+from icectl.spec.manifest import ManifestFile
 from icectl.spec.schema import StructType
 
-from .test_manifest_arrow import table_files
-from .test_manifest_writer import PTYPE, SCHEMA, SPEC, data_file
+from .test_manifest_arrow import every_type_manifest, table_files
+from .test_manifest_writer import PTYPE, SPEC
 
 pytest.importorskip("datafusion")
 
@@ -75,15 +73,7 @@ def test_every_fixture_manifest_decodes_natively_to_the_same_table(spark_tables,
 def test_every_partition_type_and_inheritance_decode_natively(version: int, monkeypatch: pytest.MonkeyPatch,
                                                               tmp_path: Path) -> None:
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # where the reader's file goes
-    # decimal as fixed, uuid, fixed, binary, -0.0, NaN, time, timestamps, nulls; inherited snapshot
-    # ids and sequence numbers; first_row_id assigned and given.
-    entries = [ManifestEntry(ManifestEntryStatus(i % 3), None if i % 3 == 1 else 7, None if i % 3 == 1 else i,
-                             None if i % 3 == 1 else i, data_file(i, first_row_id=None if i % 2 else 5 * i))
-               for i in range(40)]
-    if version == 1:
-        entries = [dataclasses.replace(e, sequence_number=0, file_sequence_number=0) for e in entries]
-    result = write_manifest(entries, schema=SCHEMA, spec=SPEC, partition_type=PTYPE, format_version=version,
-                            content=ManifestContent.DATA, snapshot_id=None)
+    result = every_type_manifest(version, 40)
     for seq in (0, 4):
         m = result.to_manifest_file("m.avro", len(result.data), SPEC.spec_id, 99, 0 if version == 1 else seq,
                                     first_row_id=1000 if version >= 3 else None)

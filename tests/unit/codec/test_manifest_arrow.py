@@ -23,7 +23,7 @@ from icectl.codec.manifest_arrow import (
     manifest_table,
 )
 from icectl.codec.manifest_reader import read_manifest, read_manifest_list
-from icectl.codec.manifest_writer import write_manifest
+from icectl.codec.manifest_writer import ManifestWriteResult, write_manifest
 from icectl.errors import IcectlError
 from icectl.spec.manifest import ManifestContent, ManifestEntry, ManifestEntryStatus, ManifestFile
 from icectl.spec.metadata import TableMetadata, parse_table_metadata
@@ -143,16 +143,22 @@ def _flips(data: bytes, rng: random.Random, n: int) -> Iterator[bytearray]:
         yield b
 
 
-@pytest.mark.parametrize("version", [1, 2, 3])
-def test_every_partition_type_round_trips(version: int) -> None:
-    # decimal scale, uuid, fixed, binary, -0.0, NaN, time, timestamps, nulls: written by icectl's writer
+def every_type_manifest(version: int, count: int) -> ManifestWriteResult:
+    """A data manifest by icectl's writer with every partition type (decimal scale, uuid, fixed,
+    binary, -0.0, NaN, time, timestamps, nulls), every status, inherited and written snapshot ids
+    and sequence numbers, first_row_id given and not."""
     entries = [ManifestEntry(ManifestEntryStatus(i % 3), None if i % 3 == 1 else 7, None if i % 3 == 1 else i,
                              None if i % 3 == 1 else i, data_file(i, first_row_id=None if i % 2 else 5 * i))
-               for i in range(24)]
+               for i in range(count)]
     if version == 1:
         entries = [dataclasses.replace(e, sequence_number=0, file_sequence_number=0) for e in entries]
-    result = write_manifest(entries, schema=SCHEMA, spec=SPEC, partition_type=PTYPE, format_version=version,
-                            content=ManifestContent.DATA, snapshot_id=None)
+    return write_manifest(entries, schema=SCHEMA, spec=SPEC, partition_type=PTYPE, format_version=version,
+                          content=ManifestContent.DATA, snapshot_id=None)
+
+
+@pytest.mark.parametrize("version", [1, 2, 3])
+def test_every_partition_type_round_trips(version: int) -> None:
+    result = every_type_manifest(version, 24)
     m = result.to_manifest_file("m.avro", len(result.data), SPEC.spec_id, 99, 0 if version == 1 else 4,
                                 first_row_id=1000 if version >= 3 else None)
     table = manifest_table(result.data, manifest=m, partition_type=PTYPE, format_version=version)
