@@ -8,6 +8,7 @@ never decode natively to anything fastavro would not give.
 from __future__ import annotations
 
 import json
+import os
 import random
 import tempfile
 import threading
@@ -160,12 +161,14 @@ def test_a_native_read_that_never_ends_goes_to_fastavro(spark_tables, monkeypatc
     m, data = manifests[0]
     ptype = md.partition_type(m.partition_spec_id)
     release = threading.Event()
+    reader_thread: list[int] = []
 
     class Stuck:
         def read_avro(self, path: str) -> Stuck:
             return self
 
         def to_arrow_table(self) -> pa.Table:
+            reader_thread.append(threading.get_native_id())
             release.wait(30)
             raise RuntimeError("released")
 
@@ -178,6 +181,10 @@ def test_a_native_read_that_never_ends_goes_to_fastavro(spark_tables, monkeypatc
         got = manifest_table(data, manifest=m, partition_type=ptype, format_version=md.format_version)
         assert time.monotonic() - started < 10
         assert not native_enabled()
+        if hasattr(os, "setpriority"):  # the stuck thread only gets idle CPU from now on
+            assert os.getpriority(os.PRIO_PROCESS, reader_thread[0]) == 19
+        if hasattr(os, "setpriority"):  # the stuck thread only gets idle CPU from now on
+            assert os.getpriority(os.PRIO_PROCESS, reader_thread[0]) == 19
         monkeypatch.setenv(DECODER_ENV, "fastavro")
         assert_same(got, manifest_table(data, manifest=m, partition_type=ptype, format_version=md.format_version))
     finally:
