@@ -33,6 +33,7 @@ from icectl.codec.avro import (
 )
 from icectl.codec.avro_native import native_enabled, read_avro_table
 from icectl.codec.manifest_columns import first_row_ids, inherited_columns
+from icectl.codec.manifest_list_native import native_list_table
 from icectl.codec.manifest_reader import (
     ALWAYS_READ_DATA_FILE_FIELDS,
     DATA_FILE_FIELD_IDS,
@@ -540,6 +541,13 @@ def _manifest_list_table(data: AvroSource, format_version: int) -> pa.Table:
         for spec_name, avro_name in summary_names.items():
             if not _primitive_ok(record_field(items, avro_name)["type"], named, _SUMMARY_TYPES[spec_name]):
                 raise NotArrowRepresentable(f"field_summary field {avro_name!r} has an unexpected Avro type")
+    meta = {LIST_METADATA: json.dumps(dict(reader.metadata)).encode(), DECODE_KEY: list_decode_key()}
+    if isinstance(data, (bytes, bytearray, memoryview)) and native_enabled():
+        columns = {name: _arrow_type(type_name) for name, (type_name, _) in _LIST_COLUMNS.items()}
+        try:
+            return native_list_table(bytes(data), schema, names, summary_names, columns, meta)
+        except Exception:  # NotNative, or the native decoder's own error: fastavro decides
+            pass
     order = list(_LIST_COLUMNS)
     avro = [names.get(f) for f in order]
     rows = [[rec.get(a) if a is not None else None for a in avro] for rec in read_records(reader)]
@@ -562,7 +570,6 @@ def _manifest_list_table(data: AvroSource, format_version: int) -> pa.Table:
             s["contains_null"] = bool(s["contains_null"])
     arrays = [pa.array(values, type=_arrow_type(_LIST_COLUMNS[name][0]))
               for name, values in zip(order, cols, strict=True)]
-    meta = {LIST_METADATA: json.dumps(dict(reader.metadata)).encode(), DECODE_KEY: list_decode_key()}
     return pa.Table.from_arrays(arrays, names=order, metadata=meta)
 
 

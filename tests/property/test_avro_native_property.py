@@ -38,7 +38,7 @@ from icectl.spec.transforms import parse_transform
 
 pytest.importorskip("datafusion")
 
-from unit.codec.test_avro_native import assert_same, fastavro_table, native_table
+from unit.codec.test_avro_native import assert_same, fastavro_table, native_table, skip_if_stuck
 from unit.codec.test_manifest_writer import data_file
 
 _MICROS = st.integers(-62_000_000_000_000_000, 253_000_000_000_000_000)  # years 1 to 9999
@@ -98,6 +98,7 @@ def manifests(draw: st.DrawFn) -> tuple[Any, ...]:
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(manifests())
 def test_native_decoding_equals_fastavro(case: tuple[Any, ...]) -> None:
+    skip_if_stuck()
     version, schema, spec, ptype, entries, seq = case
     result = write_manifest(entries, schema=schema, spec=spec, partition_type=ptype, format_version=version,
                             content=ManifestContent.DATA, snapshot_id=None)
