@@ -25,6 +25,7 @@ import contextvars
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 from urllib.parse import urlparse
 
 from icectl.catalog import is_metadata_file
@@ -45,6 +46,9 @@ from icectl.storage import (
 )
 from icectl.table import Table
 from icectl.table.delete_tally import count_deleted
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 # Inside identity_cache(): path -> identity and folder -> real folder, for one operation only.
 _CACHE: contextvars.ContextVar[tuple[dict[str, str], dict[str, str]] | None] = contextvars.ContextVar(
@@ -79,6 +83,15 @@ def file_identity(path: str) -> str:
     if got is None:
         got = known[path] = _identity(path, folders)
     return got
+
+
+def file_identities(paths: pa.Array) -> pa.Array:
+    """:func:`file_identity` of each row of a string array, computed once per folder
+    (:func:`icectl.storage.path_arrays.identities`; the folders resolved are shared with it)."""
+    from icectl.storage.path_arrays import identities  # pyarrow: only where millions of paths are judged
+
+    cache = _CACHE.get()
+    return identities(paths, cache[1] if cache is not None else None)
 
 
 def _identity(path: str, folders: dict[str, str] | None) -> str:

@@ -18,22 +18,30 @@ snapshot: one snapshot's manifest DV never hides a row that another retained sna
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import os
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 from pyroaring import BitMap64
 
 from icectl import progress
+from icectl.codec.avro_native import native_enabled
+from icectl.codec.manifest_live import FIELDS, live_files
 from icectl.codec.manifest_reader import read_manifest_list, scan_manifest_list_paths
 from icectl.errors import IcectlError
 from icectl.spec.manifest import DataFileContent, ManifestFile
 from icectl.spec.metadata import TableMetadata
 from icectl.spec.snapshots import Snapshot
 from icectl.storage import FileIO
-from icectl.table.delete_fence import check_absolute, check_snapshot_lists, file_identity
+from icectl.storage.path_arrays import first_relative
+from icectl.table.delete_fence import check_absolute, check_snapshot_lists, file_identities, file_identity
 from icectl.table.scan import iter_entries, manifests_of
 from icectl.table.scan_v4 import TreeFiles, leaf_rows, tree_files
+from icectl.table.scan_v4_proposal import TreeManifest
 from icectl.threads import ordered_map
 
 # Java's delete order (content files, manifests, manifest lists, statistics files); the result's
@@ -48,29 +56,132 @@ CATEGORY_RANK = {"manifest_lists": 0, "manifest_files": 1, "data_files": 2, "pos
                  "equality_delete_files": 2, "statistics_files": 3}
 
 
-@dataclass
-class FileSet:
-    """Files by category; a file in several categories counts once, in the first."""
+_CATEGORY_TYPE = pa.dictionary(pa.int8(), pa.large_string())
 
-    # file_identity (local: the real path) -> (path as written, category): an in-table symlink
-    # alias and the file it names are one file, so a retained alias keeps the file.
-    files: dict[str, tuple[str, str]] = field(default_factory=dict)
+
+class FileSet:
+    """Files by category; a file in several categories counts once, in the first added.
+
+    Keyed by :func:`~icectl.table.delete_fence.file_identity` (local: the real path): an in-table
+    symlink alias and the file it names are one file, so a retained alias keeps the file. Millions
+    of content files stay Arrow columns (:meth:`add_columns`, :meth:`minus` with ``is_in``, their
+    identities computed once per folder); :attr:`files`, the dict ``identity -> (path as written,
+    category)``, is built when asked for (and from then on used and changed in place)."""
+
+    def __init__(self, files: dict[str, tuple[str, str]] | None = None) -> None:
+        self._files = files  # the dict form, once built or given
+        self._parts: list[pa.Table] = []  # (identity or null, path, category) in the order added
+        self._pending: list[tuple[str, str]] = []  # add()s since the last part
+        self._table: pa.Table | None = None  # the parts, one row per identity (the first added)
 
     def add(self, path: str, category: str) -> None:
-        self.files.setdefault(file_identity(path), (path, category))
+        if self._files is not None:
+            self._files.setdefault(file_identity(path), (path, category))
+            return
+        self._pending.append((path, category))
+        self._table = None
+
+    def add_columns(self, paths: pa.Array, categories: pa.Array) -> None:
+        """Add ``paths`` (strings) with their ``categories`` (strings or a dictionary of them), in order."""
+        if self._files is not None:
+            self._parts, self._files = [self._dict_part(self._files)], None
+        self._flush()
+        self._parts.append(pa.table({"identity": pa.nulls(len(paths), pa.large_string()),
+                                     "path": paths.cast(pa.large_string()),
+                                     "category": categories.cast(_CATEGORY_TYPE)}))
+        self._table = None
+
+    @staticmethod
+    def _dict_part(files: dict[str, tuple[str, str]]) -> pa.Table:
+        return pa.table({"identity": pa.array(list(files), pa.large_string()),
+                         "path": pa.array([p for p, _c in files.values()], pa.large_string()),
+                         "category": pa.array([c for _p, c in files.values()], pa.large_string()).cast(_CATEGORY_TYPE)})
+
+    def _flush(self) -> None:
+        if self._pending:
+            paths, cats = zip(*self._pending, strict=True)
+            self._parts.append(pa.table({"identity": pa.nulls(len(paths), pa.large_string()),
+                                         "path": pa.array(paths, pa.large_string()),
+                                         "category": pa.array(cats, pa.large_string()).cast(_CATEGORY_TYPE)}))
+            self._pending = []
+
+    def table(self) -> pa.Table:
+        """The files as columns ``identity``, ``path``, ``category``: one row per identity, the first added."""
+        if self._files is not None:
+            return self._dict_part(self._files)
+        if self._table is not None:
+            return self._table
+        self._flush()
+        if not self._parts:
+            self._table = self._dict_part({})
+            return self._table
+        whole = pa.concat_tables(self._parts).combine_chunks()
+        ident = whole.column("identity").chunk(0) if whole.num_rows else pa.array([], pa.large_string())
+        todo = pc.is_null(ident)
+        if pc.any(todo).as_py():
+            got = file_identities(whole.column("path").chunk(0).filter(todo))
+            ident = pc.replace_with_mask(ident, todo, got)
+        whole = whole.set_column(0, "identity", ident)
+        self._parts = [whole]
+        self._table = _first_per_identity(whole)
+        return self._table
+
+    @property
+    def files(self) -> dict[str, tuple[str, str]]:
+        if self._files is None:
+            t = self.table()
+            self._files = dict(zip(t.column("identity").to_pylist(),
+                                   zip(t.column("path").to_pylist(), t.column("category").to_pylist(), strict=True),
+                                   strict=True))
+            self._parts, self._pending, self._table = [], [], None
+        return self._files
+
+    def __len__(self) -> int:
+        return len(self._files) if self._files is not None else self.table().num_rows
 
     @property
     def paths(self) -> dict[str, str]:
-        return dict(self.files.values())
+        if self._files is not None:
+            return dict(self._files.values())
+        t = self.table()
+        return dict(zip(t.column("path").to_pylist(), t.column("category").to_pylist(), strict=True))
 
     def by_category(self) -> dict[str, list[str]]:
-        out: dict[str, list[str]] = {c: [] for c in CATEGORIES}
-        for p, c in self.files.values():
-            out[c].append(p)
-        return {c: sorted(v) for c, v in out.items()}
+        if self._files is not None:
+            out: dict[str, list[str]] = {c: [] for c in CATEGORIES}
+            for p, c in self._files.values():
+                out[c].append(p)
+            return {c: sorted(v) for c, v in out.items()}
+        t = self.table()
+        cats = t.column("category").cast(pa.large_string())
+        paths = t.column("path")
+        # Arrow sorts UTF-8 by bytes: the order of code points, as Python sorts str.
+        out = {}
+        for c in CATEGORIES:
+            got = paths.filter(pc.equal(cats, c)).combine_chunks()
+            out[c] = pc.take(got, pc.array_sort_indices(got)).to_pylist()
+        return out
 
     def minus(self, other: FileSet) -> FileSet:
-        return FileSet({k: v for k, v in self.files.items() if k not in other.files})
+        """The files of this set that ``other`` does not hold (by identity)."""
+        if self._files is not None and other._files is not None:
+            return FileSet({k: v for k, v in self._files.items() if k not in other._files})
+        mine, theirs = self.table(), other.table()
+        left = mine.filter(pc.invert(pc.is_in(mine.column("identity"), value_set=theirs.column("identity"))))
+        out = FileSet()
+        out._parts = [left]
+        return out
+
+
+def _first_per_identity(t: pa.Table) -> pa.Table:
+    """``t`` less every row whose identity an earlier row has."""
+    ident = t.column("identity")
+    codes = pc.dictionary_encode(ident).combine_chunks()
+    if len(codes.dictionary) == t.num_rows:
+        return t
+    _, first = np.unique(codes.indices.to_numpy(zero_copy_only=False), return_index=True)
+    first.sort()
+    return t.take(pa.array(first))
 
 
 def content_category(content: int) -> str:
@@ -90,7 +201,7 @@ class ReadCache:
     lists: dict[str, list[str]] = field(default_factory=dict)  # manifest list -> its manifest paths (decoded)
     scanned: dict[str, list[str]] = field(default_factory=dict)  # the same, found by the shortcut
     manifests: dict[str, ManifestFile] = field(default_factory=dict)  # every manifest-list row built
-    contents: dict[str, list[tuple[str, str]]] = field(default_factory=dict)  # manifest -> live (path, category)
+    contents: dict[str, pa.Table] = field(default_factory=dict)  # manifest -> its live (path, category) rows
     trees: dict[str, TreeFiles] = field(default_factory=dict)  # v4 root -> what it references
     leaf_rows: dict[str, list[tuple[str, DataFileContent, bool]]] = field(default_factory=dict)  # every row
     # The shortcut's hits, each decoded once: the lists of N fast appends repeat N^2/2 paths
@@ -191,15 +302,10 @@ def reachable_files(md: TableMetadata, snapshot_ids: Iterable[int], io: FileIO,
     unknown = {p for p in wanted if p not in cache.contents and p not in cache.manifests}
     if unknown and shortcut:
         _decode_rows(md, snaps, io, cache, unknown)
-    to_read = [_listing_manifest(p, md, cache) for p in wanted if p not in cache.contents]
-    for m in to_read:
-        cache.contents[m.manifest_path] = []
-    for m, e in iter_entries(md, io, to_read, fields={"content", "file_path", "file_format"}, live_only=True):
-        check_absolute(e.data_file.file_path, version, "a live file", f"manifest {m.manifest_path}", m.manifest_path)
-        cache.contents[m.manifest_path].append((e.data_file.file_path, content_category(e.data_file.content)))
-    for p in wanted:
-        for path, category in cache.contents[p]:
-            out.add(path, category)
+    _read_contents(md, io, cache, [_listing_manifest(p, md, cache) for p in wanted if p not in cache.contents])
+    if wanted:
+        got = pa.concat_tables([cache.contents[p] for p in wanted])
+        out.add_columns(got.column("path"), got.column("category"))
     if not roots:
         if whole is not None:
             whole.update(manifests)
@@ -216,6 +322,97 @@ def reachable_files(md: TableMetadata, snapshot_ids: Iterable[int], io: FileIO,
         whole.update(manifests)
         whole.update(p for p, (_m, dv) in leaves.items() if not dv)
     return out, set(manifests) | set(leaves)
+
+
+_CATEGORY_NAMES = pa.array(["data_files", "position_delete_files", "equality_delete_files"], pa.large_string())
+
+
+def _contents_table(paths: pa.Array, content: pa.Array) -> pa.Table:
+    """A manifest's live files as (path, category): DVs count as position deletes, as Spark counts them."""
+    content = pc.fill_null(content.cast(pa.int8()), DataFileContent.DATA)  # v1 manifests have none
+    codes = pc.if_else(pc.equal(content, DataFileContent.DATA), 0,
+                       pc.if_else(pc.equal(content, DataFileContent.POSITION_DELETES), 1, 2)).cast(pa.int8())
+    return pa.table({"path": paths.cast(pa.large_string()),
+                     "category": pa.DictionaryArray.from_arrays(codes, _CATEGORY_NAMES)})
+
+
+def _read_contents(md: TableMetadata, io: FileIO, cache: ReadCache, manifests: list[ManifestFile]) -> None:
+    """Fill ``cache.contents`` with each manifest's live (path, category) rows, as Arrow columns
+    (no Python object per entry); a relative path refuses the run, naming the first one.
+
+    Ordinary manifests are decoded natively in batches (:func:`icectl.codec.manifest_live.live_files`);
+    what that leaves (v4 tree manifests, a file it cannot decide, the native decoder off) is read
+    one by one by the reader, whose errors are the ones reported."""
+    version = md.format_version
+    got: dict[str, pa.Table] = {}
+    if native_enabled():
+        plain = [m for m in manifests if not isinstance(m, TreeManifest)]
+        for m, live in _batched_live(md, io, plain):
+            if live is not None:
+                got[m.manifest_path] = live
+    rest = [m for m in manifests if m.manifest_path not in got]
+    rows: dict[str, list[tuple[str, int]]] = {m.manifest_path: [] for m in rest}
+    for m, e in iter_entries(md, io, rest, fields=FIELDS, live_only=True):
+        rows[m.manifest_path].append((e.data_file.file_path, int(e.data_file.content)))
+    for path, found in rows.items():
+        got[path] = _contents_table(pa.array([p for p, _c in found], pa.large_string()),
+                                    pa.array([c for _p, c in found], pa.int8()))
+    tables = [(m, got[m.manifest_path]) for m in manifests]
+    if not tables:
+        return
+    bad = first_relative(pa.concat_tables([t for _m, t in tables]).column("path").combine_chunks())
+    if bad is not None:
+        for m, t in tables:  # the manifest that names it, as the one-entry check reports it
+            if bad < t.num_rows:
+                path = t.column("path")[bad].as_py()
+                check_absolute(path, version, "a live file", f"manifest {m.manifest_path}", m.manifest_path)
+            bad -= t.num_rows
+    for m, t in tables:
+        cache.contents[m.manifest_path] = t
+
+
+_BATCH_BYTES = 16 << 20  # manifests decoded in one native read (and held at once per reading thread)
+_BATCH_FILES = 512
+
+
+def _batched_live(md: TableMetadata, io: FileIO, manifests: list[ManifestFile]
+                  ) -> Iterator[tuple[ManifestFile, pa.Table | None]]:
+    """Each manifest with its live (path, category) rows (None: left to the reader), batches read
+    and decoded in threads, one per core (the decoder uses one core a read)."""
+    batches: list[list[ManifestFile]] = []
+    size = 0
+    for m in manifests:
+        if not batches or len(batches[-1]) >= _BATCH_FILES or size + m.manifest_length > _BATCH_BYTES:
+            batches.append([])
+            size = 0
+        batches[-1].append(m)
+        size += max(0, m.manifest_length)
+    ptypes = {sid: md.partition_type(sid) for sid in {m.partition_spec_id for m in manifests}}
+
+    def decode(batch: list[ManifestFile]) -> list[pa.Table | None]:
+        datas: list[bytes] = []
+        for m in batch:
+            try:
+                datas.append(io.read(m.manifest_path))
+            except IcectlError:  # the reader reports it, one by one
+                return [None] * len(batch)
+        found = live_files(datas, [ptypes[m.partition_spec_id] for m in batch], md.format_version)
+        done = [f for f in found if f is not None]
+        if not done:
+            return [None] * len(batch)
+        # One table for the batch (the kernels' cost once), each manifest a slice of it.
+        whole = _contents_table(pa.concat_arrays([p for p, _c in done]), pa.concat_arrays([c for _p, c in done]))
+        out: list[pa.Table | None] = []
+        at = 0
+        for f in found:
+            out.append(None if f is None else whole.slice(at, len(f[0])))
+            at += 0 if f is None else len(f[0])
+        return out
+
+    with progress.task("reading manifests", len(manifests)) as advance:
+        for batch, found in zip(batches, ordered_map(decode, batches, workers=os.cpu_count() or 2), strict=True):
+            advance(len(batch))
+            yield from zip(batch, found, strict=True)
 
 
 def _named_by(s: Snapshot) -> tuple[str, str | None]:

@@ -48,6 +48,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
 from icectl import progress
 from icectl.engine import Engine, active, using
 from icectl.errors import IcectlError, RefusedError, StorageError, UsageError
@@ -89,13 +93,24 @@ _CRC = re.compile(r"^\.(.+)\.crc$")
 class ValidFiles:
     """Every file the table reaches: path as written -> kind (Spark's FileInfo type names:
     data_files, position_delete_files, equality_delete_files, manifest_files, manifest_lists,
-    statistics_files, metadata_files)."""
+    statistics_files, metadata_files). What snapshots reach stays Arrow columns (``columns``:
+    :meth:`icectl.table.reach.FileSet.table`, ``identity``, ``path``, ``category``); ``paths``
+    holds the rest (metadata and statistics files)."""
 
     paths: dict[str, str] = field(default_factory=dict)
     metadata_location: str = ""
+    columns: pa.Table | None = None
 
     def add(self, path: str, kind: str) -> None:
         self.paths.setdefault(path, kind)
+
+    def __len__(self) -> int:
+        """How many distinct paths (as written)."""
+        if self.columns is None or not self.paths:
+            return len(self.paths) + (self.columns.num_rows if self.columns is not None else 0)
+        extra = pa.array(list(self.paths), pa.large_string())
+        return self.columns.num_rows + len(self.paths) - pc.sum(pc.is_in(extra, value_set=self.columns.column(
+            "path"))).as_py()
 
 
 def valid_files(table: Table, metadata: TableMetadata | None = None, metadata_location: str | None = None,
@@ -106,8 +121,7 @@ def valid_files(table: Table, metadata: TableMetadata | None = None, metadata_lo
     location = metadata_location or table.metadata_location
     out = ValidFiles(metadata_location=location)
     reached, _ = reachable_files(md, [s.snapshot_id for s in md.snapshots], table.io, cache=cache)
-    for path, kind in reached.files.values():
-        out.add(path, kind)
+    out.columns = reached.table()
     for p, kind in extra_valid_files(table, md, location):
         out.add(p, kind)
     return out
@@ -173,21 +187,31 @@ def _agrees(valid: str | None, actual: str | None) -> bool:
 
 @dataclass
 class Matcher:
-    """The valid files indexed by URI path (and, on a local disk, by real path)."""
+    """The valid files indexed by URI path (and, on a local disk, by real path). What snapshots
+    reach stays in Arrow columns (:meth:`index` of a :class:`ValidFiles` with ``columns``); a batch
+    of listed files (:meth:`judge_all`) is matched against them with ``is_in``, and only the valid
+    files that can decide a listed file that is not plainly valid are indexed one by one."""
 
     equal_schemes: Mapping[str, str]
     equal_authorities: Mapping[str, str]
     by_path: dict[str, list[tuple[str | None, str | None]]] = field(default_factory=dict)
     identities: set[str] | None = None  # local real paths of the valid files, built when first needed
     local: list[str] = field(default_factory=list)
+    columns: list[pa.Table] = field(default_factory=list)  # (identity, path) of reached files
+    _names: list[pa.Array] = field(default_factory=list)  # each columns table's file names (lazily)
 
     def index(self, valid: ValidFiles) -> None:
         for p in valid.paths:
-            u = file_uri(p, self.equal_schemes, self.equal_authorities)
-            self.by_path.setdefault(u.path, []).append((u.scheme, u.authority))
-            if scheme_of(p) == "file":
-                self.local.append(p)
+            self._index_one(p)
+        if valid.columns is not None:
+            self.columns.append(valid.columns.select(["identity", "path"]))
         self.identities = None
+
+    def _index_one(self, p: str) -> None:
+        u = file_uri(p, self.equal_schemes, self.equal_authorities)
+        self.by_path.setdefault(u.path, []).append((u.scheme, u.authority))
+        if scheme_of(p) == "file":
+            self.local.append(p)
 
     def listed_uri(self, path: str) -> FileURI:
         u = file_uri(path, self.equal_schemes, self.equal_authorities)
@@ -195,8 +219,11 @@ class Matcher:
             u = FileURI(self.equal_schemes.get("file", "file"), None, u.path)
         return u
 
-    def judge(self, path: str) -> tuple[str, tuple[str, str] | None]:
-        """``valid``, ``orphan`` or ``mismatch`` (with the first differing (valid, listed) pair)."""
+    def judge(self, path: str, same_file: set[str] | frozenset[str] = frozenset()
+              ) -> tuple[str, tuple[str, str] | None]:
+        """``valid``, ``orphan`` or ``mismatch`` (with the first differing (valid, listed) pair), by
+        the files indexed one by one; ``same_file``: listed paths known to be a valid file by
+        their local identity. For files the columns may decide, use :meth:`judge_all`."""
         u = self.listed_uri(path)
         spellings = self.by_path.get(u.path)
         if spellings:
@@ -208,11 +235,68 @@ class Matcher:
                 return "mismatch", (str(scheme), str(u.scheme))
             return "mismatch", (str(authority), str(u.authority))
         if scheme_of(path) == "file":
+            if path in same_file:
+                return "valid", None
             if self.identities is None:
                 self.identities = {file_identity(p) for p in self.local}
             if file_identity(path) in self.identities:
                 return "valid", None  # the same file as a valid one, reached by another name
         return "orphan", None
+
+    def judge_all(self, paths: list[str]) -> list[tuple[str, tuple[str, str] | None]]:
+        """:meth:`judge` of each path, a checksum sidecar ``.<name>.crc`` of a valid file counting as
+        valid. A path spelled exactly as a reached file is valid (its URI is that file's); the
+        others are judged by :meth:`judge`, after the reached files that could decide them (the
+        same file name, or the same local identity) are indexed."""
+        todo = list(range(len(paths)))
+        out: list[tuple[str, tuple[str, str] | None]] = [("orphan", None)] * len(paths)
+        same: set[str] = set()
+        if self.columns and paths:
+            listed = pa.array(paths, pa.large_string())
+            plain = np.zeros(len(paths), dtype=bool)
+            for t in self.columns:
+                plain |= pc.is_in(listed, value_set=t.column("path")).to_numpy(zero_copy_only=False)
+            todo = [i for i in todo if not plain[i]]
+            for k in np.flatnonzero(plain).tolist():
+                out[k] = ("valid", None)
+            asked = [paths[i] for i in todo] + [t for t in (_sidecar_target(paths[i]) for i in todo) if t]
+            same = self._prepare(asked)
+        for i in todo:
+            verdict = self.judge(paths[i], same)
+            target = _sidecar_target(paths[i]) if verdict[0] != "valid" else None
+            out[i] = ("valid", None) if target and self.judge(target, same)[0] == "valid" else verdict
+        return out
+
+    def _prepare(self, asked: list[str]) -> set[str]:
+        """Index the reached files that share a file name with one of ``asked`` (or whose name the
+        kernels cannot tell: ``?``, ``#``, a trailing ``/``); the local ``asked`` paths whose
+        identity is a reached file's."""
+        if not asked:
+            return set()
+        names = pa.array(sorted({posixpath.basename(self.listed_uri(p).path) for p in asked}), pa.large_string())
+        for k, t in enumerate(self.columns):
+            if k == len(self._names):
+                self._names.append(pc.replace_substring_regex(t.column("path"), r"^.*/", ""))
+            hit = pc.or_(pc.is_in(self._names[k], value_set=names),
+                         pc.match_substring_regex(t.column("path"), r"[?#]|/$"))
+            for p in t.column("path").filter(hit).to_pylist():
+                self._index_one(p)
+        self.identities = None
+        local = [p for p in asked if scheme_of(p) == "file"]
+        if not local:
+            return set()
+        ids = pa.array([file_identity(p) for p in local], pa.large_string())
+        found = np.zeros(len(local), dtype=bool)
+        for t in self.columns:
+            found |= pc.is_in(ids, value_set=t.column("identity")).to_numpy(zero_copy_only=False)
+        return {p for p, f in zip(local, found, strict=True) if f}
+
+
+def _sidecar_target(path: str) -> str | None:
+    """The file a Hadoop checksum sidecar ``.<name>.crc`` belongs to, or None."""
+    head, name = posixpath.split(path)
+    m = _CRC.match(name)
+    return f"{head}/{m.group(1)}" if m else None
 
 
 # The Spark engine joins the listing with the valid files on these (icectl.engine.spark_reach.orphan_candidates):
@@ -255,12 +339,6 @@ def _hidden_filter(md: TableMetadata) -> Callable[[str], bool]:
         return not name.startswith(("_", "."))
 
     return accept
-
-
-def _is_valid_sidecar(path: str, matcher: Matcher) -> bool:
-    head, name = posixpath.split(path)
-    m = _CRC.match(name)
-    return m is not None and matcher.judge(f"{head}/{m.group(1)}")[0] == "valid"
 
 
 # --------------------------------------------------------------------------- the operation
@@ -322,16 +400,13 @@ def _scan(io: FileIO, location: str, md: TableMetadata, matcher: Matcher, older_
     found.other_tables = _other_tables(listed, home, entries)
     skip = list(found.other_tables)
     listed = [f for f in listed if not _inside_any(f.path, skip)]
-    if spark_valid is None:
-        for f in listed:
-            _judge(f, matcher, older_than_ms, found)
-        return found
     young = [f for f in listed if f.mtime_ms >= older_than_ms]
     found.too_young += len(young)
     listed = [f for f in listed if f.mtime_ms < older_than_ms]
-    if listed:
-        for f in _spark_candidates(spark_valid, matcher, listed):
-            _judge(f, matcher, older_than_ms, found)
+    if spark_valid is not None and listed:
+        listed = _spark_candidates(spark_valid, matcher, listed)
+    for f, verdict in zip(listed, matcher.judge_all([f.path for f in listed]), strict=True):
+        _judge(f, verdict, found)
     return found
 
 
@@ -355,15 +430,12 @@ def _valid(table: Table, md: TableMetadata, location: str, cache: ReadCache,
         frames.append(frame)
         return count, frame, None
     valid = valid_files(table, md, location, cache=cache)
-    return len(valid.paths), None, valid
+    return len(valid), None, valid
 
 
-def _judge(f: ListedFile, matcher: Matcher, older_than_ms: int, found: _Found) -> None:
-    if f.mtime_ms >= older_than_ms:
-        found.too_young += 1
-        return
-    verdict, conflict = matcher.judge(f.path)
-    if verdict == "valid" or _is_valid_sidecar(f.path, matcher):
+def _judge(f: ListedFile, judged: tuple[str, tuple[str, str] | None], found: _Found) -> None:
+    verdict, conflict = judged
+    if verdict == "valid":
         return
     if verdict == "mismatch":
         assert conflict is not None
@@ -477,7 +549,9 @@ def _remove_orphan_files(table: Table, *, older_than_ms: int | None, location: s
                 left = {f.path for f in _spark_candidates(frame, matcher, [ListedFile(p, 0, 0) for p in found.orphans])}
             elif valid is not None:
                 matcher.index(valid)
-            found.orphans = [p for p in found.orphans if p in left and matcher.judge(p)[0] != "valid"]
+            left_orphans = [p for p in found.orphans if p in left]
+            found.orphans = [p for p, (verdict, _c) in zip(left_orphans, matcher.judge_all(left_orphans), strict=True)
+                             if verdict != "valid"]
     except IcectlError as e:
         e.message = f"{e.message}; no file deleted (the table's files could not all be read)"
         raise
