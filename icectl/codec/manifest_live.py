@@ -6,7 +6,7 @@ file, a query, the length check's kernels: ~5 ms) 20,000 times when each manifes
 itself. Here manifests with the same writer schema and codec are joined into one container and
 decoded in one read (:func:`icectl.codec.avro_native.read_avro_tables`), each file's blocks checked
 as in a read of its own. The schema checks are the reader's own (:func:`open_manifest`, once per
-distinct schema). Where a group cannot be decoded so (any error, a damaged block, a value the
+distinct header). Where a group cannot be decoded so (any error, a damaged block, a value the
 reader would refuse), its manifests get ``None``: the caller reads them one by one, and the
 reader's errors are the ones reported.
 """
@@ -36,19 +36,18 @@ def live_files(datas: Sequence[bytes], partition_types: Sequence[StructType], fo
     from icectl.codec.avro import container_header
 
     out: list[tuple[pa.Array, pa.Array] | None] = [None] * len(datas)
-    groups: dict[tuple[bytes, bytes, int], list[int]] = {}
-    kinds: dict[int, StructType] = {}
+    # Grouped by the whole header metadata (not only the writer schema): the reader's checks of
+    # it (open_manifest, once a group) then hold for every member.
+    groups: dict[tuple[bytes, StructType], list[int]] = {}
     for i, (data, ptype) in enumerate(zip(datas, partition_types, strict=True)):
         try:
-            _end, _sync, meta = container_header(data)
+            end, _sync, _meta = container_header(data)
         except Exception:  # the reader names the damage
             continue
-        kinds.setdefault(id(ptype), ptype)
-        key = (meta.get("avro.schema", b""), meta.get("avro.codec", b"null"), id(ptype))
-        groups.setdefault(key, []).append(i)
-    for (_schema, _codec, kind), members in groups.items():
+        groups.setdefault((data[:end - 16], ptype), []).append(i)
+    for (_meta_bytes, ptype), members in groups.items():
         try:
-            layout = open_manifest(datas[members[0]], partition_type=kinds[kind], format_version=format_version,
+            layout = open_manifest(datas[members[0]], partition_type=ptype, format_version=format_version,
                                    fields=FIELDS)
             raw, rows = read_avro_joined([datas[i] for i in members], layout.schema)
             paths, content, live = _live(raw, layout.entry_names["status"], layout.entry_names["data_file"],
