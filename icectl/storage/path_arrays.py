@@ -248,4 +248,15 @@ def _mapped(values: pa.Array, mapping: Mapping[str, str]) -> pa.Array:
     return pc.if_else(pc.is_valid(found), replaced, values)
 
 
-__all__ = ["first_relative", "identities", "relative_mask", "uri_parts"]
+def member_mask(values: pa.Array, others: pa.Array) -> pa.BooleanArray:
+    """``is_in(values, others)``, hashing the smaller side: building the hash set costs ~20x probing
+    it, so a few listed files against millions of reached ones hash the few."""
+    if len(others) <= len(values):
+        return pc.fill_null(pc.is_in(values, value_set=others), False)
+    found = pc.index_in(others, value_set=values)  # which of ``values`` some row of ``others`` equals
+    hit = np.zeros(len(values), dtype=bool)
+    hit[pc.drop_null(found).to_numpy(zero_copy_only=False)] = True
+    return pa.array(hit)
+
+
+__all__ = ["first_relative", "identities", "member_mask", "relative_mask", "uri_parts"]

@@ -37,7 +37,7 @@ from icectl.spec.manifest import DataFileContent, ManifestFile
 from icectl.spec.metadata import TableMetadata
 from icectl.spec.snapshots import Snapshot
 from icectl.storage import FileIO
-from icectl.storage.path_arrays import first_relative
+from icectl.storage.path_arrays import first_relative, member_mask
 from icectl.table.delete_fence import check_absolute, check_snapshot_lists, file_identities, file_identity
 from icectl.table.scan import iter_entries, manifests_of
 from icectl.table.scan_v4 import TreeFiles, leaf_rows, tree_files
@@ -81,12 +81,15 @@ class FileSet:
         self._pending.append((path, category))
         self._table = None
 
-    def add_columns(self, paths: pa.Array, categories: pa.Array) -> None:
-        """Add ``paths`` (strings) with their ``categories`` (strings or a dictionary of them), in order."""
+    def add_columns(self, paths: pa.Array, categories: pa.Array, identities: pa.Array | None = None) -> None:
+        """Add ``paths`` (strings) with their ``categories`` (strings or a dictionary of them), in
+        order; ``identities``: their :func:`file_identity` where already known (null: not yet)."""
         if self._files is not None:
             self._parts, self._files = [self._dict_part(self._files)], None
         self._flush()
-        self._parts.append(pa.table({"identity": pa.nulls(len(paths), pa.large_string()),
+        known = (identities.cast(pa.large_string()) if identities is not None
+                 else pa.nulls(len(paths), pa.large_string()))
+        self._parts.append(pa.table({"identity": known,
                                      "path": paths.cast(pa.large_string()),
                                      "category": categories.cast(_CATEGORY_TYPE)}))
         self._table = None
@@ -167,7 +170,8 @@ class FileSet:
         if self._files is not None and other._files is not None:
             return FileSet({k: v for k, v in self._files.items() if k not in other._files})
         mine, theirs = self.table(), other.table()
-        left = mine.filter(pc.invert(pc.is_in(mine.column("identity"), value_set=theirs.column("identity"))))
+        theirs_ids = theirs.column("identity").combine_chunks()
+        left = mine.filter(pc.invert(member_mask(mine.column("identity").combine_chunks(), theirs_ids)))
         out = FileSet()
         out._parts = [left]
         return out
@@ -304,8 +308,9 @@ def reachable_files(md: TableMetadata, snapshot_ids: Iterable[int], io: FileIO,
         _decode_rows(md, snaps, io, cache, unknown)
     _read_contents(md, io, cache, [_listing_manifest(p, md, cache) for p in wanted if p not in cache.contents])
     if wanted:
-        got = pa.concat_tables([cache.contents[p] for p in wanted])
-        out.add_columns(got.column("path"), got.column("category"))
+        got = pa.concat_tables([cache.contents[p] for p in wanted], promote_options="default")
+        out.add_columns(got.column("path"), got.column("category"),
+                        got.column("identity") if "identity" in got.column_names else None)
     if not roots:
         if whole is not None:
             whole.update(manifests)
@@ -351,6 +356,9 @@ def _read_contents(md: TableMetadata, io: FileIO, cache: ReadCache, manifests: l
             if live is not None:
                 got[m.manifest_path] = live
     rest = [m for m in manifests if m.manifest_path not in got]
+    if not rest:  # every manifest batched, and no batch holds a relative path (checked on its thread)
+        cache.contents.update(got)
+        return
     rows: dict[str, list[tuple[str, int]]] = {m.manifest_path: [] for m in rest}
     for m, e in iter_entries(md, io, rest, fields=FIELDS, live_only=True):
         rows[m.manifest_path].append((e.data_file.file_path, int(e.data_file.content)))
@@ -360,7 +368,7 @@ def _read_contents(md: TableMetadata, io: FileIO, cache: ReadCache, manifests: l
     tables = [(m, got[m.manifest_path]) for m in manifests]
     if not tables:
         return
-    bad = first_relative(pa.concat_tables([t for _m, t in tables]).column("path").combine_chunks())
+    bad = first_relative(pa.chunked_array([t.column("path") for _m, t in tables], pa.large_string()).combine_chunks())
     if bad is not None:
         for m, t in tables:  # the manifest that names it, as the one-entry check reports it
             if bad < t.num_rows:
@@ -398,10 +406,12 @@ def _batched_live(md: TableMetadata, io: FileIO, manifests: list[ManifestFile]
                 return [None] * len(batch)
         found = live_files(datas, [ptypes[m.partition_spec_id] for m in batch], md.format_version)
         done = [f for f in found if f is not None]
-        if not done:
-            return [None] * len(batch)
-        # One table for the batch (the kernels' cost once), each manifest a slice of it.
+        if not done or first_relative(pa.concat_arrays([p for p, _c in done])) is not None:
+            return [None] * len(batch)  # (a relative path: the one-by-one read names the first, in order)
+        # One table for the batch (the kernels' cost once), each manifest a slice of it; the paths'
+        # identities computed here too, on the reading threads.
         whole = _contents_table(pa.concat_arrays([p for p, _c in done]), pa.concat_arrays([c for _p, c in done]))
+        whole = whole.append_column("identity", file_identities(whole.column("path").combine_chunks()))
         out: list[pa.Table | None] = []
         at = 0
         for f in found:

@@ -59,6 +59,7 @@ from icectl.ops.orphans.result import RemoveOrphanFilesResult
 from icectl.spec.metadata import TableMetadata
 from icectl.spec.properties import GC_ENABLED
 from icectl.storage import FileIO, ListedFile, join, local_path, scheme_of
+from icectl.storage.path_arrays import member_mask
 from icectl.table import Table
 from icectl.table.commit import operations_for
 from icectl.table.delete_fence import (
@@ -109,8 +110,8 @@ class ValidFiles:
         if self.columns is None or not self.paths:
             return len(self.paths) + (self.columns.num_rows if self.columns is not None else 0)
         extra = pa.array(list(self.paths), pa.large_string())
-        return self.columns.num_rows + len(self.paths) - pc.sum(pc.is_in(extra, value_set=self.columns.column(
-            "path"))).as_py()
+        both = member_mask(extra, self.columns.column("path").combine_chunks())
+        return self.columns.num_rows + len(self.paths) - int(np.count_nonzero(both.to_numpy(zero_copy_only=False)))
 
 
 def valid_files(table: Table, metadata: TableMetadata | None = None, metadata_location: str | None = None,
@@ -255,7 +256,7 @@ class Matcher:
             listed = pa.array(paths, pa.large_string())
             plain = np.zeros(len(paths), dtype=bool)
             for t in self.columns:
-                plain |= pc.is_in(listed, value_set=t.column("path")).to_numpy(zero_copy_only=False)
+                plain |= member_mask(listed, t.column("path").combine_chunks()).to_numpy(zero_copy_only=False)
             todo = [i for i in todo if not plain[i]]
             for k in np.flatnonzero(plain).tolist():
                 out[k] = ("valid", None)
@@ -268,17 +269,18 @@ class Matcher:
         return out
 
     def _prepare(self, asked: list[str]) -> set[str]:
-        """Index the reached files that share a file name with one of ``asked`` (or whose name the
-        kernels cannot tell: ``?``, ``#``, a trailing ``/``); the local ``asked`` paths whose
-        identity is a reached file's."""
+        """Index the reached files that share a file name with one of ``asked`` (or whose URI's
+        name may differ from the text after its last ``/``: a ``#`` fragment, a trailing ``/``);
+        the local ``asked`` paths whose identity is a reached file's."""
         if not asked:
             return set()
-        names = pa.array(sorted({posixpath.basename(self.listed_uri(p).path) for p in asked}), pa.large_string())
+        # A name "" stands for a reached path ending in "/"; a "#" fragment is no part of a URI path.
+        names = pa.array(sorted({posixpath.basename(self.listed_uri(p).path) for p in asked} | {""}),
+                         pa.large_string())
         for k, t in enumerate(self.columns):
             if k == len(self._names):
                 self._names.append(pc.replace_substring_regex(t.column("path"), r"^.*/", ""))
-            hit = pc.or_(pc.is_in(self._names[k], value_set=names),
-                         pc.match_substring_regex(t.column("path"), r"[?#]|/$"))
+            hit = pc.or_(member_mask(self._names[k], names), pc.match_substring(t.column("path"), "#"))
             for p in t.column("path").filter(hit).to_pylist():
                 self._index_one(p)
         self.identities = None
@@ -288,7 +290,7 @@ class Matcher:
         ids = pa.array([file_identity(p) for p in local], pa.large_string())
         found = np.zeros(len(local), dtype=bool)
         for t in self.columns:
-            found |= pc.is_in(ids, value_set=t.column("identity")).to_numpy(zero_copy_only=False)
+            found |= member_mask(ids, t.column("identity").combine_chunks()).to_numpy(zero_copy_only=False)
         return {p for p, f in zip(local, found, strict=True) if f}
 
 
