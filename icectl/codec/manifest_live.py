@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from icectl.codec.avro import container_header
 from icectl.codec.avro_native import read_avro_joined
 from icectl.codec.manifest_reader import open_manifest
 from icectl.spec.schema import StructType
@@ -33,8 +34,6 @@ def live_files(datas: Sequence[bytes], partition_types: Sequence[StructType], fo
                ) -> list[tuple[pa.Array, pa.Array] | None]:
     """For each manifest: (``file_path``, ``content`` as int8) of its ADDED and EXISTING entries, in
     order; ``None`` for one this path leaves to the reader."""
-    from icectl.codec.avro import container_header
-
     out: list[tuple[pa.Array, pa.Array] | None] = [None] * len(datas)
     # Grouped by the whole header metadata (not only the writer schema): the reader's checks of
     # it (open_manifest, once a group) then hold for every member.

@@ -253,10 +253,10 @@ def member_mask(values: pa.Array, others: pa.Array) -> pa.BooleanArray:
     it, so a few listed files against millions of reached ones hash the few."""
     if len(others) <= len(values):
         return pc.fill_null(pc.is_in(values, value_set=others), False)
-    found = pc.index_in(others, value_set=values)  # which of ``values`` some row of ``others`` equals
-    hit = np.zeros(len(values), dtype=bool)
-    hit[pc.drop_null(found).to_numpy(zero_copy_only=False)] = True
-    return pa.array(hit)
+    # The values some row of ``others`` equals (index_in gives one index per distinct value, so a
+    # value repeated in ``values`` is marked through is_in, every copy of it).
+    found = pc.drop_null(pc.index_in(others, value_set=values))
+    return pc.fill_null(pc.is_in(values, value_set=pc.take(values, found)), False)
 
 
 __all__ = ["first_relative", "identities", "member_mask", "relative_mask", "uri_parts"]

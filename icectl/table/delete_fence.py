@@ -44,6 +44,7 @@ from icectl.storage import (
     path_identity,
     scheme_of,
 )
+from icectl.storage.path_arrays import identities
 from icectl.table import Table
 from icectl.table.delete_tally import count_deleted
 
@@ -88,8 +89,6 @@ def file_identity(path: str) -> str:
 def file_identities(paths: pa.Array) -> pa.Array:
     """:func:`file_identity` of each row of a string array, computed once per folder
     (:func:`icectl.storage.path_arrays.identities`; the folders resolved are shared with it)."""
-    from icectl.storage.path_arrays import identities  # pyarrow: only where millions of paths are judged
-
     cache = _CACHE.get()
     return identities(paths, cache[1] if cache is not None else None)
 

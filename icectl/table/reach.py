@@ -60,7 +60,8 @@ _CATEGORY_TYPE = pa.dictionary(pa.int8(), pa.large_string())
 
 
 class FileSet:
-    """Files by category; a file in several categories counts once, in the first added.
+    """Files by category; a file added several times counts once, in the category of lowest rank
+    and the smallest spelling (:func:`_order`, as the Spark twin keeps it).
 
     Keyed by :func:`~icectl.table.delete_fence.file_identity` (local: the real path): an in-table
     symlink alias and the file it names are one file, so a retained alias keeps the file. Millions
@@ -72,11 +73,14 @@ class FileSet:
         self._files = files  # the dict form, once built or given
         self._parts: list[pa.Table] = []  # (identity or null, path, category) in the order added
         self._pending: list[tuple[str, str]] = []  # add()s since the last part
-        self._table: pa.Table | None = None  # the parts, one row per identity (the first added)
+        self._table: pa.Table | None = None  # the parts, one row per identity (see _order)
 
     def add(self, path: str, category: str) -> None:
         if self._files is not None:
-            self._files.setdefault(file_identity(path), (path, category))
+            key = file_identity(path)
+            known = self._files.get(key)
+            if known is None or _order(path, category) < _order(*known):
+                self._files[key] = (path, category)
             return
         self._pending.append((path, category))
         self._table = None
@@ -109,15 +113,20 @@ class FileSet:
             self._pending = []
 
     def table(self) -> pa.Table:
-        """The files as columns ``identity``, ``path``, ``category``: one row per identity, the first added."""
+        """The files as columns ``identity``, ``path``, ``category``: one row per identity (:func:`_order`)."""
         if self._files is not None:
             return self._dict_part(self._files)
-        if self._table is not None:
-            return self._table
+        if self._table is None:
+            self._table = _first_per_identity(self._rows())
+        return self._table
+
+    def _rows(self) -> pa.Table:
+        """Every row added (a file added twice: twice), identities filled in; the parts become this one."""
+        if self._files is not None:
+            return self._dict_part(self._files)
         self._flush()
         if not self._parts:
-            self._table = self._dict_part({})
-            return self._table
+            return self._dict_part({})
         whole = pa.concat_tables(self._parts).combine_chunks()
         ident = whole.column("identity").chunk(0) if whole.num_rows else pa.array([], pa.large_string())
         todo = pc.is_null(ident)
@@ -126,8 +135,7 @@ class FileSet:
             ident = pc.replace_with_mask(ident, todo, got)
         whole = whole.set_column(0, "identity", ident)
         self._parts = [whole]
-        self._table = _first_per_identity(whole)
-        return self._table
+        return whole
 
     @property
     def files(self) -> dict[str, tuple[str, str]]:
@@ -165,11 +173,37 @@ class FileSet:
             out[c] = pc.take(got, pc.array_sort_indices(got)).to_pylist()
         return out
 
+    def update(self, other: FileSet) -> None:
+        """Add ``other``'s files (a file in both keeps the entry :func:`_order` puts first)."""
+        if self._files is not None and other._files is not None:
+            for k, v in other._files.items():
+                known = self._files.get(k)
+                if known is None or _order(*v) < _order(*known):
+                    self._files[k] = v
+            return
+        t = other.table()
+        if t.num_rows:
+            self.add_columns(t.column("path"), t.column("category"), t.column("identity"))
+
+    def categories(self) -> set[str]:
+        """The categories that hold at least one file."""
+        if self._files is not None:
+            return {c for _p, c in self._files.values()}
+        return set(pc.unique(self.table().column("category").combine_chunks().cast(pa.large_string())).to_pylist())
+
+    def categories_added(self) -> set[str]:
+        """Every category a file was added with: :meth:`categories`, and the category of a file
+        added again (a superset, without deduplicating millions of rows)."""
+        if self._files is not None:
+            return self.categories()
+        return set(pc.unique(self._rows().column("category").combine_chunks().cast(pa.large_string())).to_pylist())
+
     def minus(self, other: FileSet) -> FileSet:
         """The files of this set that ``other`` does not hold (by identity)."""
         if self._files is not None and other._files is not None:
             return FileSet({k: v for k, v in self._files.items() if k not in other._files})
-        mine, theirs = self.table(), other.table()
+        # Membership needs no deduplication: the rows left are deduplicated when asked for.
+        mine, theirs = self._rows(), other._rows()
         theirs_ids = theirs.column("identity").combine_chunks()
         left = mine.filter(pc.invert(member_mask(mine.column("identity").combine_chunks(), theirs_ids)))
         out = FileSet()
@@ -177,15 +211,35 @@ class FileSet:
         return out
 
 
+def _order(path: str, category: str) -> tuple[int, str, str]:
+    """Which entry of one file a set keeps: the lowest category rank, then the smallest path (one
+    file spelled two ways, ``data/x`` and ``data/../data/x``), as the Spark twin's ``min`` picks."""
+    return CATEGORY_RANK.get(category, len(CATEGORY_RANK)), path, category
+
+
 def _first_per_identity(t: pa.Table) -> pa.Table:
-    """``t`` less every row whose identity an earlier row has."""
+    """One row per identity: the one :func:`_order` puts first (rows otherwise in their order)."""
     ident = t.column("identity")
     codes = pc.dictionary_encode(ident).combine_chunks()
     if len(codes.dictionary) == t.num_rows:
         return t
-    _, first = np.unique(codes.indices.to_numpy(zero_copy_only=False), return_index=True)
-    first.sort()
-    return t.take(pa.array(first))
+    idx = codes.indices.to_numpy(zero_copy_only=False)
+    repeated = np.bincount(idx)[idx] > 1
+    single = np.flatnonzero(~repeated)
+    rows = np.flatnonzero(repeated)
+    # Only the files added more than once are ranked (few, usually: a file in several manifests).
+    sub = t.take(pa.array(rows))
+    cats = sub.column("category").combine_chunks().cast(pa.large_string())
+    ranks = pa.array([CATEGORY_RANK.get(c, len(CATEGORY_RANK)) for c in pc.unique(cats).to_pylist()], pa.int32())
+    rank = pc.take(ranks, pc.index_in(cats, value_set=pc.unique(cats)))
+    keys = pa.table({"code": pa.array(idx[rows]), "rank": rank, "path": sub.column("path"), "category": cats})
+    order = pc.sort_indices(keys, sort_keys=[("code", "ascending"), ("rank", "ascending"),
+                                             ("path", "ascending"), ("category", "ascending")]).to_numpy()
+    sorted_codes = idx[rows][order]
+    first = np.ones(len(order), dtype=bool)
+    first[1:] = sorted_codes[1:] != sorted_codes[:-1]
+    keep = np.sort(np.concatenate([single, rows[order[first]]]))
+    return t.take(pa.array(keep))
 
 
 def content_category(content: int) -> str:
@@ -503,10 +557,9 @@ def files_to_delete(before: TableMetadata, expired: list[int], after: TableMetad
         for p in statistics_files(before):
             gone.add(p, "statistics_files")
     if extra is not None:
-        for k, v in extra(kept_manifests).files.items():
-            gone.files.setdefault(k, v)
+        gone.update(extra(kept_manifests))
     doomed = gone.minus(kept)
-    if any(category != "manifest_lists" for _path, category in doomed.files.values()):
+    if doomed.categories_added() - {"manifest_lists"}:  # a superset: at worst the manifests are read
         kept, _ = reachable_files(after, retained, io, cache=cache)  # lists cached: now the manifests too
         for p in statistics_files(after):
             kept.add(p, "statistics_files")

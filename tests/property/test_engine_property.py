@@ -136,6 +136,13 @@ def _damage(h: HistoryBuilder, which: int) -> str | None:
        damage=st.sampled_from([None, None, None, 0, 1]))  # mostly intact (shrinks to intact)
 @example(format_version=3, spelling="file:", ops=[Append(files=2), AddDeletes(), Append(), CompactManifests()],
          steps_back=1, retain_last=1, damage=0)
+# Two spellings of one expired data file (data/x and data/../data/x): both engines report the same one.
+@example(format_version=2, spelling="plain",
+         ops=[Append(branch=0, files=3, gap=1), CompactManifests(branch=2, deletes=False, respell=3, gap=1),
+              Rollback(steps=1, gap=1), Overwrite(branch=2, pick=0, files=1, gap=1),
+              CompactManifests(branch=2, deletes=False, respell=3, gap=1),
+              CompactManifests(branch=2, deletes=False, respell=1, gap=1)],
+         steps_back=0, retain_last=2, damage=None)
 def test_spark_engine_equals_local_engine(spark_engine: Any, format_version: int, spelling: str, ops: list[Op],
                                           steps_back: int, retain_last: int, damage: int | None) -> None:
     with tempfile.TemporaryDirectory(prefix="engine-prop-") as tmp:

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from icectl.ops.orphans import EQUAL_SCHEMES_DEFAULT, file_uri
-from icectl.storage.path_arrays import first_relative, identities, relative_mask, uri_parts
+from icectl.storage.path_arrays import first_relative, identities, member_mask, relative_mask, uri_parts
 from icectl.storage.paths import is_relative_path, path_identity
 
 AWKWARD = [
@@ -180,3 +180,11 @@ def test_common_spellings_take_no_row_by_row_path(monkeypatch: pytest.MonkeyPatc
 
     s, a, p = uri_parts(pa.array(common), EQUAL_SCHEMES_DEFAULT, {}, one)
     assert s.to_pylist()[3:5] == ["s3", "s3"] and a.to_pylist()[3] == "bucket" and p.to_pylist()[4] == "/t/m.avro"
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from("abcdefg"), max_size=30), st.lists(st.sampled_from("abcdxyz"), max_size=30))
+def test_member_mask_is_is_in_whichever_side_is_hashed(values: list[str], others: list[str]) -> None:
+    """Repeated values included: every copy of a value the other side holds is marked."""
+    got = member_mask(pa.array(values, pa.large_string()), pa.array(others, pa.large_string())).to_pylist()
+    assert got == [v in others for v in values]
