@@ -177,6 +177,7 @@ def test_damaged_manifests_never_decode_natively_to_something_else(spark_tables,
 
 
 def test_the_environment_switch_and_a_missing_library_turn_it_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    skip_if_stuck()  # a damaged-file read that hung DataFusion earlier in this process turned it off
     assert native_enabled()
     monkeypatch.setenv(DECODER_ENV, "FastAvro")
     assert not native_enabled()
