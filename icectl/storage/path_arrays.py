@@ -15,7 +15,7 @@ by one. That is what ``path_identity`` does per file (one ``lstat`` each), per f
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 
 import numpy as np
 import pyarrow as pa
@@ -196,58 +196,6 @@ def _link_names(folder: str) -> frozenset[str] | None:
         return None
 
 
-def uri_parts(paths: pa.Array, equal_schemes: Mapping[str, str], equal_authorities: Mapping[str, str],
-              one: Callable[[str], tuple[str | None, str | None, str]]) -> tuple[pa.Array, pa.Array, pa.Array]:
-    """(scheme, authority, path) of each row as ``one`` (remove-orphan-files' ``file_uri``, Hadoop's
-    ``Path.toUri()`` with schemes and authorities mapped) gives them; None as null."""
-    paths = paths.cast(pa.large_string())
-    n = len(paths)
-    scheme = pa.nulls(n, pa.large_string())
-    authority = pa.nulls(n, pa.large_string())
-    path = pa.nulls(n, pa.large_string())
-    plain = pc.and_(pc.invert(_mask(paths, r"[?#]|" + _ODD)), pc.is_valid(paths))
-    schemed = pc.and_(plain, _mask(paths, r"^[A-Za-z][A-Za-z0-9+.\-]*:"))
-    drive = _mask(paths, r"^[A-Za-z]:[\\/]")
-    with_scheme = pc.and_(schemed, pc.invert(drive))
-    netloc = pc.and_(with_scheme, _mask(paths, r"^[A-Za-z][A-Za-z0-9+.\-]*://"))
-    no_netloc = pc.and_(with_scheme, pc.invert(netloc))
-    bare = pc.and_(plain, pc.invert(with_scheme))
-    if pc.any(netloc).as_py():
-        got = pc.extract_regex(paths.filter(netloc), r"^(?P<s>[^:]*)://(?P<a>[^/]*)(?P<p>.*)$")
-        scheme = pc.replace_with_mask(scheme, netloc, pc.utf8_lower(got.field("s")))
-        auth = got.field("a")
-        authority = pc.replace_with_mask(authority, netloc, pc.if_else(pc.equal(auth, ""), None, auth))
-        path = pc.replace_with_mask(path, netloc, got.field("p"))
-    if pc.any(no_netloc).as_py():
-        got = pc.extract_regex(paths.filter(no_netloc), r"^(?P<s>[^:]*):(?P<p>.*)$")
-        scheme = pc.replace_with_mask(scheme, no_netloc, pc.utf8_lower(got.field("s")))
-        path = pc.replace_with_mask(path, no_netloc, got.field("p"))
-    if pc.any(bare).as_py():
-        path = pc.replace_with_mask(path, bare, paths.filter(bare))
-    done = pc.or_(with_scheme, bare)
-    path = pc.replace_substring_regex(path, r"/{2,}", "/")
-    path = pc.if_else(pc.greater(pc.utf8_length(path), 1), pc.utf8_rtrim(path, "/"), path)
-    scheme = _mapped(scheme, equal_schemes)
-    authority = _mapped(authority, equal_authorities)
-    todo = pc.and_(pc.invert(done), pc.is_valid(paths))
-    if pc.any(todo).as_py():
-        rows = [one(p) for p in paths.filter(todo).to_pylist()]
-        scheme = pc.replace_with_mask(scheme, todo, pa.array([r[0] for r in rows], pa.large_string()))
-        authority = pc.replace_with_mask(authority, todo, pa.array([r[1] for r in rows], pa.large_string()))
-        path = pc.replace_with_mask(path, todo, pa.array([r[2] for r in rows], pa.large_string()))
-    return scheme, authority, path
-
-
-def _mapped(values: pa.Array, mapping: Mapping[str, str]) -> pa.Array:
-    """``mapping.get(v, v)`` of each row, every row mapped once (a chain a->b->c stops at b)."""
-    if not mapping:
-        return values
-    keys = pa.array(list(mapping), pa.large_string())
-    found = pc.index_in(values, value_set=keys)
-    replaced = pc.take(pa.array(list(mapping.values()), pa.large_string()), found)
-    return pc.if_else(pc.is_valid(found), replaced, values)
-
-
 def member_mask(values: pa.Array, others: pa.Array) -> pa.BooleanArray:
     """``is_in(values, others)``, hashing the smaller side: building the hash set costs ~20x probing
     it, so a few listed files against millions of reached ones hash the few."""
@@ -259,4 +207,4 @@ def member_mask(values: pa.Array, others: pa.Array) -> pa.BooleanArray:
     return pc.fill_null(pc.is_in(values, value_set=pc.take(values, found)), False)
 
 
-__all__ = ["first_relative", "identities", "member_mask", "relative_mask", "uri_parts"]
+__all__ = ["first_relative", "identities", "member_mask", "relative_mask"]

@@ -12,8 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from icectl.ops.orphans import EQUAL_SCHEMES_DEFAULT, file_uri
-from icectl.storage.path_arrays import first_relative, identities, member_mask, relative_mask, uri_parts
+from icectl.storage.path_arrays import first_relative, identities, member_mask, relative_mask
 from icectl.storage.paths import is_relative_path, path_identity
 
 AWKWARD = [
@@ -67,35 +66,6 @@ def _arrays_relative(paths: list[str]) -> list[object]:
         return out
 
 
-def _one_uri(p: str, schemes: dict[str, str], authorities: dict[str, str]) -> object:
-    try:
-        u = file_uri(p, schemes, authorities)
-        return (u.scheme, u.authority, u.path)
-    except Exception as e:
-        return type(e)
-
-
-def _arrays_uri(paths: list[str], schemes: dict[str, str], authorities: dict[str, str]) -> list[object]:
-    def one(p: str) -> tuple[str | None, str | None, str]:
-        u = file_uri(p, schemes, authorities)
-        return u.scheme, u.authority, u.path
-
-    def run(ps: list[str]) -> list[object]:
-        s, a, q = uri_parts(pa.array(ps, pa.string()), schemes, authorities, one)
-        return list(zip(s.to_pylist(), a.to_pylist(), q.to_pylist(), strict=True))
-
-    try:
-        return run(paths)
-    except Exception:
-        out: list[object] = []
-        for p in paths:
-            try:
-                out.append(run([p])[0])
-            except Exception as e:
-                out.append(type(e))
-        return out
-
-
 @pytest.fixture(scope="module")
 def disk(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A folder with a file, a link to it, a link to a folder elsewhere, and a folder link."""
@@ -125,8 +95,6 @@ def test_awkward_spellings_agree(disk: Path) -> None:
     folders: dict[str, str] = {}
     assert _arrays_identity(paths, {}) == [_one_identity(p, folders) for p in paths]
     assert _arrays_relative(paths) == [_one_relative(p) for p in paths]
-    for schemes, authorities in ((EQUAL_SCHEMES_DEFAULT, {}), ({"s3": "s3a", "file": "local"}, {"b": "bucket"})):
-        assert _arrays_uri(paths, schemes, authorities) == [_one_uri(p, schemes, authorities) for p in paths]
 
 
 def test_links_resolve_once_per_folder(disk: Path) -> None:
@@ -154,8 +122,6 @@ def test_random_spellings_agree(paths: list[str]) -> None:
     folders: dict[str, str] = {}
     assert _arrays_identity(paths, {}) == [_one_identity(p, folders) for p in paths]
     assert _arrays_relative(paths) == [_one_relative(p) for p in paths]
-    schemes = {**EQUAL_SCHEMES_DEFAULT, "file": "file"}
-    assert _arrays_uri(paths, schemes, {"a": "b"}) == [_one_uri(p, schemes, {"a": "b"}) for p in paths]
 
 
 def test_common_spellings_take_no_row_by_row_path(monkeypatch: pytest.MonkeyPatch, disk: Path) -> None:
@@ -174,12 +140,6 @@ def test_common_spellings_take_no_row_by_row_path(monkeypatch: pytest.MonkeyPatc
     assert got[1] == got[2] == os.path.realpath(f"{disk}/t/data/a.parquet")
     assert got[3:5] == ["s3://bucket/wh/db/t/data/x=1/00000-0-a.parquet", "s3://bucket/t/m.avro"]
     assert relative_mask(pa.array(common)).to_pylist() == [False] * len(common)
-
-    def one(_p: str) -> tuple[str | None, str | None, str]:
-        raise AssertionError("the one-path rule was asked")
-
-    s, a, p = uri_parts(pa.array(common), EQUAL_SCHEMES_DEFAULT, {}, one)
-    assert s.to_pylist()[3:5] == ["s3", "s3"] and a.to_pylist()[3] == "bucket" and p.to_pylist()[4] == "/t/m.avro"
 
 
 @settings(max_examples=200, deadline=None)
