@@ -1,10 +1,11 @@
-"""Manifests and manifest lists as Arrow tables: the form the manifest cache stores and fast views read.
+"""Manifests as Arrow tables: the form the manifest cache stores and fast views read.
 
 :func:`manifest_table` decodes a manifest into one Arrow table with every entry and every field,
 inheritance applied exactly as :func:`~icectl.codec.manifest_reader.read_manifest` applies it;
-:func:`entries_from_table` turns it back into the same :class:`ManifestEntry` objects. The same
-pair exists for manifest lists. Columns are built in one pass over fastavro's records and
-converted with one ``pa.array`` per column (a dataclass per entry costs more than the decode).
+:func:`entries_from_table` turns it back into the same :class:`ManifestEntry` objects
+(:mod:`icectl.codec.manifest_list_arrow` does the same for manifest lists). Columns are built
+in one pass over fastavro's records and converted with one ``pa.array`` per column (a dataclass
+per entry costs more than the decode).
 
 Partition values are stored as a ``list<binary>`` of Iceberg single-value bytes
 (:func:`icectl.spec.values.to_bytes`), one per partition field, so every type round-trips exactly
@@ -25,24 +26,18 @@ from typing import TYPE_CHECKING, Any
 from icectl.codec.arrow_types import distinct_rows
 from icectl.codec.avro import (
     AvroSource,
-    named_types,
     read_records,
     record_field,
     resolve_type,
-    writer_schema,
 )
 from icectl.codec.avro_native import native_enabled, read_avro_table
 from icectl.codec.manifest_columns import first_row_ids, inherited_columns
-from icectl.codec.manifest_list_native import native_list_table
 from icectl.codec.manifest_reader import (
     ALWAYS_READ_DATA_FILE_FIELDS,
     DATA_FILE_FIELD_IDS,
     ManifestLayout,
-    ManifestList,
     open_manifest,
-    open_manifest_list,
     read_manifest,
-    read_manifest_list,
 )
 from icectl.errors import CorruptInputError, IcectlError
 from icectl.spec.manifest import (
@@ -52,7 +47,6 @@ from icectl.spec.manifest import (
     ManifestEntry,
     ManifestEntryStatus,
     ManifestFile,
-    PartitionFieldSummary,
 )
 from icectl.spec.schema import PrimitiveType, StructType
 from icectl.spec.values import from_bytes, to_bytes
@@ -256,13 +250,20 @@ def _reference(read: Callable[[], object]) -> None:
     read()  # raises the reader's own CorruptInputError / UnsupportedError
 
 
-def _manifest_table(data: AvroSource, manifest: ManifestFile, partition_type: StructType,
-                    format_version: int) -> pa.Table:
+def native_layout(data: AvroSource, partition_type: StructType, format_version: int) -> ManifestLayout:
+    """The reader's layout of a manifest whose fields all have the Avro types the Arrow form takes
+    (:class:`NotArrowRepresentable` otherwise; the reader's own error for a schema it refuses)."""
     layout = open_manifest(data, partition_type=partition_type, format_version=format_version)
     _check_types(layout.schema, layout.entry_names, layout.named, _ENTRY_COLUMNS)
     _check_types(layout.file_schema, layout.file_names, layout.named, _FILE_COLUMNS)
     if layout.partition is None:  # unreachable: open_manifest raised for a missing partition field
         raise CorruptInputError("manifest data_file has no partition field")
+    return layout
+
+
+def _manifest_table(data: AvroSource, manifest: ManifestFile, partition_type: StructType,
+                    format_version: int) -> pa.Table:
+    layout = native_layout(data, partition_type, format_version)
     if isinstance(data, (bytes, bytearray, memoryview)) and native_enabled():
         try:
             return native_manifest_table(bytes(data), layout, manifest, partition_type, format_version)
@@ -347,9 +348,34 @@ def native_manifest_table(data: bytes, layout: ManifestLayout, manifest: Manifes
     column with Arrow kernels: the same table as the fastavro path, or an exception to fall back on.
     Partition tuples are converted once per distinct partition, not once per entry."""
     import pyarrow as pa
-    import pyarrow.compute as pc
 
     raw = read_avro_table(data, layout.schema)
+    n = raw.num_rows
+    entries, files, part = native_columns(raw, layout)
+    status, content = entries["status"], files["content"]
+    cols: dict[str, pa.Array] = {"status": status, "content": content}
+    cols.update(inherited_columns(entries, status, manifest, n))
+    cols["first_row_id"] = first_row_ids(files, status, content, manifest, format_version, n)
+    cols["partition"] = _partition_column(part, layout, partition_type, n)
+    for name in _FILE_COLUMNS:
+        if name not in cols and name in files:
+            cols[name] = files[name]
+    arrays = [cols[name] if name in cols else pa.nulls(n, _arrow_type(type_name))
+              for name, (type_name, _) in {**_ENTRY_COLUMNS, **_FILE_COLUMNS}.items()]
+    meta = {DECODE_KEY: decode_key(manifest, partition_type, format_version)}
+    return pa.Table.from_arrays(arrays, names=[*_ENTRY_COLUMNS, *_FILE_COLUMNS], metadata=meta)
+
+
+def native_columns(raw: pa.Table, layout: ManifestLayout
+                   ) -> tuple[dict[str, pa.Array], dict[str, pa.Array], pa.Array | None]:
+    """The natively decoded records of ``layout``'s manifests as the Arrow form's columns, nothing
+    inherited: the entry fields written (``status`` int8, the others as written), the data_file
+    fields written (``content`` int8 always, maps as Arrow maps, ``partition`` left out), and the
+    raw partition records. Raises where the reader would refuse a record (a status or content
+    outside the spec's codes)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     n = raw.num_rows
     entries = {name: raw.column(avro).combine_chunks() for name, avro in layout.entry_names.items()
                if name != "data_file"}
@@ -357,28 +383,22 @@ def native_manifest_table(data: bytes, layout: ManifestLayout, manifest: Manifes
     if data_file.null_count or not pa.types.is_struct(data_file.type):
         raise NotArrowRepresentable("data_file is not a plain record")
     struct_names = {data_file.type.field(i).name: i for i in range(data_file.type.num_fields)}
-    files = {name: data_file.field(struct_names[avro]) for name, avro in layout.file_names.items()
-             if avro in struct_names}
-    status = entries["status"].cast(pa.int8())
-    content = files["content"].cast(pa.int8()) if "content" in files else pa.array([0] * n, pa.int8())
+    written = {name: data_file.field(struct_names[avro]) for name, avro in layout.file_names.items()
+               if avro in struct_names}
+    status = entries["status"] = entries["status"].cast(pa.int8())
+    content = written["content"].cast(pa.int8()) if "content" in written else pa.array([0] * n, pa.int8())
     if not pc.all(pc.is_in(status, pa.array([0, 1, 2], pa.int8()))).as_py() and n:
         raise ValueError("invalid status")
     if n and not pc.all(pc.is_in(content, pa.array([0, 1, 2], pa.int8()))).as_py():
         raise ValueError("invalid content")
-    cols: dict[str, pa.Array] = {"status": status, "content": content}
-    cols.update(inherited_columns(entries, status, manifest, n))
-    cols["first_row_id"] = first_row_ids(files, status, content, manifest, format_version, n)
-    cols["partition"] = _partition_column(files.get("partition"), layout, partition_type, n)
+    files: dict[str, pa.Array] = {"content": content}
     for name, (type_name, _) in _FILE_COLUMNS.items():
-        if name in cols or name not in files:
+        if name in files or name == "partition" or name not in written:
             continue
         arrow_type = _arrow_type(type_name)
-        column = files[name]
-        cols[name] = _native_map(column, arrow_type) if name in _MAPS else column.cast(arrow_type)
-    arrays = [cols[name] if name in cols else pa.nulls(n, _arrow_type(type_name))
-              for name, (type_name, _) in {**_ENTRY_COLUMNS, **_FILE_COLUMNS}.items()]
-    meta = {DECODE_KEY: decode_key(manifest, partition_type, format_version)}
-    return pa.Table.from_arrays(arrays, names=[*_ENTRY_COLUMNS, *_FILE_COLUMNS], metadata=meta)
+        column = written[name]
+        files[name] = _native_map(column, arrow_type) if name in _MAPS else column.cast(arrow_type)
+    return entries, files, written.get("partition")
 
 
 _PARTITION_ARROW = ("int32", "int64", "float", "double", "bool", "string", "large_string", "binary",
@@ -394,22 +414,39 @@ def _partition_column(part: pa.Array | None, layout: ManifestLayout, partition_t
     list_type = _arrow_type(_LIST_BIN)
     if not partition_type.fields:
         return pa.ListArray.from_arrays(pa.array([0] * (n + 1), pa.int32()), pa.array([], pa.binary()))
-    if part is None or part.null_count or not pa.types.is_struct(part.type):
-        raise NotArrowRepresentable("partition is not a plain record")
-    for i in range(part.type.num_fields):
-        t = part.field(i).type
-        if not (str(t) in _PARTITION_ARROW or pa.types.is_fixed_size_binary(t) or pa.types.is_decimal128(t)
-                or t == pa.time64("us") or (pa.types.is_timestamp(t) and t.unit == "us")):
-            raise NotArrowRepresentable(f"partition field of Arrow type {t}")
+    groups, _firsts, tuples = distinct_partitions(part, layout, partition_type, n)
+    codec = _PartitionCodec(partition_type)
+    return pa.array([codec.encode(t) for t in tuples], list_type).take(groups)
+
+
+def distinct_partitions(part: pa.Array | None, layout: ManifestLayout, partition_type: StructType, n: int,
+                        keys: pa.Array | None = None) -> tuple[pa.Array, pa.Array, list[tuple[Any, ...]]]:
+    """The natively decoded partition records grouped (with ``keys`` as a further grouping column):
+    each row's group, each group's first row, and each group's partition tuple as the reader gives
+    it (:func:`distinct_rows`; groups in order of first appearance). Raises
+    :class:`NotArrowRepresentable` for a record the conversion cannot vouch for."""
+    import pyarrow as pa
+
+    if not partition_type.fields:
+        columns: list[pa.Array] = []
+    else:
+        if part is None or part.null_count or not pa.types.is_struct(part.type):
+            raise NotArrowRepresentable("partition is not a plain record")
+        for i in range(part.type.num_fields):
+            t = part.field(i).type
+            if not (str(t) in _PARTITION_ARROW or pa.types.is_fixed_size_binary(t) or pa.types.is_decimal128(t)
+                    or t == pa.time64("us") or (pa.types.is_timestamp(t) and t.unit == "us")):
+                raise NotArrowRepresentable(f"partition field of Arrow type {t}")
+        columns = [part.field(i) for i in range(part.type.num_fields)]
     assert layout.partition is not None
     try:
-        groups, firsts = distinct_rows([part.field(i) for i in range(part.type.num_fields)], n)
+        groups, firsts = distinct_rows(([keys] if keys is not None else []) + columns, n)
     except OverflowError as e:
         raise NotArrowRepresentable(str(e)) from None
-    codec = _PartitionCodec(partition_type)
-    distinct = [codec.encode(layout.partition(record))
-                for record in part.take(firsts).to_pylist()]
-    return pa.array(distinct, list_type).take(groups)
+    if not columns:
+        return groups, firsts, [()] * len(firsts)
+    assert part is not None
+    return groups, firsts, [layout.partition(record) for record in part.take(firsts).to_pylist()]
 
 
 def _native_map(column: pa.Array, arrow_type: pa.MapType) -> pa.Array:
@@ -483,103 +520,3 @@ def entries_from_table(table: pa.Table, *, manifest: ManifestFile, partition_typ
     return list(map(ManifestEntry, statuses, table.column("snapshot_id").to_pylist(),
                     table.column("sequence_number").to_pylist(), table.column("file_sequence_number").to_pylist(),
                     files))
-
-
-# --------------------------------------------------------------------------- manifest lists
-
-_LIST_COLUMNS: dict[str, tuple[str, tuple[str, ...]]] = {
-    "manifest_path": (_STR, ("string",)),
-    "manifest_length": (_I64, _INTS),
-    "partition_spec_id": (_I64, _INTS),
-    "content": (_I8, ("int",)),
-    "sequence_number": (_I64, _INTS),
-    "min_sequence_number": (_I64, _INTS),
-    "added_snapshot_id": (_I64, _INTS),
-    "added_files_count": (_I64, _INTS),
-    "existing_files_count": (_I64, _INTS),
-    "deleted_files_count": (_I64, _INTS),
-    "added_rows_count": (_I64, _INTS),
-    "existing_rows_count": (_I64, _INTS),
-    "deleted_rows_count": (_I64, _INTS),
-    "partitions": (_SUMMARIES, ()),
-    "key_metadata": (_BIN, ("bytes",)),
-    "first_row_id": (_I64, _INTS),
-}
-_SUMMARY_TYPES = {"contains_null": ("boolean",), "contains_nan": ("boolean",), "lower_bound": ("bytes",),
-                  "upper_bound": ("bytes",)}
-
-
-def list_decode_key() -> bytes:
-    """A manifest list's table depends on nothing but the file (v1 defaults apply to every version)."""
-    return json.dumps([ARROW_LAYOUT_VERSION, "list"]).encode()
-
-
-def manifest_list_table(data: AvroSource, *, format_version: int) -> pa.Table:
-    """Every ``manifest_file`` row of a manifest list, v1 defaults applied as
-    :func:`~icectl.codec.manifest_reader.read_manifest_list` applies them; the Avro key-value
-    metadata is kept in the schema's metadata."""
-    try:
-        return _manifest_list_table(data, format_version)
-    except NotArrowRepresentable:
-        _reference(lambda: read_manifest_list(data, format_version=format_version))
-        raise
-    except Exception as e:  # the reference reader decides what the error is
-        _reference(lambda: read_manifest_list(data, format_version=format_version))
-        raise NotArrowRepresentable(f"{type(e).__name__}: {e}") from None
-
-
-def _manifest_list_table(data: AvroSource, format_version: int) -> pa.Table:
-    import pyarrow as pa
-
-    # Checks and defaults: codec.manifest_reader._manifest_file_builder, column-wise.
-    reader, names, summary_names = open_manifest_list(data, format_version=format_version)
-    schema = writer_schema(reader)
-    named = named_types(schema, {})
-    _check_types(schema, names, named, _LIST_COLUMNS)
-    if summary_names:
-        items = _avro_kind(_avro_kind(record_field(schema, names["partitions"])["type"], named)["items"], named)
-        for spec_name, avro_name in summary_names.items():
-            if not _primitive_ok(record_field(items, avro_name)["type"], named, _SUMMARY_TYPES[spec_name]):
-                raise NotArrowRepresentable(f"field_summary field {avro_name!r} has an unexpected Avro type")
-    meta = {LIST_METADATA: json.dumps(dict(reader.metadata)).encode(), DECODE_KEY: list_decode_key()}
-    if isinstance(data, (bytes, bytearray, memoryview)) and native_enabled():
-        columns = {name: _arrow_type(type_name) for name, (type_name, _) in _LIST_COLUMNS.items()}
-        try:
-            return native_list_table(bytes(data), schema, names, summary_names, columns, meta)
-        except Exception:  # NotNative, or the native decoder's own error: fastavro decides
-            pass
-    order = list(_LIST_COLUMNS)
-    avro = [names.get(f) for f in order]
-    rows = [[rec.get(a) if a is not None else None for a in avro] for rec in read_records(reader)]
-    cols = [list(c) for c in zip(*rows, strict=True)] if rows else [[] for _ in order]
-    path, length, spec_id, content, seq, min_seq = (cols[i] for i in range(6))
-    for i in range(len(path)):
-        if path[i] is None or length[i] is None or spec_id[i] is None:
-            raise CorruptInputError("manifest list entry lacks manifest_path, manifest_length or partition_spec_id")
-        content[i] = 0 if content[i] is None else content[i]
-        if content[i] not in (0, 1):
-            raise CorruptInputError(f"manifest {path[i]}: unknown manifest content {content[i]}")
-    cols[4] = [0 if v is None else v for v in seq]
-    cols[5] = [0 if v is None else v for v in min_seq]
-    s_names = [(k, summary_names.get(k)) for k in _SUMMARY_TYPES]
-    cols[13] = [None if summaries is None else
-                [{k: (s.get(a) if a else None) for k, a in s_names} for s in summaries]
-                for summaries in cols[13]]
-    for summaries in cols[13]:
-        for s in summaries or ():
-            s["contains_null"] = bool(s["contains_null"])
-    arrays = [pa.array(values, type=_arrow_type(_LIST_COLUMNS[name][0]))
-              for name, values in zip(order, cols, strict=True)]
-    return pa.Table.from_arrays(arrays, names=order, metadata=meta)
-
-
-def manifest_files_from_table(table: pa.Table) -> ManifestList:
-    """The manifest list of :func:`manifest_list_table`'s table, equal to ``read_manifest_list``."""
-    cols = [table.column(name).to_pylist() for name in _LIST_COLUMNS]
-    cols[3] = [ManifestContent(c) for c in cols[3]]
-    cols[13] = [None if s is None else tuple(
-        PartitionFieldSummary(x["contains_null"], x["contains_nan"], x["lower_bound"], x["upper_bound"])
-        for x in s) for s in cols[13]]
-    meta = table.schema.metadata or {}
-    avro_meta = json.loads(meta.get(LIST_METADATA, b"{}"))
-    return ManifestList(list(map(ManifestFile, *cols)), avro_meta)

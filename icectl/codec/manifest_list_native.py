@@ -1,5 +1,5 @@
 """Manifest lists decoded by the native Avro reader (:mod:`icectl.codec.avro_native`) into the
-Arrow table :func:`icectl.codec.manifest_arrow.manifest_list_table` makes, column-wise: the v1
+Arrow table :func:`icectl.codec.manifest_list_arrow.manifest_list_table` makes, column-wise: the v1
 defaults and the checks of the reader applied with Arrow kernels. Anything the checks do not pass
 raises, and the caller decodes with fastavro, which decides."""
 

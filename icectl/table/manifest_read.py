@@ -32,12 +32,10 @@ from icectl.codec.manifest_arrow import (
     NotArrowRepresentable,
     decode_key,
     entries_from_table,
-    list_decode_key,
-    manifest_files_from_table,
-    manifest_list_table,
     manifest_table,
     manifest_table_ipc,
 )
+from icectl.codec.manifest_list_arrow import list_decode_key, manifest_files_from_table, manifest_list_table
 from icectl.codec.manifest_reader import ManifestList, read_manifest, read_manifest_list
 from icectl.errors import IcectlError
 from icectl.spec.manifest import ManifestEntry, ManifestFile

@@ -30,6 +30,7 @@ from icectl.threads import ordered_map
 from icectl.validate import (
     delete_rules,
     engine_read,
+    entry_columns,
     file_rules,
     manifest_list_rules,
     manifest_rules,
@@ -39,7 +40,7 @@ from icectl.validate import (
 )
 from icectl.validate.context import Context
 from icectl.validate.engine_read import Remote
-from icectl.validate.fetch import Fetched, check_fetched, fetch, identity_of, report_missing
+from icectl.validate.fetch import Fetched, check_fetched, fetch, fetch_screened, identity_of, report_missing
 from icectl.validate.list_reuse import CheckedList, ListReuse, StoredList, load_list, store_list
 from icectl.validate.rules import (
     AREAS,
@@ -410,23 +411,14 @@ def _read_manifests(ctx: Context, todo: list[tuple[str | None, int, ManifestFile
     """Check each manifest of ``todo``; reads run ahead in threads, checks in this one.
     A manifest whose outcome the cache holds for this very version and context is not checked
     again: its stored findings are reported in their order (see :mod:`.outcome_cache`). A manifest
-    the engine checked (``remote``) has its findings replayed here, in the same place."""
-
-    def planned() -> Iterator[_Planned]:  # on this thread, as the map takes them: the engine's results in order
-        for list_path, i, m in todo:
-            done = remote.manifest(m.manifest_path) if remote is not None else None
-            key = outcome_cache.outcome_key(ctx, list_path, m, i) if done is None else None
-            yield list_path, i, m, key, done
-
-    def read(p: _Planned) -> tuple[_Planned, Fetched | engine_read.Checked | NotFoundError]:
-        if p[4] is not None:
-            return p, p[4]
-        try:
-            return p, fetch(ctx, p[2], p[3])
-        except NotFoundError as e:  # gone since its size was taken
-            return p, e
-
-    for (list_path, i, m, key, _done), got in ordered_map(read, planned()):
+    the engine checked (``remote``) has its findings replayed here, in the same place. Without an
+    engine, manifests are read in batches and their entries screened in columns where the native
+    decoder runs (:mod:`.entry_columns`)."""
+    if remote is None and todo and entry_columns.usable(ctx):
+        fetched = _screened_reads(ctx, todo)
+    else:
+        fetched = ordered_map(lambda p: _read_one(ctx, p), _planned(ctx, todo, remote))
+    for (list_path, i, m, key, _done), got in fetched:
         if isinstance(got, engine_read.Checked):
             summary = engine_read.outcome(ctx, got, list_path, i, m)
         elif isinstance(got, NotFoundError):
@@ -436,3 +428,45 @@ def _read_manifests(ctx: Context, todo: list[tuple[str | None, int, ManifestFile
             summary = check_fetched(ctx, list_path, m, i, key, got)
         if summary is not None:  # None: unreadable, reported; the rest goes on
             ctx.summaries[m.manifest_path] = summary
+
+
+def _planned(ctx: Context, todo: list[tuple[str | None, int, ManifestFile]], remote: Remote | None
+             ) -> Iterator[_Planned]:
+    """On this thread, as the map takes them: the engine's results in order, or the outcome keys."""
+    for list_path, i, m in todo:
+        done = remote.manifest(m.manifest_path) if remote is not None else None
+        key = outcome_cache.outcome_key(ctx, list_path, m, i) if done is None else None
+        yield list_path, i, m, key, done
+
+
+def _read_one(ctx: Context, p: _Planned) -> tuple[_Planned, Fetched | engine_read.Checked | NotFoundError]:
+    if p[4] is not None:
+        return p, p[4]
+    try:
+        return p, fetch(ctx, p[2], p[3])
+    except NotFoundError as e:  # gone since its size was taken
+        return p, e
+
+
+def _screened_reads(ctx: Context, todo: list[tuple[str | None, int, ManifestFile]]
+                    ) -> Iterator[tuple[_Planned, Fetched | engine_read.Checked | NotFoundError]]:
+    """The reads of ``todo`` in batches of up to 512 manifests or 16 MB, each screened in one
+    native read, in order."""
+
+    def batches() -> Iterator[list[_Planned]]:
+        batch: list[_Planned] = []
+        size = 0
+        for p in _planned(ctx, todo, None):
+            batch.append(p)
+            size += max(0, p[2].manifest_length or 0)
+            if len(batch) >= 512 or size >= 16 << 20:
+                yield batch
+                batch, size = [], 0
+        if batch:
+            yield batch
+
+    def read(batch: list[_Planned]) -> tuple[list[_Planned], list[Fetched | NotFoundError]]:
+        return batch, fetch_screened(ctx, [(p[2], p[3]) for p in batch])
+
+    for batch, got in ordered_map(read, batches()):
+        yield from zip(batch, got, strict=True)

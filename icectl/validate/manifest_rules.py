@@ -7,7 +7,7 @@ import decimal
 import struct
 import uuid
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from icectl.codec.manifest_reader import read_manifest, read_manifest_metadata
 from icectl.errors import CorruptInputError, IcectlError, UnsupportedError
@@ -34,6 +34,9 @@ from icectl.validate.manifest_list_rules import (
     report_unreadable,
 )
 from icectl.validate.rules import Rule, Severity, entry_name, rule
+
+if TYPE_CHECKING:
+    from icectl.validate.entry_columns import Screened
 
 E, W = Severity.ERROR, Severity.WARNING
 
@@ -81,10 +84,10 @@ BUCKET_BOUNDS = rule("manifest.bucket-partition-bounds", E,
 
 _MISSING = object()
 _INTS = {"int", "long", "date", "time", "timestamp", "timestamptz", "timestamp_ns", "timestamptz_ns"}
-_ORDERED = _INTS | {"float", "double", "string", "binary", "fixed", "decimal", "boolean"}
+ORDERED = _INTS | {"float", "double", "string", "binary", "fixed", "decimal", "boolean"}
 
 
-def _value_fits(t: IcebergType, v: Any) -> bool:
+def value_fits(t: IcebergType, v: Any) -> bool:
     if v is None:
         return True
     name = t.name if isinstance(t, PrimitiveType) else ""
@@ -106,17 +109,19 @@ def _value_fits(t: IcebergType, v: Any) -> bool:
 
 
 def check_manifest(ctx: Context, list_path: str | None, m: ManifestFile, ordinal: int, data: bytes,
-                   list_rules: ListRules | None = None,
-                   entries: list[ManifestEntry] | None = None) -> ManifestSummary | None:
+                   list_rules: ListRules | None = None, entries: list[ManifestEntry] | None = None,
+                   screened: Screened | None = None) -> ManifestSummary | None:
     """Every entry rule over one manifest, then the list row against the entries; entries are not kept.
     ``None`` when the manifest does not decode (a ``manifest.readable`` finding; the entries read
     before the damage were checked).
 
     ``list_rules``: the rules the list row's checks report under (a v4 root's manifest entries
     have their own ids). ``entries``: the manifest's entries as written (:func:`as_written`) when the
-    caller has them from the manifest cache, decoded from these very bytes in an earlier run."""
+    caller has them from the manifest cache, decoded from these very bytes in an earlier run.
+    ``screened``: these very bytes' entries found clean by :mod:`.entry_columns`, with what the
+    entry loop would have gathered (the loop is not run)."""
     try:
-        return _check_manifest(ctx, list_path, m, ordinal, data, list_rules, entries)
+        return _check_manifest(ctx, list_path, m, ordinal, data, list_rules, entries, screened)
     except UnsupportedError:
         raise  # readable by others (a codec icectl lacks): not a finding about the table
     except CorruptInputError as e:
@@ -132,12 +137,13 @@ def as_written(m: ManifestFile) -> ManifestFile:
 
 
 def _check_manifest(ctx: Context, list_path: str | None, m: ManifestFile, ordinal: int, data: bytes,
-                    list_rules: ListRules | None, entries: Iterable[ManifestEntry] | None) -> ManifestSummary:
+                    list_rules: ListRules | None, entries: Iterable[ManifestEntry] | None,
+                    screened: Screened | None = None) -> ManifestSummary:
     md, rep = ctx.metadata, ctx.reporter
     path = m.manifest_path
     summary = ManifestSummary(m)
     try:
-        kv = read_manifest_metadata(data)
+        kv = screened.metadata if screened is not None else read_manifest_metadata(data)
     except IcectlError as err:
         raise err.in_file(path) from None
     if "schema-id" not in kv:
@@ -162,6 +168,11 @@ def _check_manifest(ctx: Context, list_path: str | None, m: ManifestFile, ordina
     assert spec is not None  # checked by check_manifest_file
     schema = ctx.manifest_schema(kv.get("schema")) or md.schema()
     totals = EntryTotals(partitions=[PartitionStats() for _ in ptype.fields])
+    if screened is not None:
+        screened.apply(summary, totals)
+        check_against_entries(ctx, list_path, m, ordinal, totals, ptype, kv.get("content"), list_rules)
+        summary.totals = totals
+        return summary
     checker = EntryChecker(ctx, m, spec, ptype, schema, summary, totals)
     if entries is None:
         entries = read_manifest(data, manifest=as_written(m), partition_type=ptype, format_version=md.format_version)
@@ -280,7 +291,7 @@ class EntryChecker:
         if info is None:
             t = self._type(field_id)
             primitive = t is not None and t.is_primitive
-            ordered = isinstance(t, PrimitiveType) and t.name in _ORDERED
+            ordered = isinstance(t, PrimitiveType) and t.name in ORDERED
             decode = bound_decoder(t) if t is not None and primitive else bytes  # never called: not primitive
             info = self._columns[field_id] = ColumnInfo(t, primitive, ordered, decode)
         return info
@@ -304,7 +315,7 @@ class EntryChecker:
                        f"{df.file_path}", entry=where, manifest_content=m.content.name, file_content=df.content.name)
         partition = df.partition or ()
         if len(partition) != len(self.types) or not all(
-                _value_fits(t, v) for t, v in zip(self.types, partition, strict=False)):
+                value_fits(t, v) for t, v in zip(self.types, partition, strict=False)):
             rep.report(PARTITION_TUPLE, path, f"partition {partition!r} of {df.file_path} does not match the "
                        f"spec's type {self.ptype}", entry=where, partition=list(partition),
                        partition_type=str(self.ptype))

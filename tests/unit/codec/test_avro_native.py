@@ -23,13 +23,11 @@ from icectl.codec.avro import writer_schema
 from icectl.codec.avro_native import DECODER_ENV, NotNative, drop_empty_records, native_enabled
 from icectl.codec.manifest_arrow import (
     DECODE_KEY,
-    LIST_METADATA,
     NotArrowRepresentable,
-    list_decode_key,
-    manifest_list_table,
     manifest_table,
     native_manifest_table,
 )
+from icectl.codec.manifest_list_arrow import LIST_METADATA, list_decode_key, manifest_list_table
 from icectl.codec.manifest_list_native import native_list_table
 from icectl.codec.manifest_reader import open_manifest, open_manifest_list, read_manifest, read_manifest_list
 from icectl.errors import IcectlError

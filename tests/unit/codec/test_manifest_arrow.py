@@ -18,10 +18,9 @@ import pytest
 from icectl.codec.manifest_arrow import (
     NotArrowRepresentable,
     entries_from_table,
-    manifest_files_from_table,
-    manifest_list_table,
     manifest_table,
 )
+from icectl.codec.manifest_list_arrow import manifest_files_from_table, manifest_list_table
 from icectl.codec.manifest_reader import read_manifest, read_manifest_list
 from icectl.codec.manifest_writer import ManifestWriteResult, write_manifest
 from icectl.errors import IcectlError
