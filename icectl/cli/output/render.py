@@ -6,7 +6,9 @@ import datetime
 import decimal
 import itertools
 import json
+import shutil
 import sys
+import tempfile
 import uuid
 from collections.abc import Iterable, Iterator
 from dataclasses import replace
@@ -137,18 +139,14 @@ def render(result: Result | MultiResult, *, as_json: bool, out: TextIO | None = 
 
 def _render_json(result: Result, out: TextIO) -> None:
     if isinstance(result, RowsResult):
-        # Stream the rows array so a view of a million files never sits in memory as text.
-        chunks = _first_read((to_json(row) for row in result.rows) if result.json_text is None
-                             else result.json_text(to_json))
-        head = result.json_head()
-        out.write(to_json(head)[:-1] + (", " if head else "") + '"rows": [')
-        first = True
-        for chunk in chunks:
-            if chunk:  # a chunk holds one row or, from json_text, several
-                out.write(("" if first else ",\n") + chunk)
-                first = False
-        tail = result.json_tail() if result.json_tail is not None else {}
-        out.write("]" + (", " + to_json(tail)[1:] if tail else "}") + "\n")
+        # The rows array is streamed, so a view of a million files never sits in memory as text,
+        # into a spool (memory, then a temporary file): stdout gets the document only once every
+        # row was read. A manifest found damaged halfway (the Spark engine streams its tasks'
+        # rows as they come) leaves stdout empty, never half a document.
+        with tempfile.SpooledTemporaryFile(max_size=_SPOOL_BYTES, mode="w+", encoding="utf-8") as spool:
+            _write_rows_json(result, spool)  # type: ignore[arg-type]
+            spool.seek(0)
+            shutil.copyfileobj(spool, out, 1 << 20)  # type: ignore[misc]
     else:
         doc = result.to_json()
         report = getattr(result, "engine_report", None)
@@ -156,6 +154,23 @@ def _render_json(result: Result, out: TextIO) -> None:
             doc = {**doc, "engine": report.to_json()}
         out.write(to_json(doc) + "\n")
     out.flush()
+
+
+_SPOOL_BYTES = 64 << 20
+
+
+def _write_rows_json(result: RowsResult, out: TextIO) -> None:
+    chunks = _first_read((to_json(row) for row in result.rows) if result.json_text is None
+                         else result.json_text(to_json))
+    head = result.json_head()
+    out.write(to_json(head)[:-1] + (", " if head else "") + '"rows": [')
+    first = True
+    for chunk in chunks:
+        if chunk:  # a chunk holds one row or, from json_text, several
+            out.write(("" if first else ",\n") + chunk)
+            first = False
+    tail = result.json_tail() if result.json_tail is not None else {}
+    out.write("]" + (", " + to_json(tail)[1:] if tail else "}") + "\n")
 
 
 def _first_read(items: Iterable[_T]) -> Iterator[_T]:

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+import icectl.cli.output.render as render_module
 from icectl.cli.output.formats import OutputFormat, ViewOptions
 from icectl.cli.output.render import render, to_json
 from icectl.cli.output.row_query import RowQuery
@@ -117,6 +118,29 @@ def test_terminal_message() -> None:
     out = io.StringIO()
     render(RESULTS["namespace"], as_json=False, out=out)
     assert out.getvalue() == "created namespace db\n"
+
+
+@pytest.mark.parametrize("rows_before", [1, 3000])
+def test_an_error_after_some_rows_leaves_json_stdout_empty(rows_before: int,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    # The Spark engine streams rows as its tasks finish: a damaged manifest may be met after
+    # thousands of rows were encoded. --json prints one document or nothing (a small spool here,
+    # so the 3,000-row case goes through the temporary file).
+    monkeypatch.setattr(render_module, "_SPOOL_BYTES", 4096)
+
+    def rows() -> Iterator[dict[str, Any]]:
+        for i in range(rows_before):
+            yield {"a": f"row {i}"}
+        raise CorruptInputError("manifest is damaged", path="m7.avro")
+
+    out = io.StringIO()
+    with pytest.raises(CorruptInputError):
+        render(RowsResult("files", "Files", ["a"], rows(), {"table": "t"}), as_json=True, out=out)
+    assert out.getvalue() == ""
+    whole = io.StringIO()
+    render(RowsResult("files", "Files", ["a"], [{"a": f"row {i}"} for i in range(rows_before)], {"table": "t"}),
+           as_json=True, out=whole)
+    assert len(json.loads(whole.getvalue())["rows"]) == rows_before  # and without the error, all of it
 
 
 @pytest.mark.parametrize("fmt", ["json", "jsonl", "csv", "tsv", "table"])
