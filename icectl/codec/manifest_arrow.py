@@ -66,12 +66,12 @@ class NotArrowRepresentable(Exception):  # a condition to fall back on, not an I
 
 
 # Arrow types by name, made on first use (pyarrow loads only when a manifest is decoded).
-_I64, _I8, _BIN, _STR, _COUNTS, _BOUNDS = "int64", "int8", "binary", "string", "counts", "bounds"
-_LIST_BIN, _LIST_I64, _SUMMARIES = "list<binary>", "list<int64>", "list<field_summary>"
+T_I64, T_I8, T_BIN, T_STR, _COUNTS, _BOUNDS = "int64", "int8", "binary", "string", "counts", "bounds"
+_LIST_BIN, _LIST_I64, T_SUMMARIES = "list<binary>", "list<int64>", "list<field_summary>"
 
 
 @functools.cache
-def _arrow_type(name: str) -> pa.DataType:
+def arrow_type_of(name: str) -> pa.DataType:
     import pyarrow as pa
 
     simple = {"int64": pa.int64(), "int8": pa.int8(), "binary": pa.binary(), "string": pa.string()}
@@ -85,35 +85,35 @@ def _arrow_type(name: str) -> pa.DataType:
     }[name]
 
 # data_file fields: name -> (Arrow type, Avro primitive types accepted)
-_INTS = ("int", "long")
-_FILE_COLUMNS: dict[str, tuple[str, tuple[str, ...]]] = {
-    "content": (_I8, ("int",)),
-    "file_path": (_STR, ("string",)),
-    "file_format": (_STR, ("string",)),
+AVRO_INTS = ("int", "long")
+FILE_COLUMNS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "content": (T_I8, ("int",)),
+    "file_path": (T_STR, ("string",)),
+    "file_format": (T_STR, ("string",)),
     "partition": (_LIST_BIN, ()),
-    "record_count": (_I64, _INTS),
-    "file_size_in_bytes": (_I64, _INTS),
+    "record_count": (T_I64, AVRO_INTS),
+    "file_size_in_bytes": (T_I64, AVRO_INTS),
     "column_sizes": (_COUNTS, ("long", "int")),
     "value_counts": (_COUNTS, ("long", "int")),
     "null_value_counts": (_COUNTS, ("long", "int")),
     "nan_value_counts": (_COUNTS, ("long", "int")),
     "lower_bounds": (_BOUNDS, ("bytes",)),
     "upper_bounds": (_BOUNDS, ("bytes",)),
-    "key_metadata": (_BIN, ("bytes",)),
-    "split_offsets": (_LIST_I64, _INTS),
-    "equality_ids": (_LIST_I64, _INTS),
-    "sort_order_id": (_I64, _INTS),
-    "first_row_id": (_I64, _INTS),
-    "referenced_data_file": (_STR, ("string",)),
-    "content_offset": (_I64, _INTS),
-    "content_size_in_bytes": (_I64, _INTS),
+    "key_metadata": (T_BIN, ("bytes",)),
+    "split_offsets": (_LIST_I64, AVRO_INTS),
+    "equality_ids": (_LIST_I64, AVRO_INTS),
+    "sort_order_id": (T_I64, AVRO_INTS),
+    "first_row_id": (T_I64, AVRO_INTS),
+    "referenced_data_file": (T_STR, ("string",)),
+    "content_offset": (T_I64, AVRO_INTS),
+    "content_size_in_bytes": (T_I64, AVRO_INTS),
 }
-assert set(_FILE_COLUMNS) == set(DATA_FILE_FIELD_IDS)
-_ENTRY_COLUMNS: dict[str, tuple[str, tuple[str, ...]]] = {
-    "status": (_I8, ("int",)),
-    "snapshot_id": (_I64, _INTS),
-    "sequence_number": (_I64, _INTS),
-    "file_sequence_number": (_I64, _INTS),
+assert set(FILE_COLUMNS) == set(DATA_FILE_FIELD_IDS)
+ENTRY_COLUMNS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "status": (T_I8, ("int",)),
+    "snapshot_id": (T_I64, AVRO_INTS),
+    "sequence_number": (T_I64, AVRO_INTS),
+    "file_sequence_number": (T_I64, AVRO_INTS),
 }
 _MAPS = frozenset({"column_sizes", "value_counts", "null_value_counts", "nan_value_counts",
                    "lower_bounds", "upper_bounds"})
@@ -125,34 +125,34 @@ _CONTENTS = tuple(DataFileContent)
 # --------------------------------------------------------------------------- Avro schema checks
 
 
-def _avro_kind(t: Any, named: dict[str, Any]) -> Any:
+def avro_kind(t: Any, named: dict[str, Any]) -> Any:
     """The Avro type behind an optional union or a name; a multi-branch union stays a list."""
     return resolve_type(t, named)
 
 
-def _primitive_ok(t: Any, named: dict[str, Any], accepted: tuple[str, ...]) -> bool:
-    t = _avro_kind(t, named)
+def primitive_ok(t: Any, named: dict[str, Any], accepted: tuple[str, ...]) -> bool:
+    t = avro_kind(t, named)
     if isinstance(t, dict):  # a logical type would make fastavro return datetimes or Decimals
         return "logicalType" not in t and t.get("type") in accepted
     return t in accepted
 
 
 def _field_ok(name: str, avro_type: Any, named: dict[str, Any], accepted: tuple[str, ...]) -> bool:
-    t = _avro_kind(avro_type, named)
+    t = avro_kind(avro_type, named)
     if name in _MAPS:  # Java: an array of key/value records (an Avro map has string keys)
         if not isinstance(t, dict) or t.get("type") != "array":
             return False
-        item = _avro_kind(t.get("items"), named)
+        item = avro_kind(t.get("items"), named)
         if not isinstance(item, dict) or item.get("type") != "record" or len(item.get("fields", ())) != 2:
             return False
         key, value = item["fields"]
-        return _primitive_ok(key["type"], named, _INTS) and _primitive_ok(value["type"], named, accepted)
+        return primitive_ok(key["type"], named, AVRO_INTS) and primitive_ok(value["type"], named, accepted)
     if name in _LISTS:
-        return isinstance(t, dict) and t.get("type") == "array" and _primitive_ok(t.get("items"), named, accepted)
-    return _primitive_ok(avro_type, named, accepted)
+        return isinstance(t, dict) and t.get("type") == "array" and primitive_ok(t.get("items"), named, accepted)
+    return primitive_ok(avro_type, named, accepted)
 
 
-def _check_types(record: dict[str, Any], names: dict[str, str], named: dict[str, Any],
+def check_avro_types(record: dict[str, Any], names: dict[str, str], named: dict[str, Any],
                  columns: dict[str, tuple[str, tuple[str, ...]]]) -> None:
     for spec_name, avro_name in names.items():
         accepted = columns[spec_name][1] if spec_name in columns else ()
@@ -237,16 +237,16 @@ def manifest_table(data: AvroSource, *, manifest: ManifestFile, partition_type: 
     try:
         return _manifest_table(data, manifest, partition_type, format_version)
     except NotArrowRepresentable:
-        _reference(lambda: list(read_manifest(data, manifest=manifest, partition_type=partition_type,
+        reference_read(lambda: list(read_manifest(data, manifest=manifest, partition_type=partition_type,
                                               format_version=format_version)))
         raise
     except Exception as e:  # the reference reader decides what the error is
-        _reference(lambda: list(read_manifest(data, manifest=manifest, partition_type=partition_type,
+        reference_read(lambda: list(read_manifest(data, manifest=manifest, partition_type=partition_type,
                                               format_version=format_version)))
         raise NotArrowRepresentable(f"{type(e).__name__}: {e}") from None
 
 
-def _reference(read: Callable[[], object]) -> None:
+def reference_read(read: Callable[[], object]) -> None:
     read()  # raises the reader's own CorruptInputError / UnsupportedError
 
 
@@ -254,8 +254,8 @@ def native_layout(data: AvroSource, partition_type: StructType, format_version: 
     """The reader's layout of a manifest whose fields all have the Avro types the Arrow form takes
     (:class:`NotArrowRepresentable` otherwise; the reader's own error for a schema it refuses)."""
     layout = open_manifest(data, partition_type=partition_type, format_version=format_version)
-    _check_types(layout.schema, layout.entry_names, layout.named, _ENTRY_COLUMNS)
-    _check_types(layout.file_schema, layout.file_names, layout.named, _FILE_COLUMNS)
+    check_avro_types(layout.schema, layout.entry_names, layout.named, ENTRY_COLUMNS)
+    check_avro_types(layout.file_schema, layout.file_names, layout.named, FILE_COLUMNS)
     if layout.partition is None:  # unreachable: open_manifest raised for a missing partition field
         raise CorruptInputError("manifest data_file has no partition field")
     return layout
@@ -284,8 +284,8 @@ def _fastavro_manifest_table(layout: ManifestLayout, manifest: ManifestFile, par
     snap_n, seq_n, fseq_n = en.get("snapshot_id"), en.get("sequence_number"), en.get("file_sequence_number")
     content_n, part_n, rc_n, frid_n = fn.get("content"), fn["partition"], fn["record_count"], fn.get("first_row_id")
     # Plain copies: every data_file field but the computed ones.
-    copied = [(n, fn[n]) for n in _FILE_COLUMNS if n in fn and n not in ("content", "partition", "first_row_id")]
-    cols: dict[str, list[Any]] = {n: [] for n in (*_ENTRY_COLUMNS, "content", "partition", "first_row_id")}
+    copied = [(n, fn[n]) for n in FILE_COLUMNS if n in fn and n not in ("content", "partition", "first_row_id")]
+    cols: dict[str, list[Any]] = {n: [] for n in (*ENTRY_COLUMNS, "content", "partition", "first_row_id")}
     copies: list[list[Any]] = [[] for _ in copied]
     m_snap, m_seq = manifest.added_snapshot_id, manifest.sequence_number
     next_row_id = (manifest.first_row_id if format_version >= 3 and manifest.content == ManifestContent.DATA
@@ -323,13 +323,13 @@ def _fastavro_manifest_table(layout: ManifestLayout, manifest: ManifestFile, par
     converted: dict[str, pa.Array] = {}
     for (name, avro_name), values in zip(copied, copies, strict=True):
         if name in _MAPS:
-            map_type = _arrow_type(_FILE_COLUMNS[name][0])
+            map_type = arrow_type_of(FILE_COLUMNS[name][0])
             converted[name] = _map_array(values, layout.file_schema, avro_name, layout.named, map_type)
         else:
             cols[name] = values
     arrays, names = [], []
-    for name, (type_name, _) in {**_ENTRY_COLUMNS, **_FILE_COLUMNS}.items():
-        arrow_type = _arrow_type(type_name)
+    for name, (type_name, _) in {**ENTRY_COLUMNS, **FILE_COLUMNS}.items():
+        arrow_type = arrow_type_of(type_name)
         column = cols.get(name)
         if name in converted:
             arrays.append(converted[name])
@@ -356,14 +356,14 @@ def native_manifest_table(data: bytes, layout: ManifestLayout, manifest: Manifes
     cols: dict[str, pa.Array] = {"status": status, "content": content}
     cols.update(inherited_columns(entries, status, manifest, n))
     cols["first_row_id"] = first_row_ids(files, status, content, manifest, format_version, n)
-    cols["partition"] = _partition_column(part, layout, partition_type, n)
-    for name in _FILE_COLUMNS:
+    cols["partition"] = partition_column(part, layout, partition_type, n)
+    for name in FILE_COLUMNS:
         if name not in cols and name in files:
             cols[name] = files[name]
-    arrays = [cols[name] if name in cols else pa.nulls(n, _arrow_type(type_name))
-              for name, (type_name, _) in {**_ENTRY_COLUMNS, **_FILE_COLUMNS}.items()]
+    arrays = [cols[name] if name in cols else pa.nulls(n, arrow_type_of(type_name))
+              for name, (type_name, _) in {**ENTRY_COLUMNS, **FILE_COLUMNS}.items()]
     meta = {DECODE_KEY: decode_key(manifest, partition_type, format_version)}
-    return pa.Table.from_arrays(arrays, names=[*_ENTRY_COLUMNS, *_FILE_COLUMNS], metadata=meta)
+    return pa.Table.from_arrays(arrays, names=[*ENTRY_COLUMNS, *FILE_COLUMNS], metadata=meta)
 
 
 def native_columns(raw: pa.Table, layout: ManifestLayout
@@ -392,10 +392,10 @@ def native_columns(raw: pa.Table, layout: ManifestLayout
     if n and not pc.all(pc.is_in(content, pa.array([0, 1, 2], pa.int8()))).as_py():
         raise ValueError("invalid content")
     files: dict[str, pa.Array] = {"content": content}
-    for name, (type_name, _) in _FILE_COLUMNS.items():
+    for name, (type_name, _) in FILE_COLUMNS.items():
         if name in files or name == "partition" or name not in written:
             continue
-        arrow_type = _arrow_type(type_name)
+        arrow_type = arrow_type_of(type_name)
         column = written[name]
         files[name] = _native_map(column, arrow_type) if name in _MAPS else column.cast(arrow_type)
     return entries, files, written.get("partition")
@@ -405,13 +405,13 @@ _PARTITION_ARROW = ("int32", "int64", "float", "double", "bool", "string", "larg
                     "large_binary", "date32[day]")
 
 
-def _partition_column(part: pa.Array | None, layout: ManifestLayout, partition_type: StructType,
+def partition_column(part: pa.Array | None, layout: ManifestLayout, partition_type: StructType,
                       n: int) -> pa.Array:
     """Partition records as lists of single-value bytes, each distinct record converted once
     through the reader's own decoder (so every value is the reader's)."""
     import pyarrow as pa
 
-    list_type = _arrow_type(_LIST_BIN)
+    list_type = arrow_type_of(_LIST_BIN)
     if not partition_type.fields:
         return pa.ListArray.from_arrays(pa.array([0] * (n + 1), pa.int32()), pa.array([], pa.binary()))
     groups, _firsts, tuples = distinct_partitions(part, layout, partition_type, n)
@@ -469,7 +469,7 @@ def _map_array(values: list[Any], record: dict[str, Any], avro_name: str, named:
     of structs named as the Avro record's two fields, then its children as the map's keys and items."""
     import pyarrow as pa
 
-    item = _avro_kind(_avro_kind(record_field(record, avro_name)["type"], named)["items"], named)
+    item = avro_kind(avro_kind(record_field(record, avro_name)["type"], named)["items"], named)
     key_name, value_name = (f["name"] for f in item["fields"])
     as_list = pa.array(values, type=pa.list_(pa.struct([(key_name, arrow_type.key_type),
                                                         (value_name, arrow_type.item_type)])))
@@ -507,7 +507,7 @@ def entries_from_table(table: pa.Table, *, manifest: ManifestFile, partition_typ
     wanted = set(DATA_FILE_FIELD_IDS) if fields is None else set(fields) | ALWAYS_READ_DATA_FILE_FIELDS
     n = table.num_rows
     col: dict[str, list[Any]] = {name: table.column(name).to_pylist() if name in wanted else [None] * n
-           for name in _FILE_COLUMNS}
+           for name in FILE_COLUMNS}
     if "partition" in wanted:
         codec = _PartitionCodec(partition_type)
         col["partition"] = [codec.decode(p) for p in col["partition"]]
@@ -515,7 +515,7 @@ def entries_from_table(table: pa.Table, *, manifest: ManifestFile, partition_typ
         col[name] = [None if v is None else dict(v) for v in col[name]]
     for name in _LISTS & wanted:
         col[name] = [None if v is None else tuple(v) for v in col[name]]
-    files = map(DataFile, [_CONTENTS[c] for c in col["content"]], *(col[name] for name in list(_FILE_COLUMNS)[1:]))
+    files = map(DataFile, [_CONTENTS[c] for c in col["content"]], *(col[name] for name in list(FILE_COLUMNS)[1:]))
     statuses = [_STATUSES[s] for s in table.column("status").to_pylist()]
     return list(map(ManifestEntry, statuses, table.column("snapshot_id").to_pylist(),
                     table.column("sequence_number").to_pylist(), table.column("file_sequence_number").to_pylist(),

@@ -12,21 +12,21 @@ from typing import TYPE_CHECKING
 from icectl.codec.avro import AvroSource, named_types, read_records, record_field, writer_schema
 from icectl.codec.avro_native import native_enabled
 from icectl.codec.manifest_arrow import (
-    _BIN,
-    _I8,
-    _I64,
-    _INTS,
-    _STR,
-    _SUMMARIES,
     ARROW_LAYOUT_VERSION,
+    AVRO_INTS,
     DECODE_KEY,
     LIST_METADATA,
+    T_BIN,
+    T_I8,
+    T_I64,
+    T_STR,
+    T_SUMMARIES,
     NotArrowRepresentable,
-    _arrow_type,
-    _avro_kind,
-    _check_types,
-    _primitive_ok,
-    _reference,
+    arrow_type_of,
+    avro_kind,
+    check_avro_types,
+    primitive_ok,
+    reference_read,
 )
 from icectl.codec.manifest_list_native import native_list_table
 from icectl.codec.manifest_reader import ManifestList, open_manifest_list, read_manifest_list
@@ -38,22 +38,22 @@ if TYPE_CHECKING:
 
 
 _LIST_COLUMNS: dict[str, tuple[str, tuple[str, ...]]] = {
-    "manifest_path": (_STR, ("string",)),
-    "manifest_length": (_I64, _INTS),
-    "partition_spec_id": (_I64, _INTS),
-    "content": (_I8, ("int",)),
-    "sequence_number": (_I64, _INTS),
-    "min_sequence_number": (_I64, _INTS),
-    "added_snapshot_id": (_I64, _INTS),
-    "added_files_count": (_I64, _INTS),
-    "existing_files_count": (_I64, _INTS),
-    "deleted_files_count": (_I64, _INTS),
-    "added_rows_count": (_I64, _INTS),
-    "existing_rows_count": (_I64, _INTS),
-    "deleted_rows_count": (_I64, _INTS),
-    "partitions": (_SUMMARIES, ()),
-    "key_metadata": (_BIN, ("bytes",)),
-    "first_row_id": (_I64, _INTS),
+    "manifest_path": (T_STR, ("string",)),
+    "manifest_length": (T_I64, AVRO_INTS),
+    "partition_spec_id": (T_I64, AVRO_INTS),
+    "content": (T_I8, ("int",)),
+    "sequence_number": (T_I64, AVRO_INTS),
+    "min_sequence_number": (T_I64, AVRO_INTS),
+    "added_snapshot_id": (T_I64, AVRO_INTS),
+    "added_files_count": (T_I64, AVRO_INTS),
+    "existing_files_count": (T_I64, AVRO_INTS),
+    "deleted_files_count": (T_I64, AVRO_INTS),
+    "added_rows_count": (T_I64, AVRO_INTS),
+    "existing_rows_count": (T_I64, AVRO_INTS),
+    "deleted_rows_count": (T_I64, AVRO_INTS),
+    "partitions": (T_SUMMARIES, ()),
+    "key_metadata": (T_BIN, ("bytes",)),
+    "first_row_id": (T_I64, AVRO_INTS),
 }
 _SUMMARY_TYPES = {"contains_null": ("boolean",), "contains_nan": ("boolean",), "lower_bound": ("bytes",),
                   "upper_bound": ("bytes",)}
@@ -71,10 +71,10 @@ def manifest_list_table(data: AvroSource, *, format_version: int) -> pa.Table:
     try:
         return _manifest_list_table(data, format_version)
     except NotArrowRepresentable:
-        _reference(lambda: read_manifest_list(data, format_version=format_version))
+        reference_read(lambda: read_manifest_list(data, format_version=format_version))
         raise
     except Exception as e:  # the reference reader decides what the error is
-        _reference(lambda: read_manifest_list(data, format_version=format_version))
+        reference_read(lambda: read_manifest_list(data, format_version=format_version))
         raise NotArrowRepresentable(f"{type(e).__name__}: {e}") from None
 
 
@@ -85,15 +85,15 @@ def _manifest_list_table(data: AvroSource, format_version: int) -> pa.Table:
     reader, names, summary_names = open_manifest_list(data, format_version=format_version)
     schema = writer_schema(reader)
     named = named_types(schema, {})
-    _check_types(schema, names, named, _LIST_COLUMNS)
+    check_avro_types(schema, names, named, _LIST_COLUMNS)
     if summary_names:
-        items = _avro_kind(_avro_kind(record_field(schema, names["partitions"])["type"], named)["items"], named)
+        items = avro_kind(avro_kind(record_field(schema, names["partitions"])["type"], named)["items"], named)
         for spec_name, avro_name in summary_names.items():
-            if not _primitive_ok(record_field(items, avro_name)["type"], named, _SUMMARY_TYPES[spec_name]):
+            if not primitive_ok(record_field(items, avro_name)["type"], named, _SUMMARY_TYPES[spec_name]):
                 raise NotArrowRepresentable(f"field_summary field {avro_name!r} has an unexpected Avro type")
     meta = {LIST_METADATA: json.dumps(dict(reader.metadata)).encode(), DECODE_KEY: list_decode_key()}
     if isinstance(data, (bytes, bytearray, memoryview)) and native_enabled():
-        columns = {name: _arrow_type(type_name) for name, (type_name, _) in _LIST_COLUMNS.items()}
+        columns = {name: arrow_type_of(type_name) for name, (type_name, _) in _LIST_COLUMNS.items()}
         try:
             return native_list_table(bytes(data), schema, names, summary_names, columns, meta)
         except Exception:  # NotNative, or the native decoder's own error: fastavro decides
@@ -118,7 +118,7 @@ def _manifest_list_table(data: AvroSource, format_version: int) -> pa.Table:
     for summaries in cols[13]:
         for s in summaries or ():
             s["contains_null"] = bool(s["contains_null"])
-    arrays = [pa.array(values, type=_arrow_type(_LIST_COLUMNS[name][0]))
+    arrays = [pa.array(values, type=arrow_type_of(_LIST_COLUMNS[name][0]))
               for name, values in zip(order, cols, strict=True)]
     return pa.Table.from_arrays(arrays, names=order, metadata=meta)
 

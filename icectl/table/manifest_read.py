@@ -41,7 +41,7 @@ from icectl.errors import IcectlError
 from icectl.spec.manifest import ManifestEntry, ManifestFile
 from icectl.spec.schema import StructType
 from icectl.storage import FileIdentity, FileIO
-from icectl.table.manifest_cache import manifest_cache
+from icectl.table.manifest_cache import ManifestCache, manifest_cache
 
 if TYPE_CHECKING:
     from concurrent.futures import Future, ProcessPoolExecutor
@@ -156,6 +156,16 @@ def _manifest_arrow(io: FileIO, manifest: ManifestFile, ptype: StructType, forma
     if cache is not None and identity is not None:
         cache.put(MANIFEST_KIND, path, identity, table)
     return table
+
+
+def cached_table(cache: ManifestCache, io: FileIO, path: str, expected: bytes) -> pa.Table | None:
+    """The cached table of the manifest at ``path`` as it is now, decoded with ``expected`` as its
+    decode key (:func:`~icectl.codec.manifest_arrow.decode_key`); None when there is none."""
+    identity = io.identity(path)
+    if identity is None:
+        return None
+    table = cache.get(MANIFEST_KIND, path, identity)
+    return table if table is not None and _key_of(table) == expected else None
 
 
 def manifest_entries(io: FileIO, manifest: ManifestFile, *, partition_type: StructType, format_version: int,

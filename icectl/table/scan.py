@@ -11,7 +11,10 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, TypeVar
 
 from icectl import progress
-from icectl.codec.avro import probe_avro_file
+from icectl.codec.avro import container_header, probe_avro_file
+from icectl.codec.avro_native import native_enabled
+from icectl.codec.manifest_arrow import decode_key
+from icectl.codec.manifest_batch import manifest_tables
 from icectl.codec.manifest_reader import read_manifest_metadata
 from icectl.codec.v4_manifest import probe_parquet_file
 from icectl.errors import CorruptInputError, IcectlError, NotFoundError
@@ -19,8 +22,17 @@ from icectl.spec.manifest import ManifestContent, ManifestEntry, ManifestFile
 from icectl.spec.metadata import TableMetadata
 from icectl.spec.schema import StructType
 from icectl.spec.snapshots import Snapshot
-from icectl.storage import FileIO
-from icectl.table.manifest_read import ReadOptions, batch_options, manifest_arrow, manifest_entries, manifest_list
+from icectl.storage import FileIdentity, FileIO
+from icectl.table.manifest_cache import manifest_cache
+from icectl.table.manifest_read import (
+    MANIFEST_KIND,
+    ReadOptions,
+    batch_options,
+    cached_table,
+    manifest_arrow,
+    manifest_entries,
+    manifest_list,
+)
 from icectl.table.scan_v4 import TreeManifest, read_tree_entries, tree_manifests, v4_leaf_reader
 from icectl.threads import READ_WORKERS, ordered_map
 
@@ -107,7 +119,69 @@ def iter_manifest_tables(
                               options=options,
                               other_format=v4_leaf_reader(metadata, m, ptype) if isinstance(m, TreeManifest) else None)
 
-    yield from _read_ahead(metadata, manifests, read, workers, use_cache)
+    todo = list(manifests)
+    if native_enabled() and len(todo) > 1 and not any(isinstance(m, TreeManifest) for m in todo):
+        yield from _read_batched(metadata, io, todo, read, workers, use_cache)
+    else:
+        yield from _read_ahead(metadata, todo, read, workers, use_cache)
+
+
+def _read_batched(metadata: TableMetadata, io: FileIO, todo: list[ManifestFile],
+                  read: Callable[[ManifestFile, StructType, ReadOptions], pa.Table | list[ManifestEntry]],
+                  workers: int, use_cache: bool) -> Iterator[tuple[ManifestFile, pa.Table | list[ManifestEntry]]]:
+    """:func:`iter_manifest_tables` in batches of up to 512 manifests or 16 MB: the cached tables
+    taken from the cache, the others decoded together in one native read per shared header
+    (:func:`icectl.codec.manifest_batch.manifest_tables`) and cached. A group that does not decode
+    so is read one by one by ``read`` (the reader's errors, the reader's fallback)."""
+    ptypes = {sid: metadata.partition_type(sid) for sid in {m.partition_spec_id for m in todo}}
+    options = ReadOptions(use_cache=use_cache)
+    cache = manifest_cache() if use_cache else None
+
+    def batches() -> Iterator[list[ManifestFile]]:
+        batch: list[ManifestFile] = []
+        size = 0
+        for m in todo:
+            batch.append(m)
+            size += max(0, m.manifest_length)
+            if len(batch) >= 256 or size >= 16 << 20:
+                yield batch
+                batch, size = [], 0
+        if batch:
+            yield batch
+
+    def one_batch(batch: list[ManifestFile]) -> list[pa.Table | list[ManifestEntry]]:
+        got: list[pa.Table | list[ManifestEntry] | None] = [None] * len(batch)
+        fresh: dict[tuple[bytes, int], list[tuple[int, bytes, FileIdentity | None]]] = {}
+        for i, m in enumerate(batch):
+            key = decode_key(m, ptypes[m.partition_spec_id], metadata.format_version)
+            try:
+                found = cached_table(cache, io, m.manifest_path, key) if cache is not None else None
+                if found is not None:
+                    got[i] = found
+                    continue
+                data, identity = io.read_with_identity(m.manifest_path) if cache is not None \
+                    else (io.read(m.manifest_path), None)
+                end = container_header(data)[0]
+            except Exception:  # missing, unreadable, not Avro: the one-by-one read says what
+                continue
+            fresh.setdefault((data[:end - 16], m.partition_spec_id), []).append((i, data, identity))
+        for (_header, spec_id), members in fresh.items():
+            try:
+                tables = manifest_tables([d for _, d, _ in members], [batch[i] for i, _, _ in members],
+                                         ptypes[spec_id], metadata.format_version)
+            except Exception:  # the one-by-one read decides (and names the error)
+                continue
+            for (i, _data, identity), table in zip(members, tables, strict=True):
+                got[i] = table
+                if cache is not None and identity is not None:
+                    cache.put(MANIFEST_KIND, batch[i].manifest_path, identity, table)
+        return [g if g is not None else read(m, ptypes[m.partition_spec_id], options)
+                for m, g in zip(batch, got, strict=True)]
+
+    with progress.task("reading manifests", len(todo)) as advance:
+        for batch, tables in zip(batches(), ordered_map(one_batch, batches(), workers=workers), strict=True):
+            yield from zip(batch, tables, strict=True)
+            advance(len(batch))
 
 
 def _read_ahead(metadata: TableMetadata, manifests: Iterable[ManifestFile],

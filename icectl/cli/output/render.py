@@ -146,7 +146,7 @@ def _render_json(result: Result, out: TextIO) -> None:
         with tempfile.SpooledTemporaryFile(max_size=_SPOOL_BYTES, mode="w+", encoding="utf-8") as spool:
             _write_rows_json(result, spool)  # type: ignore[arg-type]
             spool.seek(0)
-            shutil.copyfileobj(spool, out, 1 << 20)  # type: ignore[misc]
+            shutil.copyfileobj(spool, out, 1 << 20)
     else:
         doc = result.to_json()
         report = getattr(result, "engine_report", None)

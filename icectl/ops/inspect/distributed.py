@@ -17,8 +17,10 @@ from __future__ import annotations
 import pickle
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
+from icectl.codec.arrow_types import distinct_rows
+from icectl.codec.manifest_arrow import partition_values
 from icectl.engine import Engine
 from icectl.ops.inspect.files import (
     FILE_FIELDS,
@@ -30,11 +32,14 @@ from icectl.ops.inspect.files import (
     file_rows_json,
 )
 from icectl.ops.inspect.metadata import iso_timestamp
-from icectl.spec.manifest import DataFileContent, ManifestEntry, ManifestFile
+from icectl.spec.manifest import DataFile, DataFileContent, ManifestEntry, ManifestEntryStatus, ManifestFile
 from icectl.spec.metadata import TableMetadata
 from icectl.spec.snapshots import Snapshot
 from icectl.storage import FileIO
 from icectl.table.scan import iter_entries
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 R = TypeVar("R")
 PARTITION_FIELDS = frozenset({"content", "partition", "record_count", "file_size_in_bytes"})
@@ -109,12 +114,7 @@ def fold_partitions(groups: dict[tuple[Any, ...], dict[str, Any]], mapper: Parti
         key = (m.partition_spec_id, *mapper.key(m.partition_spec_id, f.partition)) if partitioned else ()
         g = groups.get(key)
         if g is None:
-            g = groups[key] = {
-                "partition": mapper.to_dict(m.partition_spec_id, f.partition), "spec_id": 0,
-                "record_count": 0, "file_count": 0, "total_data_file_size_in_bytes": 0,
-                "position_delete_record_count": 0, "position_delete_file_count": 0,
-                "equality_delete_record_count": 0, "equality_delete_file_count": 0,
-                "last_updated_at": None, "last_updated_snapshot_id": None, "_ms": None}
+            g = groups[key] = _new_group(mapper.to_dict(m.partition_spec_id, f.partition))
         s = by_id.get(e.snapshot_id) if e.snapshot_id is not None else None
         if s is not None and (g["_ms"] is None or s.timestamp_ms > g["_ms"]):
             g["_ms"], g["last_updated_at"], g["last_updated_snapshot_id"] = (
@@ -130,6 +130,106 @@ def fold_partitions(groups: dict[tuple[Any, ...], dict[str, Any]], mapper: Parti
         else:
             g["equality_delete_record_count"] += f.record_count
             g["equality_delete_file_count"] += 1
+
+
+def fold_partition_tables(groups: dict[tuple[Any, ...], dict[str, Any]], mapper: PartitionMapper,
+                          by_id: dict[int, Snapshot],
+                          tables: Iterable[tuple[ManifestFile, pa.Table | list[ManifestEntry]]]) -> None:
+    """:func:`fold_partitions` over manifests' Arrow tables (:func:`icectl.table.scan.iter_manifest_tables`),
+    consecutive manifests of one spec folded together with kernels: the same groups, in the same
+    order, with the same sums and latest snapshots. Manifests given as entries are folded as they are."""
+    pending: list[tuple[ManifestFile, pa.Table]] = []
+    rows = 0
+
+    def flush() -> None:
+        nonlocal pending, rows
+        if pending:
+            _fold_chunk(groups, mapper, by_id, pending)
+        pending, rows = [], 0
+
+    for m, got in tables:
+        if isinstance(got, list):
+            flush()
+            fold_partitions(groups, mapper, by_id, ((m, e) for e in got if e.is_live))
+            continue
+        if pending and (m.partition_spec_id != pending[0][0].partition_spec_id or rows >= _FOLD_ROWS):
+            flush()
+        pending.append((m, got.select(["status", "snapshot_id", *sorted(PARTITION_FIELDS)])))
+        rows += got.num_rows
+    flush()
+
+
+_FOLD_ROWS = 65_536
+
+
+def _fold_chunk(groups: dict[tuple[Any, ...], dict[str, Any]], mapper: PartitionMapper, by_id: dict[int, Snapshot],
+                chunk: list[tuple[ManifestFile, pa.Table]]) -> None:
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    m0 = chunk[0][0]
+    spec_id = m0.partition_spec_id
+    t = pa.concat_tables([t for _, t in chunk]).combine_chunks()
+    t = t.filter(pc.not_equal(t.column("status"), 2))
+    n = t.num_rows
+    if n == 0:
+        return
+    extremes = [pc.min_max(t.column(c)).as_py() for c in ("record_count", "file_size_in_bytes")]
+    if any(e["min"] is None or e["min"] < -2**40 or e["max"] > 2**40 for e in extremes):
+        # int64 sums could wrap (or a count is missing): the entry-by-entry fold decides
+        decode_all = partition_values(mapper.md.partition_type(spec_id))
+        entries = ((m0, _live_entry(r, decode_all)) for r in t.to_pylist())
+        fold_partitions(groups, mapper, by_id, entries)
+        return
+    ptype = mapper.md.partition_type(spec_id)
+    column = t.column("partition")
+    part, firsts = distinct_rows([pc.list_element(column, i) for i in range(len(ptype.fields))], n)
+    decode = partition_values(ptype)
+    partitioned = bool(mapper.unified.fields)
+    keys: list[tuple[Any, ...]] = []
+    for values in column.take(firsts).to_pylist():  # in order of first appearance: groups made in order
+        tup = decode(values)
+        key = (spec_id, *mapper.key(spec_id, tup)) if partitioned else ()
+        if key not in groups:
+            groups[key] = _new_group(mapper.to_dict(spec_id, tup))
+        groups[key]["spec_id"] = spec_id
+        keys.append(key)
+    table = pa.table({"g": part, "s": t.column("snapshot_id"), "c": t.column("content"),
+                      "row": pa.array(np.arange(n, dtype=np.int64)), "rc": t.column("record_count"),
+                      "size": t.column("file_size_in_bytes")})
+    sums = table.group_by(["g", "c"], use_threads=False).aggregate(
+        [("rc", "sum"), ("size", "sum"), ("row", "count")]).to_pylist()
+    for r in sums:
+        g = groups[keys[r["g"]]]
+        kind = ("record_count", "file_count", "total_data_file_size_in_bytes") if r["c"] == 0 else \
+            ("position_delete_record_count", "position_delete_file_count", None) if r["c"] == 1 else \
+            ("equality_delete_record_count", "equality_delete_file_count", None)
+        g[kind[0]] += r["rc_sum"]
+        g[kind[1]] += r["row_count"]
+        if kind[2] is not None:
+            g[kind[2]] += r["size_sum"]
+    # The latest snapshot per group, the first seen among equal times: pairs in order of first row.
+    pairs = table.group_by(["g", "s"], use_threads=False).aggregate([("row", "min")]).sort_by("row_min").to_pylist()
+    for r in pairs:
+        s = by_id.get(r["s"]) if r["s"] is not None else None
+        g = groups[keys[r["g"]]]
+        if s is not None and (g["_ms"] is None or s.timestamp_ms > g["_ms"]):
+            g["_ms"], g["last_updated_at"], g["last_updated_snapshot_id"] = (
+                s.timestamp_ms, iso_timestamp(s.timestamp_ms), s.snapshot_id)
+
+
+def _new_group(partition: dict[str, Any]) -> dict[str, Any]:
+    return {"partition": partition, "spec_id": 0, "record_count": 0, "file_count": 0,
+            "total_data_file_size_in_bytes": 0, "position_delete_record_count": 0, "position_delete_file_count": 0,
+            "equality_delete_record_count": 0, "equality_delete_file_count": 0, "last_updated_at": None,
+            "last_updated_snapshot_id": None, "_ms": None}
+
+
+def _live_entry(row: dict[str, Any], decode: Callable[[list[bytes | None]], tuple[Any, ...]]) -> ManifestEntry:
+    f = DataFile(content=DataFileContent(row["content"]), file_path="", file_format="", partition=decode(
+        row["partition"]), record_count=row["record_count"], file_size_in_bytes=row["file_size_in_bytes"])
+    return ManifestEntry(ManifestEntryStatus(row["status"]), row["snapshot_id"], None, None, f)
 
 
 _SUMS = ("record_count", "file_count", "total_data_file_size_in_bytes", "position_delete_record_count",

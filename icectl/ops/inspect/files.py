@@ -225,7 +225,9 @@ def _table_chunk(md: TableMetadata, mapper: PartitionMapper, batch: list[tuple[M
                  encode: Callable[[Any], str], metrics: bool, entries: bool) -> str:
     import pyarrow as pa
 
-    t = pa.concat_tables([part for _, part in batch])
+    # One chunk per column: kernels over a column of many small chunks (one per 100-entry manifest)
+    # cost ~1 ms a call, not ~0.05.
+    t = pa.concat_tables([part for _, part in batch]).combine_chunks()
     paths = None
     if entries:  # each manifest's path, as JSON, on each of its rows
         paths = pa.concat_arrays([pa.repeat(pa.scalar(encode(m.manifest_path)), part.num_rows)

@@ -16,12 +16,11 @@ from icectl.codec.puffin import decode_deletion_vector
 from icectl.engine import Engine, active
 from icectl.errors import CorruptInputError, IcectlError
 from icectl.ops.inspect.distributed import (
-    PARTITION_FIELDS,
     ViewTask,
     engine_json,
     engine_partitions,
     engine_rows,
-    fold_partitions,
+    fold_partition_tables,
 )
 from icectl.ops.inspect.files import (
     FILE_FIELDS,
@@ -50,7 +49,7 @@ from icectl.spec.metadata import TableMetadata
 from icectl.spec.schema import NestedField, StructType
 from icectl.spec.snapshots import Snapshot
 from icectl.table import Table
-from icectl.table.scan import iter_entries, manifests_of
+from icectl.table.scan import iter_entries, iter_manifest_tables, manifests_of
 
 __all__ = [
     "CONTENT_NAMES", "STATUS_NAMES", "ContentFilter", "Millis", "dv_rows", "entry_rows", "file_rows",
@@ -310,8 +309,8 @@ def partition_rows(table: Table, *, snapshot_id: int | None = None, ref: str | N
     run_on = engine or active()
     if run_on.runs_in_process:
         groups: dict[tuple[Any, ...], dict[str, Any]] = {}
-        fold_partitions(groups, mapper, {s.snapshot_id: s for s in md.snapshots},
-                        iter_entries(md, table.io, manifests, fields=PARTITION_FIELDS, live_only=True))
+        fold_partition_tables(groups, mapper, {s.snapshot_id: s for s in md.snapshots},
+                              iter_manifest_tables(md, table.io, manifests))
     else:  # per-manifest partial sums on the engine, merged here in manifest order
         groups = engine_partitions(run_on, ViewTask(md, table.io), manifests)
     cols = ["record_count", "file_count", "total_data_file_size_in_bytes", "position_delete_record_count",
