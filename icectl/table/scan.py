@@ -143,7 +143,7 @@ def _read_batched(metadata: TableMetadata, io: FileIO, todo: list[ManifestFile],
         for m in todo:
             batch.append(m)
             size += max(0, m.manifest_length)
-            if len(batch) >= 256 or size >= 16 << 20:
+            if len(batch) >= 256 or size >= 4 << 20:
                 yield batch
                 batch, size = [], 0
         if batch:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime
 import decimal
+import io
 import itertools
 import json
 import shutil
@@ -12,7 +13,7 @@ import tempfile
 import uuid
 from collections.abc import Iterable, Iterator
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, TextIO, TypeVar
+from typing import IO, TYPE_CHECKING, Any, TextIO, TypeVar
 
 from icectl.cli.output.formats import (
     OutputFormat,
@@ -143,10 +144,14 @@ def _render_json(result: Result, out: TextIO) -> None:
         # into a spool (memory, then a temporary file): stdout gets the document only once every
         # row was read. A manifest found damaged halfway (the Spark engine streams its tasks'
         # rows as they come) leaves stdout empty, never half a document.
-        with tempfile.SpooledTemporaryFile(max_size=_SPOOL_BYTES, mode="w+", encoding="utf-8") as spool:
-            _write_rows_json(result, spool)  # type: ignore[arg-type]
+        # Bytes, not text: a text spool holds ASCII as 4-byte characters (150 MB at 100,000 files).
+        with tempfile.SpooledTemporaryFile(max_size=_SPOOL_BYTES) as spool:
+            text = io.TextIOWrapper(spool, encoding="utf-8", newline="")  # type: ignore[type-var]
+            _write_rows_json(result, text)
+            text.flush()
+            text.detach()
             spool.seek(0)
-            shutil.copyfileobj(spool, out, 1 << 20)
+            _copy_out(spool, out)
     else:
         doc = result.to_json()
         report = getattr(result, "engine_report", None)
@@ -156,7 +161,20 @@ def _render_json(result: Result, out: TextIO) -> None:
     out.flush()
 
 
-_SPOOL_BYTES = 64 << 20
+_SPOOL_BYTES = 16 << 20
+
+
+def _copy_out(spool: IO[bytes], out: TextIO) -> None:
+    """The spool's UTF-8 text onto ``out``: its byte buffer when it has one (stdout), else as text."""
+    buffer = getattr(out, "buffer", None)
+    if buffer is not None:
+        out.flush()
+        shutil.copyfileobj(spool, buffer, 1 << 20)
+        buffer.flush()
+        return
+    reader = io.TextIOWrapper(spool, encoding="utf-8", newline="")
+    shutil.copyfileobj(reader, out, 1 << 20)
+    reader.detach()
 
 
 def _write_rows_json(result: RowsResult, out: TextIO) -> None:

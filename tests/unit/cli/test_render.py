@@ -126,11 +126,11 @@ def test_an_error_after_some_rows_leaves_json_stdout_empty(rows_before: int,
     # The Spark engine streams rows as its tasks finish: a damaged manifest may be met after
     # thousands of rows were encoded. --json prints one document or nothing (a small spool here,
     # so the 3,000-row case goes through the temporary file).
-    monkeypatch.setattr(render_module, "_SPOOL_BYTES", 4096)
+    monkeypatch.setattr(render_module, "_SPOOL_BYTES", 4096)  # 3,000 rows: past it, into the file
 
     def rows() -> Iterator[dict[str, Any]]:
         for i in range(rows_before):
-            yield {"a": f"row {i}"}
+            yield {"a": f"row {i} \u00e9\u6f22"}
         raise CorruptInputError("manifest is damaged", path="m7.avro")
 
     out = io.StringIO()
@@ -138,9 +138,11 @@ def test_an_error_after_some_rows_leaves_json_stdout_empty(rows_before: int,
         render(RowsResult("files", "Files", ["a"], rows(), {"table": "t"}), as_json=True, out=out)
     assert out.getvalue() == ""
     whole = io.StringIO()
-    render(RowsResult("files", "Files", ["a"], [{"a": f"row {i}"} for i in range(rows_before)], {"table": "t"}),
-           as_json=True, out=whole)
-    assert len(json.loads(whole.getvalue())["rows"]) == rows_before  # and without the error, all of it
+    render(RowsResult("files", "Files", ["a"], [{"a": f"row {i} \u00e9\u6f22"} for i in range(rows_before)],
+                      {"table": "t"}), as_json=True, out=whole)
+    # without the error, all of it, multi-byte characters whole across the spool's chunks
+    assert [r["a"] for r in json.loads(whole.getvalue())["rows"]] == [f"row {i} \u00e9\u6f22"
+                                                                      for i in range(rows_before)]
 
 
 @pytest.mark.parametrize("fmt", ["json", "jsonl", "csv", "tsv", "table"])
