@@ -118,6 +118,7 @@ ENTRY_COLUMNS: dict[str, tuple[str, tuple[str, ...]]] = {
 _MAPS = frozenset({"column_sizes", "value_counts", "null_value_counts", "nan_value_counts",
                    "lower_bounds", "upper_bounds"})
 _LISTS = frozenset({"split_offsets", "equality_ids"})
+TABLE_COLUMNS = [*ENTRY_COLUMNS, *FILE_COLUMNS]  # the Arrow form's columns, in order
 _STATUSES = tuple(ManifestEntryStatus)
 _CONTENTS = tuple(DataFileContent)
 
@@ -353,17 +354,26 @@ def native_manifest_table(data: bytes, layout: ManifestLayout, manifest: Manifes
     n = raw.num_rows
     entries, files, part = native_columns(raw, layout)
     status, content = entries["status"], files["content"]
-    cols: dict[str, pa.Array] = {"status": status, "content": content}
-    cols.update(inherited_columns(entries, status, manifest, n))
-    cols["first_row_id"] = first_row_ids(files, status, content, manifest, format_version, n)
-    cols["partition"] = partition_column(part, layout, partition_type, n)
+    arrays = table_arrays(entries, files, partition_column(part, layout, partition_type, n),
+                          inherited_columns(entries, status, manifest, n),
+                          first_row_ids(files, status, content, manifest, format_version, n), n)
+    meta = {DECODE_KEY: decode_key(manifest, partition_type, format_version)}
+    return pa.Table.from_arrays(arrays, names=TABLE_COLUMNS, metadata=meta)
+
+
+def table_arrays(entries: dict[str, pa.Array], files: dict[str, pa.Array], partition: pa.Array,
+                 inherited: dict[str, pa.Array], first_row_id: pa.Array, n: int) -> list[pa.Array]:
+    """The columns of the Arrow form (:data:`TABLE_COLUMNS`, in order) from :func:`native_columns`'
+    columns and the manifest-dependent ones; fields the file lacks are nulls."""
+    import pyarrow as pa
+
+    cols: dict[str, pa.Array] = {"status": entries["status"], "content": files["content"], **inherited,
+                                 "first_row_id": first_row_id, "partition": partition}
     for name in FILE_COLUMNS:
         if name not in cols and name in files:
             cols[name] = files[name]
-    arrays = [cols[name] if name in cols else pa.nulls(n, arrow_type_of(type_name))
-              for name, (type_name, _) in {**ENTRY_COLUMNS, **FILE_COLUMNS}.items()]
-    meta = {DECODE_KEY: decode_key(manifest, partition_type, format_version)}
-    return pa.Table.from_arrays(arrays, names=[*ENTRY_COLUMNS, *FILE_COLUMNS], metadata=meta)
+    return [cols[name] if name in cols else pa.nulls(n, arrow_type_of(type_name))
+            for name, (type_name, _) in {**ENTRY_COLUMNS, **FILE_COLUMNS}.items()]
 
 
 def native_columns(raw: pa.Table, layout: ManifestLayout

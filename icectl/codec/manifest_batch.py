@@ -21,14 +21,13 @@ import numpy as np
 from icectl.codec.avro_native import read_avro_joined
 from icectl.codec.manifest_arrow import (
     DECODE_KEY,
-    ENTRY_COLUMNS,
-    FILE_COLUMNS,
+    TABLE_COLUMNS,
     NotArrowRepresentable,
-    arrow_type_of,
     decode_key,
     native_columns,
     native_layout,
     partition_column,
+    table_arrays,
 )
 from icectl.spec.manifest import ManifestContent, ManifestFile
 from icectl.spec.schema import StructType
@@ -51,17 +50,10 @@ def manifest_tables(datas: Sequence[bytes], manifests: Sequence[ManifestFile], p
     starts = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
     k = pa.array(np.repeat(np.arange(len(manifests), dtype=np.int64), counts))
     status, content = entries["status"], files["content"]
-    cols: dict[str, pa.Array] = {"status": status, "content": content}
-    cols.update(_inherited(entries, status, manifests, k, n))
-    cols["first_row_id"] = _first_row_ids(files, status, content, manifests, format_version, k, starts, n)
-    cols["partition"] = partition_column(part, layout, partition_type, n)
-    for name in FILE_COLUMNS:
-        if name not in cols and name in files:
-            cols[name] = files[name]
-    arrays = [cols[name] if name in cols else pa.nulls(n, arrow_type_of(type_name))
-              for name, (type_name, _) in {**ENTRY_COLUMNS, **FILE_COLUMNS}.items()]
-    names = [*ENTRY_COLUMNS, *FILE_COLUMNS]
-    return [pa.Table.from_arrays([a.slice(int(starts[i]), int(counts[i])) for a in arrays], names=names,
+    arrays = table_arrays(entries, files, partition_column(part, layout, partition_type, n),
+                          _inherited(entries, status, manifests, k, n),
+                          _first_row_ids(files, status, content, manifests, format_version, k, starts, n), n)
+    return [pa.Table.from_arrays([a.slice(int(starts[i]), int(counts[i])) for a in arrays], names=TABLE_COLUMNS,
                                  metadata={DECODE_KEY: decode_key(m, partition_type, format_version)})
             for i, m in enumerate(manifests)]
 
