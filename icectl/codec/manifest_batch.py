@@ -51,14 +51,14 @@ def manifest_tables(datas: Sequence[bytes], manifests: Sequence[ManifestFile], p
     k = pa.array(np.repeat(np.arange(len(manifests), dtype=np.int64), counts))
     status, content = entries["status"], files["content"]
     arrays = table_arrays(entries, files, partition_column(part, layout, partition_type, n),
-                          _inherited(entries, status, manifests, k, n),
+                          inherited_per_row(entries, status, manifests, k, n),
                           _first_row_ids(files, status, content, manifests, format_version, k, starts, n), n)
     return [pa.Table.from_arrays([a.slice(int(starts[i]), int(counts[i])) for a in arrays], names=TABLE_COLUMNS,
                                  metadata={DECODE_KEY: decode_key(m, partition_type, format_version)})
             for i, m in enumerate(manifests)]
 
 
-def _inherited(entries: dict[str, pa.Array], status: pa.Array, manifests: Sequence[ManifestFile], k: pa.Array,
+def inherited_per_row(entries: dict[str, pa.Array], status: pa.Array, manifests: Sequence[ManifestFile], k: pa.Array,
                n: int) -> dict[str, pa.Array]:
     """:func:`icectl.codec.manifest_columns.inherited_columns` with each row's own manifest."""
     import pyarrow as pa
@@ -108,4 +108,4 @@ def _first_row_ids(files: dict[str, pa.Array], status: pa.Array, content: pa.Arr
     return pc.if_else(assign, ids, given)
 
 
-__all__ = ["manifest_tables"]
+__all__ = ["inherited_per_row", "manifest_tables"]

@@ -138,11 +138,9 @@ def _manifest_arrow(io: FileIO, manifest: ManifestFile, ptype: StructType, forma
     expected = decode_key(manifest, ptype, format_version)
     identity: FileIdentity | None = None
     if cache is not None:
-        identity = io.identity(path)
-        if identity is not None:
-            table = cache.get(MANIFEST_KIND, path, identity)
-            if table is not None and _key_of(table) == expected:
-                return table
+        table = cached_table(cache, io, path, expected)
+        if table is not None:
+            return table
     if data is None:
         data, identity = io.read_with_identity(path) if cache is not None else (io.read(path), None)
     if other_format is not None:

@@ -179,7 +179,8 @@ def _read_batched(metadata: TableMetadata, io: FileIO, todo: list[ManifestFile],
                 for m, g in zip(batch, got, strict=True)]
 
     with progress.task("reading manifests", len(todo)) as advance:
-        for batch, tables in zip(batches(), ordered_map(one_batch, batches(), workers=workers), strict=True):
+        chunks = list(batches())
+        for batch, tables in zip(chunks, ordered_map(one_batch, chunks, workers=workers), strict=True):
             yield from zip(batch, tables, strict=True)
             advance(len(batch))
 

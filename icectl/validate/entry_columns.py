@@ -23,6 +23,7 @@ import numpy as np
 from icectl.codec.avro import container_header
 from icectl.codec.avro_native import native_enabled, read_avro_joined
 from icectl.codec.manifest_arrow import distinct_partitions, native_columns, native_layout
+from icectl.codec.manifest_batch import inherited_per_row
 from icectl.codec.manifest_reader import read_manifest_metadata
 from icectl.spec.manifest import ManifestContent, ManifestEntryStatus, ManifestFile
 from icectl.spec.partitioning import PartitionSpec
@@ -126,7 +127,6 @@ class _Batch:
     def __init__(self, ctx: Context, manifests: list[ManifestFile], rows: list[int], raw: pa.Table, layout: Any,
                  spec: PartitionSpec, ptype: StructType, schema: Schema) -> None:
         import pyarrow as pa
-        import pyarrow.compute as pc
 
         self.ctx, self.manifests, self.layout, self.spec, self.ptype, self.schema = \
             ctx, manifests, layout, spec, ptype, schema
@@ -145,22 +145,11 @@ class _Batch:
         self.live = self.status != int(ManifestEntryStatus.DELETED)
         self.record_count = self.files["record_count"].to_numpy(zero_copy_only=False)
         k = pa.array(self.k)
-        m_snap = pa.array([m.added_snapshot_id for m in manifests], pa.int64()).take(k)
-        m_seq = pa.array([m.sequence_number for m in manifests], pa.int64()).take(k)
-        snap = entries.get("snapshot_id")
-        snap = pa.nulls(n, pa.int64()) if snap is None else snap.cast(pa.int64())
-        self.snapshot_id = pc.coalesce(snap, m_snap)
-        self.m_snap = m_snap
-        # the reader's inheritance (codec.manifest_columns.inherited_columns) with each row's manifest
-        inherit = pc.or_(pc.equal(entries["status"], pa.scalar(1, pa.int8())),
-                         pc.fill_null(pc.equal(m_seq, pa.scalar(0, pa.int64())), False))
-        seqs: list[pa.Array] = []
-        for name in ("sequence_number", "file_sequence_number"):
-            column = entries.get(name)
-            column = pa.nulls(n, pa.int64()) if column is None else column.cast(pa.int64())
-            fill = pc.and_(pc.and_(inherit, pc.is_null(column)), pc.is_valid(m_seq))
-            seqs.append(pc.if_else(fill, m_seq, column))
-        self.seq, self.fseq = seqs
+        # the reader's inheritance, with each row's own manifest (as the batched Arrow form has it)
+        inherited = inherited_per_row(entries, entries["status"], manifests, k, n)
+        self.snapshot_id, self.seq, self.fseq = (inherited[name] for name in
+                                                 ("snapshot_id", "sequence_number", "file_sequence_number"))
+        self.m_snap = pa.array([m.added_snapshot_id for m in manifests], pa.int64()).take(k)
 
     def screen(self) -> list[Screened | None]:
         m_count = len(self.manifests)
