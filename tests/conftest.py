@@ -50,6 +50,11 @@ settings.register_profile("dev", deadline=None)
 settings.register_profile("ci", deadline=None, max_examples=50, derandomize=True, print_blob=True)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "dev"))
 
+# A user's ICECTL_WAREHOUSE (README command 1 sets one) would point the tests' default catalog at
+# that warehouse: tests that expect the default (./warehouse in their own folder) met each other's
+# tables there. The tests choose their warehouses themselves.
+os.environ.pop("ICECTL_WAREHOUSE", None)
+
 
 MAX_WORKERS = 4  # each worker that runs a Spark test starts its own JVM (about 1.5 GB)
 
