@@ -8,9 +8,10 @@ decodes with fastavro, whose errors are the ones icectl reports. ``ICECTL_AVRO_D
 turns the native path off (for comparison and troubleshooting); so does a missing ``datafusion``.
 
 DataFusion reads files, not bytes: the bytes go to a private temporary file that lives for one
-read. It cannot decode a record with no fields (an unpartitioned table's ``partition``); an empty
-record encodes to zero bytes, so such fields are dropped from the header's schema and the data
-blocks decode unchanged.
+read, its blocks already inflated by zlib (the inflater fastavro uses), so a damaged deflate
+stream is never read two ways. It cannot decode a record with no fields (an unpartitioned table's
+``partition``); an empty record encodes to zero bytes, so such fields are dropped from the
+header's schema and the data blocks decode unchanged.
 """
 
 from __future__ import annotations
@@ -100,25 +101,21 @@ def read_avro_joined(datas: list[bytes], schema: dict[str, Any]) -> tuple[pa.Tab
         raise NotNative(f"codec {codec!r}")  # fastavro decides (and names what it cannot read)
     blocks: list[tuple[int, int]] = []
     rows: list[int] = []
-    if len(datas) == 1:
-        found = _blocks(datas[0], header_end, sync, codec)
-        body = [datas[0][header_end:]]
-        blocks = [(count, decoded) for count, decoded, _at, _size in found]
-        rows.append(sum(count for count, _ in blocks))
-    else:
-        body = []
-        for data in datas:
-            end, own_sync, own_meta = _header(data) if data is not datas[0] else (header_end, sync, meta)
-            if (own_meta.get("avro.codec", b"null"), own_meta.get("avro.schema")) != \
-                    (meta.get("avro.codec", b"null"), meta.get("avro.schema")):
-                raise NotNative("containers with different writer schemas or codecs")
-            found = _blocks(data, end, own_sync, codec)
-            for count, decoded, at, size in found:
-                body += [_zigzag(count), _zigzag(size), data[at:at + size], sync]
-                blocks.append((count, decoded))
-            rows.append(sum(count for count, _d, _a, _s in found))
-    header = (container_header_bytes(meta | {"avro.schema": json.dumps(stripped).encode()}, sync)
-              if stripped is not schema or len(datas) > 1 else datas[0][:header_end])
+    body: list[bytes] = []
+    for data in datas:
+        end, own_sync, own_meta = _header(data) if data is not datas[0] else (header_end, sync, meta)
+        if (own_meta.get("avro.codec", b"null"), own_meta.get("avro.schema")) != \
+                (meta.get("avro.codec", b"null"), meta.get("avro.schema")):
+            raise NotNative("containers with different writer schemas or codecs")
+        found = _blocks(data, end, own_sync, codec)
+        for count, decoded in found:
+            body += [_zigzag(count), _zigzag(len(decoded)), decoded, sync]
+            blocks.append((count, len(decoded)))
+        rows.append(sum(count for count, _ in found))
+    # Blocks go to the decoder inflated, in a "null" codec container: it decodes exactly the bytes
+    # zlib gave (fastavro's inflater), never its own inflater's reading of a damaged stream.
+    header = container_header_bytes(meta | {"avro.schema": json.dumps(stripped).encode(), "avro.codec": b"null"},
+                                    sync)
     # A new name in the temporary folder, created exclusively (never through someone's symlink),
     # removed after the read.
     path = os.path.join(tempfile.gettempdir(), f"icectl-avro-{uuid.uuid4().hex}.avro")
@@ -229,10 +226,9 @@ def _varint(data: bytes, pos: int) -> tuple[int, int]:
         shift += 7
 
 
-def _blocks(data: bytes, pos: int, sync: bytes, codec: str) -> list[tuple[int, int, int, int]]:
-    """Each block's record count, decoded size in bytes, and where its data lies in ``data`` (start,
-    size). Every block must end with the header's sync marker, and the last one at the end of the
-    file (so a cut or shifted file never decodes)."""
+def _blocks(data: bytes, pos: int, sync: bytes, codec: str) -> list[tuple[int, bytes]]:
+    """Each block's record count and its data, inflated. Every block must end with the header's
+    sync marker, and the last one at the end of the file (so a cut or shifted file never decodes)."""
     import zlib
 
     blocks = []
@@ -244,7 +240,7 @@ def _blocks(data: bytes, pos: int, sync: bytes, codec: str) -> list[tuple[int, i
         if codec == "deflate":
             inflate = zlib.decompressobj(-15)
             try:
-                decoded = len(inflate.decompress(data[pos:pos + size])) + len(inflate.flush())
+                decoded = inflate.decompress(data[pos:pos + size]) + inflate.flush()
             except zlib.error as e:
                 raise NotNative(f"damaged deflate block: {e}") from None
             # A stream cut short is left to fastavro (which reads what there is). Bytes after the
@@ -252,8 +248,8 @@ def _blocks(data: bytes, pos: int, sync: bytes, codec: str) -> list[tuple[int, i
             if not inflate.eof:
                 raise NotNative("damaged deflate block: the stream does not end")
         else:
-            decoded = size
-        blocks.append((count, decoded, pos, size))
+            decoded = data[pos:pos + size]
+        blocks.append((count, decoded))
         pos += size + 16
     return blocks
 

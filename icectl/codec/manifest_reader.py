@@ -493,9 +493,13 @@ def partition_decoder(avro_schema: Any,
         return lambda _record: ()
     if not isinstance(avro_schema, dict) or avro_schema.get("type") != "record":
         raise CorruptInputError("manifest partition is not a record but the partition spec has fields")
-    avro_fields = avro_schema["fields"]
-    ids = {int(f["field-id"]): f["name"] for f in avro_fields if "field-id" in f}
-    by_name = {f["name"] for f in avro_fields}
+    try:  # a damaged header can hold any JSON: say so, not KeyError
+        avro_fields = avro_schema["fields"]
+        ids = {int(f["field-id"]): f["name"] for f in avro_fields if "field-id" in f}
+        by_name = {f["name"] for f in avro_fields}
+        names = [f["name"] for f in avro_fields]
+    except (KeyError, TypeError, ValueError):
+        raise CorruptInputError("manifest partition record in the header's schema is damaged") from None
     plan: list[tuple[str, Callable[[Any], Any]]] = []
     for pos, pf in enumerate(partition_type.fields):
         if ids:
@@ -503,7 +507,7 @@ def partition_decoder(avro_schema: Any,
         elif pf.name in by_name:
             name = pf.name
         else:  # neither ids nor names: Iceberg writes fields in spec order
-            name = avro_fields[pos]["name"] if len(avro_fields) == len(partition_type.fields) else None
+            name = names[pos] if len(names) == len(partition_type.fields) else None
         if name is None:
             raise CorruptInputError(f"manifest partition has no field for partition field "
                                     f"{pf.name!r} (id {pf.field_id})")

@@ -19,6 +19,7 @@ import fastavro
 import pytest
 
 from icectl.codec.manifest_reader import (
+    partition_decoder,
     read_manifest,
     read_manifest_list,
     read_manifest_metadata,
@@ -500,3 +501,15 @@ def test_destroyed_magic_is_not_avro_although_fastavro_would_decode_it():
     with pytest.raises(CorruptInputError, match="not an Avro file"):
         read_manifest_metadata(bytes(data))
     assert scan_manifest_list_paths(bytes(data)) is None  # the shortcut leaves it to the full decode
+
+
+@pytest.mark.parametrize("record", [
+    {"type": "record", "name": "r102", "gields": []},  # a flipped bit in the header's JSON (seen in a search)
+    {"type": "record", "name": "r102", "fields": [{"name": "x", "field-id": "one"}]},
+    {"type": "record", "name": "r102", "fields": [{"type": "int"}]},
+    {"type": "record", "name": "r102", "fields": 7},
+])
+def test_a_damaged_partition_record_schema_is_corrupt_input_not_a_crash(record: dict[str, Any]) -> None:
+    ptype = StructType((NestedField(1000, "x", INT, False),))
+    with pytest.raises(CorruptInputError, match="partition record"):
+        partition_decoder(record, ptype)

@@ -14,6 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from icectl.cli.app import app
+from icectl.codec.avro_native import native_enabled
 from icectl.engine import LocalEngine
 from icectl.ops.expire.result import EXPIRE_CATEGORIES
 from icectl.ops.lifecycle.drop import DROP_CATEGORIES
@@ -135,6 +136,8 @@ def _counting(real: Any, batches: list[int]) -> Any:
 def test_reach_decodes_the_same_files_natively_and_with_the_reader(spark_tables,
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     """The batched native path and the one-by-one reader reach the same files, in the same categories."""
+    if not native_enabled():  # a damaged-file read that hung DataFusion turned it off in this process
+        pytest.skip("native decoding is off in this process")
     for kind in ("v1_unpart", "v2_part", "v3_dv", "many_snaps"):
         t = load_table(str(spark_tables[kind].location))
         md = t.metadata
