@@ -505,7 +505,7 @@ def manifest_table_ipc(data: bytes, manifest: ManifestFile, partition_type: Stru
     return sink.getvalue().to_pybytes()
 
 
-def entries_from_table(table: pa.Table, *, manifest: ManifestFile, partition_type: StructType,
+def entries_from_table(table: pa.Table, *, manifest: ManifestFile | None = None, partition_type: StructType,
                        fields: Iterable[str] | None = None) -> list[ManifestEntry]:
     """The entries of :func:`manifest_table`'s table, equal to ``list(read_manifest(...))`` with the
     same ``fields`` (fields not asked for are ``None``)."""

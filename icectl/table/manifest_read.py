@@ -11,16 +11,14 @@ reachable when deleting) rests on a stale entry. ``use_cache=False`` reads the f
 (``validate --deep``). A manifest the Arrow form cannot give back exactly is decoded with the Avro
 reader and not cached.
 
-Cold decoding uses fastavro in worker processes, not a native Avro decoder: DataFusion and
-polars-avro (10x faster) fail on Spark's empty ``partition`` records and would be a new native
-dependency whose output must be converted to this exact form; worker processes need nothing new.
+Cold decoding uses the native decoder (:mod:`icectl.codec.avro_native`), which releases the GIL,
+in the caller's threads; fastavro, when the native path is off, in worker processes
+(:mod:`icectl.processes`) for a batch big enough to pay for them.
 """
 
 from __future__ import annotations
 
-import atexit
 import os
-import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -38,13 +36,14 @@ from icectl.codec.manifest_arrow import (
 from icectl.codec.manifest_list_arrow import list_decode_key, manifest_files_from_table, manifest_list_table
 from icectl.codec.manifest_reader import ManifestList, read_manifest, read_manifest_list
 from icectl.errors import IcectlError
+from icectl.processes import pool_size, worker_pool
 from icectl.spec.manifest import ManifestEntry, ManifestFile
 from icectl.spec.schema import StructType
 from icectl.storage import FileIdentity, FileIO
 from icectl.table.manifest_cache import ManifestCache, manifest_cache
 
 if TYPE_CHECKING:
-    from concurrent.futures import Future, ProcessPoolExecutor
+    from concurrent.futures import Future
 
     import pyarrow as pa
 
@@ -55,7 +54,6 @@ LIST_KIND = f"manifest-list/{ARROW_LAYOUT_VERSION}"
 # each, importing pyarrow and fastavro) costs ~0.3 s; fastavro decodes ~3 MB of manifests a second.
 POOL_MIN_BATCH_BYTES = 4_000_000  # a batch (one scan) at least this big may use the pool ...
 POOL_MIN_FILE_BYTES = 64_000      # ... for its manifests at least this big
-POOL_ENV = "ICECTL_DECODE_PROCESSES"  # "0": never; a number: that many worker processes
 # Below this size a manifest's entries come straight from the Avro reader, uncached: for a one-entry
 # manifest (~7 KB, most of it the schema) the reader takes 0.14 ms, the Arrow form 0.86 ms cold and
 # 0.19 ms warm (fixed costs per file: 24 columns built, a cache entry written and checked), which made
@@ -78,7 +76,7 @@ DEFAULT_READ = ReadOptions()
 def batch_options(manifests: Iterable[ManifestFile], *, use_cache: bool = True) -> ReadOptions:
     """Options for reading these manifests together: the pool only for a big batch on several cores."""
     total = sum(m.manifest_length for m in manifests if m.manifest_length >= POOL_MIN_FILE_BYTES)
-    return ReadOptions(use_cache=use_cache, use_pool=total >= POOL_MIN_BATCH_BYTES and _pool_size() > 1)
+    return ReadOptions(use_cache=use_cache, use_pool=total >= POOL_MIN_BATCH_BYTES and pool_size() > 1)
 
 
 # --------------------------------------------------------------------------- manifest lists
@@ -228,46 +226,13 @@ def _decode(data: bytes, manifest: ManifestFile, ptype: StructType, format_versi
         return None
 
 
-_pool: ProcessPoolExecutor | None = None
-_pool_lock = threading.Lock()
-
-
-def _pool_size() -> int:
-    raw = os.environ.get(POOL_ENV, "")
-    if raw.strip().isdigit():
-        return int(raw)
-    return min(os.cpu_count() or 1, 8)
-
-
 def _submit(data: bytes, manifest: ManifestFile, ptype: StructType, format_version: int) -> Future[bytes | None] | None:
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
 
-    global _pool
-    with _pool_lock:
-        if _pool is None:
-            size = _pool_size()
-            if size < 2:
-                return None
-            # Never fork this process: it may have threads (I/O, s3fs's event loop). A forkserver
-            # forks workers from a clean process (no preloads: they would make it import the main
-            # module); a worker imports what unpickling a task needs, the codec, and, as every
-            # multiprocessing child does, a main script (guarded; `python -m icectl` is skipped).
-            methods = multiprocessing.get_all_start_methods()
-            ctx = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
-            _pool = ProcessPoolExecutor(max_workers=size, mp_context=ctx)
-            atexit.register(_shutdown)
-        pool = _pool
+    pool = worker_pool()
+    if pool is None:
+        return None
     try:
         return pool.submit(manifest_table_ipc, data, manifest, ptype, format_version)
     except (BrokenProcessPool, RuntimeError):
         return None
-
-
-def _shutdown() -> None:
-    global _pool
-    with _pool_lock:
-        pool, _pool = _pool, None
-    if pool is not None:
-        pool.shutdown(wait=False, cancel_futures=True)

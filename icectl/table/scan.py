@@ -106,11 +106,13 @@ def iter_entries(
 
 def iter_manifest_tables(
     metadata: TableMetadata, io: FileIO, manifests: Iterable[ManifestFile], *,
-    workers: int = READ_WORKERS, use_cache: bool = True,
+    workers: int = READ_WORKERS, use_cache: bool = True, fill_cache: bool = True,
 ) -> Iterator[tuple[ManifestFile, pa.Table | list[ManifestEntry]]]:
     """Each manifest as its Arrow table (:func:`icectl.codec.manifest_arrow.manifest_table`: every
     entry, DELETED ones included), in order; as entries when it has no table (a v4 root group or
-    leaf with a manifest DV, a manifest the Arrow form cannot hold). Streams like :func:`iter_entries`."""
+    leaf with a manifest DV, a manifest the Arrow form cannot hold). Streams like :func:`iter_entries`.
+    ``fill_cache=False``: tables decoded together are not stored (manifests about to be replaced:
+    storing 20,000 of them took longer than decoding them)."""
 
     def read(m: ManifestFile, ptype: StructType, options: ReadOptions) -> pa.Table | list[ManifestEntry]:
         if isinstance(m, TreeManifest) and (m.is_root_group or m.deleted_positions):
@@ -121,14 +123,15 @@ def iter_manifest_tables(
 
     todo = list(manifests)
     if native_enabled() and len(todo) > 1 and not any(isinstance(m, TreeManifest) for m in todo):
-        yield from _read_batched(metadata, io, todo, read, workers, use_cache)
+        yield from _read_batched(metadata, io, todo, read, workers, use_cache, fill_cache)
     else:
         yield from _read_ahead(metadata, todo, read, workers, use_cache)
 
 
 def _read_batched(metadata: TableMetadata, io: FileIO, todo: list[ManifestFile],
                   read: Callable[[ManifestFile, StructType, ReadOptions], pa.Table | list[ManifestEntry]],
-                  workers: int, use_cache: bool) -> Iterator[tuple[ManifestFile, pa.Table | list[ManifestEntry]]]:
+                  workers: int, use_cache: bool, fill_cache: bool = True
+                  ) -> Iterator[tuple[ManifestFile, pa.Table | list[ManifestEntry]]]:
     """:func:`iter_manifest_tables` in batches of up to 512 manifests or 16 MB: the cached tables
     taken from the cache, the others decoded together in one native read per shared header
     (:func:`icectl.codec.manifest_batch.manifest_tables`) and cached. A group that does not decode
@@ -173,7 +176,7 @@ def _read_batched(metadata: TableMetadata, io: FileIO, todo: list[ManifestFile],
                 continue
             for (i, _data, identity), table in zip(members, tables, strict=True):
                 got[i] = table
-                if cache is not None and identity is not None:
+                if cache is not None and identity is not None and fill_cache:
                     cache.put(MANIFEST_KIND, batch[i].manifest_path, identity, table)
         return [g if g is not None else read(m, ptypes[m.partition_spec_id], options)
                 for m, g in zip(batch, got, strict=True)]

@@ -25,6 +25,7 @@ from icectl.codec.avro_native import native_enabled, read_avro_joined
 from icectl.codec.manifest_arrow import distinct_partitions, native_columns, native_layout
 from icectl.codec.manifest_batch import inherited_per_row
 from icectl.codec.manifest_reader import read_manifest_metadata
+from icectl.codec.metric_columns import impossible_rows, lookup_pairs, map_pairs
 from icectl.spec.manifest import ManifestContent, ManifestEntryStatus, ManifestFile
 from icectl.spec.partitioning import PartitionSpec
 from icectl.spec.schema import IcebergType, PrimitiveType, Schema, StructType
@@ -213,30 +214,7 @@ class _Batch:
 
     def _impossible_values(self) -> np.ndarray:
         """Manifests where :func:`icectl.spec.manifest.impossible_values` could find something."""
-        bad = (self.record_count < 0) | (self.files["file_size_in_bytes"].to_numpy(zero_copy_only=False) < 0)
-        offset, size = self.files.get("content_offset"), self.files.get("content_size_in_bytes")
-        if offset is not None and size is not None:
-            bad |= (offset.is_valid().to_numpy(zero_copy_only=False) & size.is_valid().to_numpy(zero_copy_only=False))
-        counts: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray] | None] = {}
-        single = self.ctx.single_valued_ids
-        for name in ("column_sizes", "value_counts", "null_value_counts", "nan_value_counts"):
-            pairs = _pairs(self.files.get(name))
-            counts[name] = pairs
-            if pairs is None:
-                continue
-            rows, keys, values = pairs
-            bad[rows[values < 0]] = True
-            if name != "column_sizes":
-                one = np.isin(keys, np.fromiter(single, dtype=np.int64, count=len(single)))
-                bad[rows[one & (values > self.record_count[rows])]] = True
-        given = counts["value_counts"]
-        for name in ("null_value_counts", "nan_value_counts"):
-            pairs = counts[name]
-            if pairs is None or given is None:
-                continue
-            found, at = _lookup(given[0], given[1], pairs[0], pairs[1])
-            over = found & (pairs[2] > given[2][at]) & (given[2][at] >= 0)
-            bad[pairs[0][over]] = True
+        bad = impossible_rows(self.files, self.record_count, self.ctx.single_valued_ids)
         out = np.zeros(len(self.manifests), dtype=bool)
         np.logical_or.at(out, self.k[bad], True)
         return out
@@ -348,44 +326,6 @@ def _first_at(k: np.ndarray, m_count: int, mask: np.ndarray, ordinal: np.ndarray
     return out.tolist()
 
 
-def _pairs(column: pa.Array | None) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-    """A metrics map's (row, key, value) triples; raises when a row repeats a key or a value is
-    null (the reader's dict keeps the last of a repeated key; the per-entry rules decide those)."""
-    import pyarrow as pa
-
-    if column is None:
-        return None
-    offsets = column.offsets.to_numpy(zero_copy_only=False).astype(np.int64)
-    lengths = np.diff(offsets)
-    rows = np.repeat(np.arange(len(column), dtype=np.int64), lengths)
-    keys = column.keys.to_numpy(zero_copy_only=False).astype(np.int64)
-    items = column.items
-    if column.offset or items.null_count:
-        raise ValueError("a sliced map or a null value")
-    if len(keys) > 1:
-        same_row = rows[1:] == rows[:-1]
-        if not np.all(keys[1:][same_row] > keys[:-1][same_row]):  # not ascending: look for repeats
-            combined = pa.array(rows * 2**33 + (keys + 2**32))
-            if len(combined.unique()) != len(combined):
-                raise ValueError("a repeated map key")
-    values = items if pa.types.is_binary(items.type) else items.to_numpy(zero_copy_only=False)
-    return rows, keys, values
-
-
-def _lookup(rows: np.ndarray, keys: np.ndarray, want_rows: np.ndarray, want_keys: np.ndarray
-            ) -> tuple[np.ndarray, np.ndarray]:
-    """Where each (want_row, want_key) lies among the (row, key) pairs (unique): found, index."""
-    if len(rows) == 0:
-        return np.zeros(len(want_rows), dtype=bool), np.zeros(len(want_rows), dtype=np.int64)
-    combined = rows * 2**33 + (keys + 2**32)
-    order = np.argsort(combined, kind="stable")
-    sorted_keys = combined[order]
-    wanted = want_rows * 2**33 + (want_keys + 2**32)
-    at = np.minimum(np.searchsorted(sorted_keys, wanted), len(sorted_keys) - 1)
-    found = sorted_keys[at] == wanted
-    return found, order[at]
-
-
 class _Bounds:
     """The bound rules (``EntryChecker._bounds``) over a batch: decoding, order, and identity and
     bucket partition values against exact bounds."""
@@ -409,7 +349,7 @@ class _Bounds:
 
     def bad_manifests(self) -> np.ndarray:
         b = self.b
-        lower, upper = _pairs(b.files.get("lower_bounds")), _pairs(b.files.get("upper_bounds"))
+        lower, upper = map_pairs(b.files.get("lower_bounds")), map_pairs(b.files.get("upper_bounds"))
         decoded: dict[tuple[str, int], tuple[np.ndarray, Any]] = {}
         for label, pairs in (("lower", lower), ("upper", upper)):
             if pairs is None:
@@ -472,7 +412,7 @@ class _Bounds:
         t = self.type_of(fid)
         if lo is None or hi is None or not (isinstance(t, PrimitiveType) and t.name in manifest_rules.ORDERED):
             return
-        found, at = _lookup(hi_rows, np.zeros(len(hi_rows), np.int64), lo_rows, np.zeros(len(lo_rows), np.int64))
+        found, at = lookup_pairs(hi_rows, np.zeros(len(hi_rows), np.int64), lo_rows, np.zeros(len(lo_rows), np.int64))
         li = np.flatnonzero(found)
         hj = at[found]
         rows = lo_rows[li]
@@ -536,7 +476,7 @@ class _Bounds:
         b = self.b
         values = [t[pos] if pos < len(t) else None for t in b.tuples]
         kinds = {type(v) for v in values if v is not None}
-        found, at = _lookup(hi_rows, np.zeros(len(hi_rows), np.int64), lo_rows, np.zeros(len(lo_rows), np.int64))
+        found, at = lookup_pairs(hi_rows, np.zeros(len(hi_rows), np.int64), lo_rows, np.zeros(len(lo_rows), np.int64))
         li, hj = np.flatnonzero(found), at[found]
         if kinds <= {int} and isinstance(lo, np.ndarray) and lo.dtype.kind == "i":
             exact = lo[li] == hi[hj]
@@ -566,7 +506,7 @@ def _exact(lo_rows: np.ndarray, lo: Any, hi_rows: np.ndarray, hi: Any) -> tuple[
     import pyarrow.compute as pc
 
     zeros_hi, zeros_lo = np.zeros(len(hi_rows), np.int64), np.zeros(len(lo_rows), np.int64)
-    found, at = _lookup(hi_rows, zeros_hi, lo_rows, zeros_lo)
+    found, at = lookup_pairs(hi_rows, zeros_hi, lo_rows, zeros_lo)
     li, hj = np.flatnonzero(found), at[found]
     if isinstance(lo, np.ndarray):
         same = lo[li] == hi[hj]

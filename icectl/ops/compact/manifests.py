@@ -35,6 +35,7 @@ from typing import Any
 from icectl.codec.manifest_writer import UNASSIGNED_SEQ
 from icectl.engine import Engine, active
 from icectl.errors import CorruptInputError, IcectlError, NotFoundError
+from icectl.ops.compact.columns import cluster_rows, existing_entries, read_live_rows, roll_rows, verify_rows
 from icectl.ops.compact.distribute import BinJob, BinWriter, map_distinct
 from icectl.ops.compact.plan import (
     CompactOptions,
@@ -142,7 +143,11 @@ def plan_compaction(table: Table, options: CompactOptions, metadata: TableMetada
         if g.rewrite:
             shape = shapes[g.spec_id, int(g.content)]
             positions, g.sort_by = sort_fields(shape.spec, options.sort_by)
-            g.bins, capacity = roll([as_existing(e) for e in cluster(g.live, positions)], shape, target)
+            if g.rows is not None:  # read on this machine: planned over the Arrow form
+                g.rows = cluster_rows(g.rows, positions, shape.partition_type)
+                g.bins, capacity = roll_rows(g.rows, shape, target)
+            else:
+                g.bins, capacity = roll([as_existing(e) for e in cluster(g.live, positions)], shape, target)
             if not improves(g, capacity):
                 g.rewrite, g.bins = False, []
                 g.reason = (f"rewriting would not improve {len(g.manifests)} manifests "
@@ -169,9 +174,11 @@ def _read_groups(table: Table, md: TableMetadata, groups: list[GroupPlan], engin
     """Every entry of the manifests to replace (all fields: they are copied, not referenced).
     Entries no writer can have written (negative sizes, counts beyond the record count) are
     refused rather than copied into the new snapshot."""
+    single = single_valued_ids(md.schemas)
+    if engine.runs_in_process and read_live_rows(md, table.io, groups, single):
+        return
     by_path = {m.manifest_path: g for g in groups for m in g.manifests}
     todo = [m for g in groups for m in g.manifests]
-    single = single_valued_ids(md.schemas)
     ordinals: dict[str, int] = {}
     entries = iter_entries(md, table.io, todo) if engine.runs_in_process else (
         (m, e) for m, es in map_distinct(engine, read_manifest_task, todo, _path, shared=(md, table.io),
@@ -231,6 +238,9 @@ def _live_content(entries: Sequence[ManifestEntry]) -> list[tuple[int | None, in
 def verify_group(md: TableMetadata, io: FileIO, group: GroupPlan, written: Sequence[WrittenManifest]) -> None:
     """Read the new manifests back as readers will (inheritance included) and compare their live
     entries with the replaced manifests': snapshot ids, sequence numbers and every data_file field."""
+    if group.rows is not None:
+        verify_rows(md, io, group, written)
+        return
     seq = md.last_sequence_number + 1 if md.format_version >= 2 else 0
     ptype = md.partition_type(group.spec_id)
     got: list[ManifestEntry] = []
@@ -252,7 +262,7 @@ def write_compaction(table: Table, plan: CompactPlan, engine: Engine | None = No
     md = plan.metadata
     writer: BinWriter[GroupPlan, tuple[TableMetadata, FileIO, int], ManifestFile, WrittenManifest]
     writer = BinWriter(write_manifest_task, (md, table.io, plan.snapshot_id),
-                       lambda g, b, mf: WrittenManifest(mf, g, len(b.entries)))
+                       lambda g, b, mf: WrittenManifest(mf, g, b.size))
     return write_bins(table, plan, writer, lambda g, ws: verify_group(md, table.io, g, ws), "manifests", engine)
 
 
@@ -261,10 +271,13 @@ def write_manifest_task(shared: tuple[TableMetadata, FileIO, int], job: BinJob) 
     md, io, snapshot_id = shared
     spec = md.spec_by_id(job.spec_id)
     assert spec is not None
-    result = ManifestShape(md, spec, md.partition_type(job.spec_id), job.content, snapshot_id).write(job.entries)
+    ptype = md.partition_type(job.spec_id)
+    # a bin of rows becomes entries here, one bin at a time (the plan never holds them all)
+    entries = job.entries if job.rows is None else existing_entries(job.rows, ptype)
+    result = ManifestShape(md, spec, ptype, job.content, snapshot_id).write(entries)
     io.write(job.path, result.data)
     return result.to_manifest_file(job.path, len(result.data), job.spec_id, snapshot_id, UNASSIGNED_SEQ,
-                                   _first_row_id(md, job.content, job.entries))
+                                   _first_row_id(md, job.content, entries))
 
 
 # --------------------------------------------------------------------------- 3. commit

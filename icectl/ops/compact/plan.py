@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Container, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from icectl.codec.manifest_writer import ManifestWriteResult, write_manifest
 from icectl.config import parse_size as config_parse_size
@@ -30,6 +30,9 @@ from icectl.spec.partitioning import PartitionSpec
 from icectl.spec.properties import MANIFEST_TARGET_SIZE_BYTES
 from icectl.spec.schema import StructType
 from icectl.spec.snapshots import MAIN_BRANCH
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 # A group counts as compact when it has no more manifests than its bytes need at this fraction of
 # the target: manifests rolled at the target come out a little under it, and must not be redone.
@@ -74,10 +77,17 @@ class CompactOptions:
 
 @dataclass
 class Bin:
-    """One manifest to write: clustered live entries, and its estimated size."""
+    """One manifest to write: clustered live entries, and its estimated size. A plan made over the
+    Arrow form (:mod:`icectl.ops.compact.columns`) holds the bin's rows instead of its entries."""
 
     entries: list[ManifestEntry]
     estimated_bytes: int
+    rows: pa.Table | None = None  # a slice of the group's clustered rows (``entries`` is then empty)
+
+    @property
+    def size(self) -> int:
+        """How many entries the bin holds."""
+        return self.rows.num_rows if self.rows is not None else len(self.entries)
 
 
 @dataclass
@@ -94,6 +104,8 @@ class GroupPlan:
     live_entries: int = 0
     deleted_entries: int = 0  # DELETED entries of the replaced manifests: dropped
     live: list[ManifestEntry] = field(default_factory=list)  # as read: what the new manifests must hold
+    # planned over the Arrow form: the live rows instead of ``live`` (clustered once planned)
+    rows: pa.Table | None = None
     live_per_manifest: dict[str, int] = field(default_factory=dict)
 
     @property
@@ -143,7 +155,8 @@ def decide(manifests: Sequence[ManifestFile], target: int, min_manifests: int | 
     return True, f"{count} manifests of {total} bytes; about {needed} at the target size"
 
 
-def _value_key(v: Any) -> tuple[int, Any]:
+def value_key(v: Any) -> tuple[int, Any]:
+    """How clustering orders one partition value: nulls first, NaN last."""
     if v is None:
         return (0, 0)  # nulls first
     if isinstance(v, float) and math.isnan(v):
@@ -163,7 +176,7 @@ def cluster(entries: list[ManifestEntry], positions: Sequence[int]) -> list[Mani
     and path, so that each output manifest covers a narrow range of partitions."""
     def key(e: ManifestEntry) -> tuple[Any, ...]:
         part = e.data_file.partition or ()
-        return (tuple(_value_key(part[i]) for i in positions), e.sequence_number or 0, e.data_file.file_path,
+        return (tuple(value_key(part[i]) for i in positions), e.sequence_number or 0, e.data_file.file_path,
                 e.data_file.content_offset or 0)
     return sorted(entries, key=key)
 

@@ -21,7 +21,7 @@ from typing import Any, Generic, Protocol, TypeVar
 from icectl import progress
 from icectl.engine import Engine, active
 from icectl.errors import CommitConflictError
-from icectl.ops.compact.distribute import BinWriter, write_on_engine
+from icectl.ops.compact.distribute import BinWriter, write_in_processes, write_on_engine
 from icectl.ops.compact.plan import Bin, CompactOptions, GroupPlan
 from icectl.spec.manifest import ManifestFile
 from icectl.spec.metadata import TableMetadata
@@ -31,7 +31,7 @@ from icectl.table.commit import discard_on_failure
 from icectl.table.layout import SnapshotLayout, WrittenIndex
 from icectl.table.layout.manifest_list import manifest_path
 from icectl.table.snapshot_writer import SnapshotChange, write_snapshot
-from icectl.threads import WRITE_WORKERS, ordered_map
+from icectl.threads import ENCODE_WORKERS, ordered_map
 
 
 class StalePlanError(CommitConflictError):
@@ -153,9 +153,12 @@ def write_bins(table: Table, plan: P, write_one: Callable[[G, Bin, str], W], ver
         if isinstance(write_one, BinWriter) and not engine.runs_in_process:
             # Executors write the files (paths chosen here, so the discard above covers them).
             written.extend(write_on_engine(engine, write_one, jobs, f"writing {what}"))
+        elif isinstance(write_one, BinWriter) and \
+                (in_workers := write_in_processes(write_one, jobs, f"writing {what}")) is not None:
+            written.extend(in_workers)  # big bins of rows: encoded on every core
         else:
             # wait=True: on a failure no write is still under way when the discard above runs
-            results = ordered_map(lambda job: write_one(*job), jobs, workers=WRITE_WORKERS, wait=True)
+            results = ordered_map(lambda job: write_one(*job), jobs, workers=ENCODE_WORKERS, wait=True)
             with progress.task(f"writing {what}", len(jobs)) as advance, closing(results):
                 for w in results:
                     written.append(w)

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 import icectl.table.manifest_read as manifest_read
+from icectl import processes
 from icectl.errors import CorruptInputError
 from icectl.table import load_table
 from icectl.table.scan import iter_entries
@@ -38,7 +39,7 @@ def test_workers_decode_what_this_process_decodes(tmp_path: Path, monkeypatch: p
         inline = entries(d)
     assert manifest_read.batch_options(current_manifests(d)).use_pool
     assert entries(d) == inline and len(inline) == 3
-    assert manifest_read._pool is not None
+    assert processes._pool is not None
 
 
 def test_a_corrupt_manifest_fails_the_same_in_workers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
