@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 import os
 import random
+import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -272,3 +274,40 @@ def _flip_list(data: bytes, rng: random.Random, n: int) -> list[bytearray]:
         b[rng.randrange(len(b))] ^= 1 << rng.randrange(8)
         out.append(b)
     return out
+
+
+_DAMAGED_READ = """
+import json, os, sys, time
+from icectl.codec import avro_native
+from icectl.codec.manifest_arrow import manifest_table
+from icectl.errors import IcectlError
+from icectl.spec.manifest import ManifestFile
+from icectl.spec.schema import StructType
+bad = open(sys.argv[1], "rb").read()
+m = ManifestFile(manifest_path="m.avro", manifest_length=len(bad), partition_spec_id=0, added_snapshot_id=1,
+                 sequence_number=0)
+avro_native._DEADLINE_SECONDS = 1.0
+started = time.monotonic()
+try:
+    manifest_table(bad, manifest=m, partition_type=StructType(()), format_version=1)
+    error = None
+except IcectlError as e:
+    error = e.message
+print(json.dumps({"error": error, "seconds": time.monotonic() - started, "hung": avro_native._stuck.is_set(),
+                  "native_after": avro_native.native_enabled()}), flush=True)
+os._exit(0)  # a reader thread may still spin in DataFusion
+"""
+
+
+def test_a_real_damaged_manifest_that_hangs_datafusion_gets_the_readers_error() -> None:
+    """A Spark-written v1 manifest (one deflate block) with bit 3 of byte 6101 flipped (found by a
+    bit-flip search): zlib inflates the block, whose strings are then no longer UTF-8. fastavro
+    refuses it; DataFusion 55 spins on it for good. icectl hands it to fastavro after the deadline
+    and reports the reader's error. In a process of its own: the spinning thread ends with it."""
+    path = Path(__file__).parent / "data" / "v1-manifest-one-bit-flipped.avro"
+    done = subprocess.run([sys.executable, "-c", _DAMAGED_READ, str(path)], capture_output=True, text=True,
+                          timeout=120, check=True)
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    assert got["error"] and "not valid UTF-8" in got["error"]
+    assert got["seconds"] < 30
+    assert got["native_after"] is not got["hung"]  # a hang turns the native path off, for that process only
