@@ -22,8 +22,8 @@ import numpy as np
 from icectl.codec.arrow_types import distinct_rows
 from icectl.codec.manifest_arrow import TABLE_COLUMNS, entries_from_table, partition_values
 from icectl.codec.metric_columns import impossible_rows
-from icectl.errors import CorruptInputError, IcectlError
-from icectl.ops.compact.plan import SAMPLE_ENTRIES, Bin, GroupPlan, ManifestShape, refuse_impossible, value_key
+from icectl.errors import IcectlError
+from icectl.ops.compact.plan import SAMPLE_ENTRIES, Bin, GroupPlan, ManifestShape, refuse_uncopyable, value_key
 from icectl.spec.manifest import ManifestEntry, ManifestEntryStatus, ManifestFile
 from icectl.spec.metadata import TableMetadata
 from icectl.spec.schema import StructType
@@ -88,7 +88,7 @@ def read_live_rows(md: TableMetadata, io: FileIO, groups: Sequence[GroupPlan], s
 
 def _check_rows(md: TableMetadata, groups: Sequence[GroupPlan], manifests: list[ManifestFile],
                 single: frozenset[int]) -> None:
-    """The entry path's checks (``refuse_impossible``, the sequence number) on the rows a screen
+    """The entry path's checks (:func:`~icectl.ops.compact.plan.refuse_uncopyable`) on the rows a screen
     flags, in reading order: the first entry that fails raises the entry path's error."""
     flagged: list[tuple[int, int, GroupPlan, int]] = []  # (manifest, ordinal, group, row)
     for g in groups:
@@ -105,10 +105,7 @@ def _check_rows(md: TableMetadata, groups: Sequence[GroupPlan], manifests: list[
         m = manifests[k]
         assert g.rows is not None
         e = entries_from_table(g.rows.slice(row, 1), partition_type=md.partition_type(g.spec_id))[0]
-        refuse_impossible(e.data_file, single, f"{m.manifest_path}#{ordinal}")
-        if md.format_version >= 2 and e.sequence_number is None:
-            raise CorruptInputError(f"{e.status.name} entry for {e.data_file.file_path} has no data sequence "
-                                    "number; it cannot be rewritten", path=m.manifest_path)
+        refuse_uncopyable(md, e, single, m.manifest_path, ordinal)
 
 
 _CHECK_ROWS = 65_536  # rows screened at a time: the screen's pair arrays stay small

@@ -46,7 +46,7 @@ from icectl.ops.compact.plan import (
     decide,
     group_manifests,
     improves,
-    refuse_impossible,
+    refuse_uncopyable,
     roll,
     sort_fields,
     table_target_size,
@@ -189,10 +189,7 @@ def _read_groups(table: Table, md: TableMetadata, groups: list[GroupPlan], engin
         if not e.is_live:
             g.deleted_entries += 1
             continue
-        refuse_impossible(e.data_file, single, f"{m.manifest_path}#{ordinal}")
-        if md.format_version >= 2 and e.sequence_number is None:
-            raise CorruptInputError(f"{e.status.name} entry for {e.data_file.file_path} has no data sequence "
-                                    "number; it cannot be rewritten", path=m.manifest_path)
+        refuse_uncopyable(md, e, single, m.manifest_path, ordinal)
         g.live.append(e)
         g.live_per_manifest[m.manifest_path] = g.live_per_manifest.get(m.manifest_path, 0) + 1
     for g in groups:

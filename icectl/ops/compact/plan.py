@@ -192,6 +192,16 @@ def refuse_impossible(f: DataFile, single_valued: Container[int], where: str) ->
                                 "problem")
 
 
+def refuse_uncopyable(md: TableMetadata, e: ManifestEntry, single_valued: Container[int], manifest_path: str,
+                      ordinal: int) -> None:
+    """The checks on an entry a rewrite copies (the ``ordinal``-th of its manifest): values no writer
+    records (:func:`refuse_impossible`), and (v2+) a live entry without a data sequence number."""
+    refuse_impossible(e.data_file, single_valued, f"{manifest_path}#{ordinal}")
+    if md.format_version >= 2 and e.sequence_number is None:
+        raise CorruptInputError(f"{e.status.name} entry for {e.data_file.file_path} has no data sequence "
+                                "number; it cannot be rewritten", path=manifest_path)
+
+
 @dataclass(frozen=True)
 class ManifestShape:
     """What a manifest of a group is written with (also used to measure entry sizes)."""
