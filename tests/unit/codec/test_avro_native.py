@@ -186,6 +186,33 @@ def test_the_environment_switch_and_a_missing_library_turn_it_off(monkeypatch: p
     assert not native_enabled()
 
 
+def test_datafusion_is_imported_by_the_first_native_read_only() -> None:
+    # ~0.2 s of start-up (it pulls in pandas where installed) that a run served from the manifest
+    # cache never needs.
+    code = ("import sys\nfrom icectl.codec import avro_native\nassert avro_native.native_enabled()\n"
+            "print('datafusion' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={**os.environ, DECODER_ENV: "native"}).stdout
+    assert out.strip() == "False"
+
+
+def test_a_library_found_but_not_importable_goes_to_fastavro(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    skip_if_stuck()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+
+    def broken() -> None:
+        raise ImportError("libdatafusion.so: cannot open shared object file")
+
+    monkeypatch.setattr(avro_native, "_borrow_session", broken)
+    result = every_type_manifest(2, 10)
+    m = result.to_manifest_file("m.avro", len(result.data), SPEC.spec_id, 99, 4)
+    with pytest.raises(NotNative, match="cannot be imported"):
+        native_table(result.data, m, PTYPE, 2)
+    assert native_enabled()  # an error, not a hang: the native path stays on
+    read = manifest_table(result.data, manifest=m, partition_type=PTYPE, format_version=2)
+    assert read.equals(fastavro_table(result.data, m, PTYPE, 2, monkeypatch))
+
+
 def test_a_native_read_that_never_ends_goes_to_fastavro(spark_tables, monkeypatch: pytest.MonkeyPatch) -> None:
     # DataFusion 55 was seen spinning forever on a manifest with one flipped bit that fastavro
     # decodes; the read's deadline hands the file to fastavro and turns the native path off.
