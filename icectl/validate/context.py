@@ -7,7 +7,7 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from icectl.codec.manifest_list_delta import ListDecoder
 from icectl.codec.puffin import PuffinFileMetadata, read_puffin_footer
@@ -17,6 +17,9 @@ from icectl.spec.metadata import TableMetadata
 from icectl.spec.schema import Schema
 from icectl.storage import FileIO
 from icectl.validate.rules import Reporter
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 
 @functools.cache
@@ -52,8 +55,10 @@ class ManifestSummary:
     entries: int = 0
     max_file_sequence_number: int | None = None
     max_file_sequence_entry: str | None = None
-    live_data_files: list[str] = field(default_factory=list)
-    live_data_ordinals: list[int] = field(default_factory=list)  # each live data file's row in the manifest
+    # Paths of the live data files: a list from the entry loop, an Arrow string array (a slice of the
+    # batch's column) from the column screen, ~100 bytes an entry instead of ~160 as Python strings;
+    # only the delete rules ask, and only which DV and position-delete targets it holds (live_among).
+    live_data_files: list[str] | pa.Array | pa.ChunkedArray = field(default_factory=list)
     # (referenced data file, entry) of live DVs and of live position delete files naming one file
     dv_targets: list[tuple[str, str]] = field(default_factory=list)
     position_delete_targets: list[tuple[str, str]] = field(default_factory=list)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from typing import TYPE_CHECKING
 
 from icectl.codec.puffin import DELETION_VECTOR_V1, decode_deletion_vector
 from icectl.errors import IcectlError, NotFoundError
@@ -11,6 +12,9 @@ from icectl.spec.schema import Schema
 from icectl.spec.snapshots import Snapshot
 from icectl.validate.context import Context, ManifestSummary
 from icectl.validate.rules import Severity, rule
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 E, W = Severity.ERROR, Severity.WARNING
 
@@ -120,6 +124,24 @@ def _check_dv(ctx: Context, e: ManifestEntry, where: str, path: str) -> None:
                    f"{df.record_count}", entry=where, cardinality=len(positions), record_count=df.record_count)
 
 
+def live_among(targets: set[str], live_paths: list[list[str] | pa.Array | pa.ChunkedArray]) -> set[str]:
+    """The ``targets`` that are among the live data files: a set of the few targets probed against
+    each manifest's paths (Arrow ones with ``is_in``), never a set of every live path."""
+    found: set[str] = set()
+    for paths in live_paths:
+        if isinstance(paths, list):
+            found.update(targets.intersection(paths))
+        elif len(paths):
+            import pyarrow as pa
+            import pyarrow.compute as pc
+
+            if pa.types.is_string_view(paths.type):  # is_in has no kernel for views
+                paths = paths.cast(pa.large_string())
+            wanted = pa.array(sorted(targets), pa.large_string()).cast(paths.type)
+            found.update(paths.filter(pc.is_in(paths, value_set=wanted)).to_pylist())
+    return found
+
+
 def check_snapshot_deletes(ctx: Context, snap: Snapshot, manifests: list[ManifestFile],
                            summaries: list[ManifestSummary] | None = None) -> None:
     """Per snapshot: one DV per data file, and deletes aimed at live data files only.
@@ -137,8 +159,9 @@ def check_snapshot_deletes(ctx: Context, snap: Snapshot, manifests: list[Manifes
     deletes = [s for s in summaries if s.manifest.content == ManifestContent.DELETES]
     if not any(s.dv_targets or s.position_delete_targets for s in deletes):
         return
-    live = {p for s in summaries if s.manifest.content == ManifestContent.DATA for p in s.live_data_files}
     dvs = [t for s in deletes for t in s.dv_targets]
+    targets = {t for t, _ in dvs} | {t for s in deletes for t, _ in s.position_delete_targets}
+    live = live_among(targets, [s.live_data_files for s in summaries if s.manifest.content == ManifestContent.DATA])
     counts = Counter(target for target, _ in dvs)
     for target, where in dvs:
         manifest_path = where.rsplit("#", 1)[0]

@@ -349,8 +349,7 @@ class EntryChecker:
             self._bounds(e, where, partition)
         if e.is_live:
             if is_data:
-                s.live_data_files.append(df.file_path)
-                s.live_data_ordinals.append(i)
+                s.live_data_files.append(df.file_path)  # a list in the entry loop
             if self.ctx.deep:
                 s.live_files.append(LiveFile(df.file_path, df.file_size_in_bytes, df.record_count,
                                              df.file_format, int(df.content), where))

@@ -137,7 +137,7 @@ def _plain(v: Any) -> bool:
 _SCHEMA = pa.schema([("key", pa.string()), ("calls", pa.string()), ("entries", pa.int64()),
                      ("max_file_sequence_number", pa.int64()), ("max_file_sequence_entry", pa.string()),
                      ("inherited_rows", pa.int64()), ("live_data_files", pa.list_(pa.string())),
-                     ("live_data_ordinals", pa.list_(pa.int64())), ("row_id_starts", pa.list_(pa.int64())),
+                     ("row_id_starts", pa.list_(pa.int64())),
                      ("row_id_ends", pa.list_(pa.int64()))])
 
 
@@ -213,7 +213,8 @@ def store(path: str, identity: FileIdentity | None, key: str, calls: list[Call],
     row = {"key": key, "calls": encoded, "entries": summary.entries,
            "max_file_sequence_number": summary.max_file_sequence_number,
            "max_file_sequence_entry": summary.max_file_sequence_entry, "inherited_rows": summary.inherited_rows,
-           "live_data_files": summary.live_data_files, "live_data_ordinals": summary.live_data_ordinals,
+           "live_data_files": (summary.live_data_files if isinstance(summary.live_data_files, list)
+                               else summary.live_data_files.to_pylist()),
            "row_id_starts": [s for s, _ in summary.explicit_row_ids],
            "row_id_ends": [e for _, e in summary.explicit_row_ids]}
     try:
@@ -233,6 +234,6 @@ def replay(ctx: Context, m: ManifestFile, calls: list[Call], row: dict[str, Any]
                             entry=row_entry if entry is LISTED else entry, **values)
     return ManifestSummary(m, entries=row["entries"], max_file_sequence_number=row["max_file_sequence_number"],
                            max_file_sequence_entry=row["max_file_sequence_entry"],
-                           live_data_files=row["live_data_files"], live_data_ordinals=row["live_data_ordinals"],
+                           live_data_files=row["live_data_files"],
                            inherited_rows=row["inherited_rows"],
                            explicit_row_ids=list(zip(row["row_id_starts"], row["row_id_ends"], strict=True)))

@@ -9,11 +9,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pytest
 from support.corrupt import current_manifests, edit_entry, edit_manifest, entry_records
 
 from icectl.codec.puffin import read_puffin_footer
 from icectl.spec.manifest import ManifestContent
+from icectl.validate.delete_rules import live_among
 from unit.validate.breaking import (
     Case,
     added_dv,
@@ -115,3 +117,16 @@ CASES: list[Case] = [
 @pytest.mark.parametrize("case", CASES, ids=[c.rule for c in CASES])
 def test_rule_is_reported(case: Case, spark_tables: Any, tmp_path: Path) -> None:
     check_rule_is_reported(case, spark_tables, tmp_path)
+
+
+@pytest.mark.parametrize("arrow_type", [pa.string(), pa.large_string(), pa.string_view()])
+def test_live_targets_are_found_in_lists_and_in_arrow_columns_alike(arrow_type: pa.DataType) -> None:
+    paths = [f"s3://b/t/data/{i:05d}.parquet" for i in range(1000)]
+    targets = {paths[3], paths[998], "s3://b/t/data/gone.parquet", paths[500] + " "}
+    column = pa.array(paths, arrow_type)
+    chunked = pa.chunked_array([column[:400], column[400:]])
+    for kept in ([paths[:500], paths[500:]], [column[:500], column[500:]], [chunked[:600], chunked[600:]],
+                 [paths[:10], column[10:0], chunked[10:]]):
+        assert live_among(targets, kept) == {paths[3], paths[998]}
+    assert live_among(targets, []) == set()
+    assert live_among(set(), [column]) == set()

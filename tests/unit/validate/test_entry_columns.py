@@ -65,6 +65,8 @@ def _check(ctx: Context, m: ManifestFile, data: bytes, screened: Any = None) -> 
         return None, findings
     totals = summary.totals
     plain = {k: v for k, v in vars(summary).items() if k not in ("totals", "manifest")}
+    live = plain["live_data_files"]  # the screen keeps them as Arrow strings
+    plain["live_data_files"] = live if isinstance(live, list) else live.to_pylist()
     plain["totals"] = (dict(totals.files), dict(totals.rows), totals.min_live_sequence_number,
                        [dataclasses.asdict(p) for p in totals.partitions])
     return plain, findings
