@@ -1,5 +1,5 @@
 """`python -m icectl` runs the CLI."""
 
-from icectl.cli.app import main
+from icectl.cli.launch import main
 
 main()

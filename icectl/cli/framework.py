@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 import typer
 
 from icectl import engine as engines
-from icectl import progress
+from icectl import progress, replay
 from icectl.cli.each_table import each_table
 from icectl.cli.options import AllTablesOpt, CatalogOpt, TableArg, TableOrNamespaceArg
 from icectl.cli.options import engine as engine_options
@@ -25,6 +25,7 @@ from icectl.config import Config, load_config, set_active_config
 from icectl.errors import ExitCode, IcectlError, UsageError
 from icectl.results import CommandResult, MultiResult, Result, RowsResult
 from icectl.storage import FileIO
+from icectl.storage.identity import racy_window_ns
 from icectl.table import Table, load_table, manifest_cache
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -151,6 +152,8 @@ def command(group: typer.Typer, name: str, *, view: bool | str = False, engine: 
                         kw["engine"] = run_engine
                     if table:
                         kw["table"] = open_table(kw["table"])
+                        if kw["table"].catalog is not None or (run_engine is not None and run_engine.name != "local"):
+                            replay.spoil()  # a catalog's answer or a Spark task is not a file a stat can vouch for
                     elif each_table:
                         kw["tables"] = TableTargets(kw.pop("table"), kw.pop("all_tables"), kw.pop("catalog"))
                     result = fn(*args, **kw)
@@ -168,6 +171,8 @@ def command(group: typer.Typer, name: str, *, view: bool | str = False, engine: 
                     if note:
                         print_error(note)
                 code = getattr(result, "exit_code", 0)
+                if replay.armed():
+                    replay.finish(code == 0, racy_ns=racy_window_ns())
                 if code:
                     raise typer.Exit(code)
 

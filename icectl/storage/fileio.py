@@ -11,6 +11,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import IO, Any
 
+from icectl import replay
 from icectl.errors import AccessDeniedError, IcectlError, NotFoundError, StorageError
 from icectl.storage.identity import FileIdentity, local_identity, object_identity
 from icectl.storage.listing import ListedFile, walk_files
@@ -82,6 +83,13 @@ class S3Settings:
         return opts
 
 
+def _noted(path: str) -> None:
+    # What a recorded rows view depended on (icectl.replay): local paths are checked again before
+    # a replay; a remote one makes the run unreplayable.
+    if replay.armed():
+        replay.note(native(local_path(path)) if scheme_of(path) == "file" else None)
+
+
 @dataclass
 class FileIO:
     """Reads and writes files by path or URL (local, ``file:``, ``s3://``/``s3a://``)."""
@@ -107,6 +115,7 @@ class FileIO:
         return view
 
     def _check_write(self, path: str) -> None:
+        replay.spoil()  # a run that writes is not replayed
         if self.write_gate is not None:
             self.write_gate(path)
 
@@ -165,32 +174,38 @@ class FileIO:
             raise
 
     def read(self, path: str) -> bytes:
+        _noted(path)
         fs, p = self._fs(path)
         with self._errors(path, "reading"):
             return fs.cat_file(p)
 
     def read_range(self, path: str, offset: int, length: int) -> bytes:
+        _noted(path)
         fs, p = self._fs(path)
         with self._errors(path, "reading"):
             return fs.cat_file(p, start=offset, end=offset + length)
 
     @contextmanager
     def open(self, path: str) -> Iterator[IO[bytes]]:
+        _noted(path)
         fs, p = self._fs(path)
         with self._errors(path, "opening"), fs.open(p, "rb") as f:
             yield f
 
     def exists(self, path: str) -> bool:
+        _noted(path)
         fs, p = self._fs(path)
         with self._errors(path, "checking"):
             return bool(fs.exists(p))
 
     def is_dir(self, path: str) -> bool:
+        _noted(path)
         fs, p = self._fs(path)
         with self._errors(path, "checking"):
             return bool(fs.isdir(p))
 
     def size(self, path: str) -> int:
+        _noted(path)
         fs, p = self._fs(path)
         with self._errors(path, "checking"):
             return int(fs.size(p))
@@ -198,6 +213,7 @@ class FileIO:
     def identity(self, path: str) -> FileIdentity | None:
         """The store's identity of the file's current version (None: the store gives none, so
         nothing read from it is ever cached). Local: a stat; object storage: a HEAD."""
+        _noted(path)
         scheme = scheme_of(path)
         if scheme == "file":
             with self._errors(path, "checking"):
@@ -214,6 +230,7 @@ class FileIO:
     def read_with_identity(self, path: str) -> tuple[bytes, FileIdentity | None]:
         """The file's bytes and the identity of exactly the version read (None when the file
         changed while it was read, or the store gives no identity: do not cache those bytes)."""
+        _noted(path)
         scheme = scheme_of(path)
         if scheme == "file":
             with self._errors(path, "reading"), open(native(local_path(path)), "rb") as f:
@@ -239,6 +256,7 @@ class FileIO:
 
     def list_names(self, directory: str) -> list[str]:
         """Base names of the entries directly inside ``directory`` ([] when it does not exist)."""
+        _noted(directory)
         fs, p = self._fs(directory)
         with self._errors(directory, "listing"):
             try:
@@ -250,6 +268,7 @@ class FileIO:
     def walk_files(self, location: str, accept: Callable[[str], bool], *,
                    workers: int = LIST_WORKERS) -> Iterator[ListedFile]:
         """Every file under the folder ``location`` with its modification time: :func:`walk_files`."""
+        replay.spoil()  # a walk reads folders no single stat vouches for
         return walk_files(self, location, accept, workers=workers)
 
     def write(self, path: str, data: bytes) -> None:

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from icectl import replay
 from icectl.config import DEFAULT_CACHE_MAX_BYTES, CacheConfig, load_config, parse_size
 from icectl.errors import IcectlError
 from icectl.storage import FileIdentity, file_key
@@ -259,7 +260,9 @@ class ManifestCache:
 
     def info(self) -> CacheInfo:
         found = self.entries()
-        return CacheInfo(dir=str(self.root), entries=len(found), bytes=sum(s for _, s in found),
+        views = replay.entries(self.root / replay.FOLDER)  # rendered views kept for a replay
+        return CacheInfo(dir=str(self.root), entries=len(found) + len(views),
+                         bytes=sum(s for _, s in found) + sum(s for _, s, _ in views),
                          bound=self.max_bytes, writable=self.writable and _can_write(self.root))
 
     def clear(self, *, dry_run: bool = False) -> tuple[int, int]:
@@ -270,7 +273,8 @@ class ManifestCache:
                 _remove(path)
             with self._lock:
                 self._index, self._total = None, 0
-        return len(found), sum(s for _, s in found)
+        views, view_bytes = replay.clear(self.root / replay.FOLDER, dry_run=dry_run)
+        return len(found) + views, sum(s for _, s in found) + view_bytes
 
 
 def _serialize(table: pa.Table) -> pa.Buffer:

@@ -37,7 +37,7 @@ if os.environ.get("STARTUP_TEST_TTY"):  # stderr a terminal, as for a person at 
 sys.argv = ["icectl", *argv]
 code = 0
 try:
-    from icectl.cli.app import main
+    from icectl.cli.launch import main  # the console entry
     main()
 except SystemExit as e:
     code = e.code or 0
@@ -49,8 +49,8 @@ with open(report, "w") as f:
 HEAVY = ("pyarrow", "fastavro", "pyroaring", "fsspec", "s3fs", "aiobotocore", "botocore", "boto3", "psycopg", "numpy",
          "pydantic", "sqlite3", "rich.table")
 # `icectl --help` and `--version` need the root command alone.
-ROOT_ONLY = {"icectl", "icectl.cli", "icectl.cli.app", "icectl.cli.registry", "icectl.cli.state",
-             "icectl.cli.coercion", "icectl.errors"}
+ROOT_ONLY = {"icectl", "icectl.cli", "icectl.cli.launch", "icectl.replay", "icectl.cli.app", "icectl.cli.registry",
+             "icectl.cli.state", "icectl.cli.coercion", "icectl.errors"}
 
 
 def run_fresh(args: list[str], tmp_path: Path, **env: str) -> tuple[int, set[str], str]:

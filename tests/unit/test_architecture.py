@@ -35,6 +35,7 @@ PENDING_SIZE_EXCEPTIONS: set[str] = set()
 # The only modules that import icectl modules at run time, and why (docs/architecture.md, "Start-up").
 RUN_TIME_IMPORTERS = {
     "icectl/cli/registry.py": "the command registry imports a command's module when the command is used",
+    "icectl/cli/launch.py": "the console entry imports the app only when the view cache cannot replay the run",
     "icectl/catalog/__init__.py": "open_catalog imports the SQL, REST and Glue clients for a catalog of that type",
     "icectl/catalog/operations.py": "LocalCommits.commit_change imports the commit machinery (spec.updates)",
     "icectl/cli/output/terminal_views.py": "a result's own terminal renderer is imported when such a result is printed",

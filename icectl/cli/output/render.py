@@ -15,6 +15,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from typing import IO, TYPE_CHECKING, Any, TextIO, TypeVar
 
+from icectl import replay
 from icectl.cli.output.formats import (
     OutputFormat,
     ViewOptions,
@@ -152,6 +153,9 @@ def _render_json(result: Result, out: TextIO) -> None:
             text.detach()
             spool.seek(0)
             _copy_out(spool, out)
+            if out is sys.stdout and replay.armed():  # kept for a replay of the same command (icectl.replay)
+                spool.seek(0)
+                replay.offer(spool)
     else:
         doc = result.to_json()
         report = getattr(result, "engine_report", None)
@@ -234,6 +238,7 @@ def _flat_list(v: Any) -> bool:
 
 
 def print_error(line: str) -> None:
+    replay.spoil()  # a replay would not say it again
     sys.stderr.write(line.rstrip("\n") + "\n")
     sys.stderr.flush()
 
