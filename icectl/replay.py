@@ -23,9 +23,11 @@ What a replay trusts, and why it never changes an answer:
   with ``--json`` (or ``--format json``), a table given by path (a catalog's answer is not a
   file), the local engine, the local file system only, exit code 0 and nothing said on stderr.
   Anything else spoils the recording (:func:`spoil`) and the run is simply not stored.
-* **An entry is one file** written to a temporary name and renamed into place, its header naming
-  the key, the dependencies, the body's length and CRC-32; the whole body is read and checked
-  before a byte of it is written, so a damaged entry is a miss, never half a document.
+* **An entry is one file**: the document, then a JSON header naming the key, the dependencies,
+  the document's length and CRC-32, then the header's length (written after the document, which
+  is thus copied once), all written to a temporary name and renamed into place. The whole
+  document is read and checked before a byte of it is written, so a damaged entry is a miss,
+  never half a document.
 
 The entries live in ``<cache dir>/views/``, at most :data:`MAX_ENTRIES` of them and
 :data:`MAX_BYTES` in all (least recently used go first); ``icectl cache clear`` removes them with
@@ -39,6 +41,7 @@ import itertools
 import json
 import os
 import re
+import struct
 import sys
 import threading
 import time
@@ -61,6 +64,7 @@ __all__ = [
     "replay",
     "replayable",
     "spoil",
+    "spool",
 ]
 
 FORMAT = 1
@@ -73,6 +77,8 @@ SUFFIX = ".view"
 ENTRY_NAME = re.compile(r"[0-9a-f]{40}\.view")  # the only names this module deletes
 TEMP_NAME = re.compile(r"\.tmp-view-\d+-[0-9a-f]{16}")
 MAX_HEADER = 64 << 20  # 20,000 manifests' dependencies are ~3 MB of header
+MAGIC = b"ICECTLRV"
+TRAILER = struct.Struct("<8sQ")  # magic, length of the JSON header before it
 OFF_VALUES = {"off", "0", "false", "no", "disabled"}
 REPLAY_ENV = "ICECTL_REPLAY"  # "off": render every time (the manifest cache still serves)
 _ENV_PREFIXES = ("ICECTL_", "AWS_", "LC_")
@@ -244,16 +250,27 @@ def replay(argv: Sequence[str], out: IO[bytes]) -> bool:
 def _checked_body(path: Path, key: str) -> bytes | None:
     try:
         with open(path, "rb") as f:
-            header = json.loads(f.readline(MAX_HEADER))
-            if not isinstance(header, dict) or header.get("format") != FORMAT or header.get("key") != key:
+            size = os.fstat(f.fileno()).st_size
+            if size < TRAILER.size:
+                return None
+            f.seek(size - TRAILER.size)
+            magic, header_length = TRAILER.unpack(f.read(TRAILER.size))
+            length = size - TRAILER.size - header_length
+            if magic != MAGIC or header_length > MAX_HEADER or length < 0:
+                return None
+            f.seek(length)
+            header = json.loads(f.read(header_length))
+            if not isinstance(header, dict) or header.get("format") != FORMAT or header.get("key") != key \
+                    or header.get("length") != length:
                 return None
             for dep in header["deps"]:
                 if _stat(dep[0]) != dep[1]:
                     return None
-            body = f.read(int(header["length"]) + 1)
-    except (OSError, ValueError, KeyError, TypeError, IndexError):
+            f.seek(0)
+            body = f.read(length)
+    except (OSError, ValueError, KeyError, TypeError, IndexError, struct.error):
         return None
-    if len(body) != header["length"] or zlib.crc32(body) != header["crc32"]:
+    if len(body) != length or zlib.crc32(body) != header["crc32"]:
         return None
     return body
 
@@ -272,24 +289,38 @@ def arm(argv: Sequence[str]) -> None:
         _active = _Recording(key, where / (key + SUFFIX))
 
 
-def offer(document: IO[bytes]) -> None:
-    """The rendered document (read from its start; left at its end): kept until :func:`finish`."""
+def spool() -> IO[bytes] | None:
+    """A file for the rendered document when this run is recorded (a temporary file of the views
+    folder, which becomes the entry: the document is written once), else None."""
     rec = _active
     if rec is None or rec.spoiled:
-        return
+        return None
     try:
         rec.path.parent.mkdir(parents=True, exist_ok=True)
         temp = rec.path.parent / f".tmp-view-{os.getpid()}-{os.urandom(8).hex()}"
-        with open(temp, "xb") as f:
-            crc = size = 0
-            while chunk := document.read(1 << 20):
-                f.write(chunk)
-                crc, size = zlib.crc32(chunk, crc), size + len(chunk)
-                if size > MAX_BODY:
-                    break
-        rec.body, rec.crc32, rec.length = temp, crc, size
+        f = open(temp, "x+b")  # closed by offer, or by the renderer's with-block
     except OSError:
         spoil()
+        return None
+    rec.body = temp
+    return f
+
+
+def offer(document: IO[bytes]) -> None:
+    """The document was written to ``document`` (from :func:`spool`) and printed: it is kept
+    until :func:`finish`, which stores it if the run ends well."""
+    rec = _active
+    try:
+        document.seek(0)
+        crc = size = 0
+        while chunk := document.read(1 << 20):
+            crc, size = zlib.crc32(chunk, crc), size + len(chunk)
+        document.close()
+    except OSError:
+        spoil()
+        return
+    if rec is not None:
+        rec.crc32, rec.length = crc, size
 
 
 def finish(ok: bool, *, racy_ns: int = 2_000_000_000) -> bool:
@@ -311,21 +342,19 @@ def finish(ok: bool, *, racy_ns: int = 2_000_000_000) -> bool:
         if rec.length > MAX_BODY or any(_stat(p) != s or (s is not None and now - s[3] < racy_ns) for p, s in deps):
             return False
         header = json.dumps({"format": FORMAT, "key": rec.key, "deps": deps, "length": rec.length,
-                             "crc32": rec.crc32})
-        final = temp.with_name(temp.name + ".h")
-        with open(final, "xb") as f, open(temp, "rb") as body:
-            f.write(header.encode() + b"\n")
-            while chunk := body.read(1 << 20):
-                f.write(chunk)
-        os.replace(final, rec.path)
+                             "crc32": rec.crc32}).encode()
+        with open(temp, "ab") as f:  # after the body, so the body is never copied a second time
+            f.write(header + TRAILER.pack(MAGIC, len(header)))
+        os.replace(temp, rec.path)
+        temp = None
         _evict(rec.path.parent)
         return True
     except OSError:
         return False
     finally:
-        for leftover in (temp, temp.with_name(temp.name + ".h")) if temp is not None else ():
+        if temp is not None:
             try:
-                os.unlink(leftover)
+                os.unlink(temp)
             except OSError:
                 pass
 
@@ -359,7 +388,7 @@ def _evict(where: Path) -> None:
     try:
         with os.scandir(where) as it:
             for e in it:
-                if TEMP_NAME.fullmatch(e.name.removesuffix(".h")) and \
+                if TEMP_NAME.fullmatch(e.name) and \
                         time.time() - e.stat(follow_symlinks=False).st_mtime > STALE_TEMP_SECONDS:
                     os.unlink(e.path)
     except OSError:

@@ -102,6 +102,7 @@ def _exit_codes() -> Iterator[None]:
         raise typer.Exit(ExitCode.INTERNAL) from None
     finally:
         set_active_config(None)
+        replay.finish(False)  # a run that failed: its recording (and temporary file) goes
 
 
 def command(group: typer.Typer, name: str, *, view: bool | str = False, engine: bool | str = False,
@@ -171,8 +172,7 @@ def command(group: typer.Typer, name: str, *, view: bool | str = False, engine: 
                     if note:
                         print_error(note)
                 code = getattr(result, "exit_code", 0)
-                if replay.armed():
-                    replay.finish(code == 0, racy_ns=racy_window_ns())
+                replay.finish(code == 0, racy_ns=racy_window_ns())  # stores it, if this run was recorded
                 if code:
                     raise typer.Exit(code)
 

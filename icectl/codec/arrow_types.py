@@ -131,6 +131,10 @@ def distinct_rows(columns: list[pa.Array | pa.ChunkedArray], n: int) -> tuple[pa
     if keys is None:  # no columns: one group (of every row, if any)
         return pa.array([0] * n, pa.int32()), pa.array([0] if n else [], pa.int64())
     groups = pc.dictionary_encode(keys).indices
-    firsts = (pa.table({"g": groups, "row": pa.array(range(n), pa.int64())})
-              .group_by("g", use_threads=False).aggregate([("row", "min")]).sort_by("g"))
-    return groups, firsts.column("row_min").combine_chunks()
+    import numpy as np
+
+    # Groups are numbered in order of first appearance (0, 1, ...), so the first indices of the sorted
+    # unique numbers are each group's first row. numpy, not a group_by: that imports Arrow's query
+    # engine (acero, 40 ms of a cold `inspect files`) and builds a row-number array from Python.
+    _, firsts = np.unique(groups.to_numpy(zero_copy_only=False), return_index=True)
+    return groups, pa.array(firsts.astype(np.int64))

@@ -121,14 +121,17 @@ def test_a_damaged_entry_is_a_miss_and_never_half_a_document(env: dict[str, str]
     expected = truth(env, *args)
     icectl(env, *args)
     (entry,) = views(env)
-    data = bytearray(entry.read_bytes())
-    data[-10] ^= 0x20
-    entry.write_bytes(bytes(data))
-    assert icectl(env, *args) == (expected, False)
-    entry.write_bytes(bytes(data[: len(data) // 2]))  # torn
-    assert icectl(env, *args) == (expected, False)
-    entry.write_bytes(b"{not json\n" + bytes(data))
-    assert icectl(env, *args) == (expected, False)
+    good = entry.read_bytes()
+    assert good.startswith(expected)  # the document, then its header and trailer
+    for at in (10, len(expected) - 1, len(expected) + 5, len(good) - 3):  # body, header, trailer
+        data = bytearray(good)
+        data[at] ^= 0x20
+        entry.write_bytes(bytes(data))
+        assert icectl(env, *args) == (expected, False)
+    for damaged in (good[: len(good) // 2], good[: len(good) - 1], b"junk" + good, b""):  # torn, shifted
+        entry.write_bytes(damaged)
+        assert icectl(env, *args) == (expected, False)
+    assert entry.read_bytes() == good  # the miss recorded the document again
     assert icectl(env, *args) == (expected, True)
 
 

@@ -146,15 +146,16 @@ def _render_json(result: Result, out: TextIO) -> None:
         # row was read. A manifest found damaged halfway (the Spark engine streams its tasks'
         # rows as they come) leaves stdout empty, never half a document.
         # Bytes, not text: a text spool holds ASCII as 4-byte characters (150 MB at 100,000 files).
-        with tempfile.SpooledTemporaryFile(max_size=_SPOOL_BYTES) as spool:
-            text = io.TextIOWrapper(spool, encoding="utf-8", newline="")  # type: ignore[type-var]
+        # A run recorded for a replay (icectl.replay) spools into the file that becomes the entry.
+        kept = replay.spool() if out is sys.stdout else None
+        with kept or tempfile.SpooledTemporaryFile(max_size=_SPOOL_BYTES) as spool:
+            text = io.TextIOWrapper(spool, encoding="utf-8", newline="")
             _write_rows_json(result, text)
             text.flush()
             text.detach()
             spool.seek(0)
             _copy_out(spool, out)
-            if out is sys.stdout and replay.armed():  # kept for a replay of the same command (icectl.replay)
-                spool.seek(0)
+            if kept is not None:
                 replay.offer(spool)
     else:
         doc = result.to_json()

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from icectl.codec.arrow_types import distinct_rows
 from icectl.codec.manifest_arrow import partition_values
-from icectl.ops.inspect.metrics import JSON_ESCAPED, metric_pieces
+from icectl.ops.inspect.metrics import metric_pieces, needs_json_escaping
 from icectl.spec.manifest import DataFile, ManifestEntry, ManifestEntryStatus, ManifestFile
 from icectl.spec.metadata import TableMetadata
 from icectl.spec.schema import NestedField, StructType
@@ -303,7 +303,7 @@ def _fast_chunk(md: TableMetadata, mapper: PartitionMapper, m: ManifestFile, t: 
     if t.column("key_metadata").null_count != t.num_rows:
         return None  # bytes: rare, rendered as hex by the encoder
     strings = ["file_path", "file_format", "referenced_data_file"]
-    if any(pc.any(pc.match_substring_regex(t.column(c), JSON_ESCAPED)).as_py() for c in strings):
+    if any(needs_json_escaping(t.column(c)) for c in strings):
         return None
     spec_id = m.partition_spec_id
     decode = partition_values(md.partition_type(spec_id))

@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import io
 import random
+import re
 import struct
 import time
 import uuid
@@ -27,7 +28,7 @@ from icectl.codec.manifest_reader import read_manifest
 from icectl.codec.manifest_writer import write_manifest
 from icectl.errors import CorruptInputError
 from icectl.ops.inspect.files import PartitionMapper
-from icectl.ops.inspect.metrics import metric_pieces
+from icectl.ops.inspect.metrics import JSON_ESCAPED, metric_pieces, needs_json_escaping
 from icectl.ops.inspect.views import ContentFilter, entry_rows, file_rows
 from icectl.results import RowsResult
 from icectl.spec.manifest import DataFile, ManifestEntry, ManifestEntryStatus
@@ -274,3 +275,19 @@ def test_a_corrupt_bound_fails_as_in_the_row_path(tmp_path: Path, cache: Path) -
                    out=io.StringIO())
         errors.append(str(e.value))
     assert errors[0] == errors[1] and "UTF-8" in errors[0]
+
+
+@pytest.mark.parametrize("arrow_type", [pa.string(), pa.large_string(), pa.string_view()])
+def test_the_escaping_screen_agrees_with_the_regex_on_every_column_shape(arrow_type: pa.DataType) -> None:
+    rng = random.Random(31)
+    alphabet = ["a", "/", "é", "😀", " ", "\x7f", '"', "\\", "\n", "\x00", "\x1f"]
+    for _ in range(300):
+        values = [None if rng.random() < 0.1 else "".join(rng.choice(alphabet[:6] if rng.random() < 0.9 else alphabet)
+                                                         for _ in range(rng.randrange(0, 6)))
+                  for _ in range(rng.randrange(0, 12))]
+        column = pa.array(values, arrow_type)
+        lo = rng.randrange(0, len(values) + 1)
+        for shape in (column, column.slice(lo), column.slice(0, lo),
+                      pa.chunked_array([column.slice(0, lo), column.slice(lo)], arrow_type)):
+            expected = any(v is not None and re.search(JSON_ESCAPED, v) for v in shape.to_pylist())
+            assert needs_json_escaping(shape) == expected, shape.to_pylist()
