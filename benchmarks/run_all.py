@@ -65,7 +65,7 @@ REPO = bench_expire.REPO
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-SECTIONS = ("inspect", "expire", "compact", "validate", "startup", "memory", "rewrite", "engine")
+SECTIONS = ("inspect", "expire", "compact", "validate", "startup", "memory", "scale", "rewrite", "engine")
 
 
 @dataclass(frozen=True)
@@ -77,11 +77,12 @@ class Sizes:
     memory: tuple[tuple[int, int], tuple[int, int]]  # (manifests, entries per manifest): small, large
     startup_runs: int
     rewrite: tuple[int, int] = (2000, 256)  # data files, KB each (the issue's full size: 10,000 x 1,024)
+    scale: tuple[int, int] = (10_000, 100_000)  # manifests of 100 entries: 1 and 10 million (issue 31)
     quick: bool = False  # a smoke test: no untimed warm-up runs, memory with a cold cache only
 
 
 FULL = Sizes((100, 1000), (200, 2000), (200, 2000), (2000, 100), ((100, 1000), (1000, 1000)), 10)
-QUICK = Sizes((4, 250), (20,), (20,), (20, 10), ((4, 250), (40, 250)), 2, quick=True)
+QUICK = Sizes((4, 250), (20,), (20,), (20, 10), ((4, 250), (40, 250)), 2, scale=(10, 100), quick=True)
 
 
 # --------------------------------------------------------------------------- figures
@@ -475,6 +476,92 @@ def section_memory(report: Report, root: Path, sizes: Sizes, caches: CacheDirs) 
         report.add(fig)
 
 
+def section_scale(report: Report, root: Path, sizes: Sizes, caches: CacheDirs) -> None:
+    """Issue 31's decoding and scale targets: CPU per entry of icectl's native manifest decoding beside
+    DataFusion's bare ``read_avro`` of the same files (<= 3x), and the peak memory of ``validate`` and
+    ``inspect files --json`` at 1 and 10 million entries (``bench_spark_engine.build_big``'s table at
+    two sizes, built once under ``--dir``; a cold cache each; 10 million <= 2x 1 million)."""
+    decode_figure(report, inspect_table(root, *sizes.inspect))
+    small_n, large_n = sizes.scale
+    tables = {}
+    for n in (small_n, large_n):
+        table_dir = root / f"scale_{n}x100"
+        if not (table_dir / "built.json").is_file():
+            shutil.rmtree(table_dir, ignore_errors=True)
+            print(f"  building {n:,} manifests x 100 entries in {table_dir}", flush=True)
+            start = time.perf_counter()
+            bench_spark_engine.build_big(table_dir, bench_spark_engine.Sizes(n, 100, 1))
+            (table_dir / "built.json").write_text(json.dumps({"build_s": time.perf_counter() - start}))
+        tables[n] = table_dir
+    for args in (("validate",), ("inspect", "files")):
+        load0 = load1()
+        peaks = {}
+        for n, table_dir in tables.items():
+            caches.fresh()
+            run = run_process(icectl(*args, str(table_dir), "--json"), measure_rss=True)
+            assert run.returncode in (0, 7), (args, run.returncode)  # 7: validate's warnings
+            peaks[n] = run.max_rss_mb
+            report.add(Figure("scale", f"{' '.join(args)} --json, {n * 100:,} entries, cold cache", run.seconds,
+                              load_before=load0, load_after=load1()))
+        a, b = peaks[small_n], peaks[large_n]
+        report.add(Figure("scale", f"{' '.join(args)} max RSS, {large_n * 100:,} entries, cold cache", b, unit=" MB",
+                          reference=f"{small_n * 100:,} entries", reference_value=a, ratio=b / a,
+                          ratio_text=f"{b / a:.2f}x of {small_n * 100:,}", target="<= 2x", met=b / a <= 2,
+                          load_before=load0, load_after=load1()))
+
+
+def decode_figure(report: Report, info: bench_inspect_files.TableInfo) -> None:
+    """CPU seconds per entry, one thread: icectl's native manifest tables (the Arrow tables every hot
+    path reads: inheritance, partitions, maps, the length check), decoded from bytes in memory in the
+    batches the hot paths use, and DataFusion's bare ``read_avro`` of each file into Arrow (one
+    session for all; no inheritance, no checks)."""
+    import datafusion
+
+    from icectl.codec.manifest_batch import manifest_tables
+    from icectl.storage.paths import local_path
+    from icectl.table import load_table
+    from icectl.table.scan import manifests_of
+
+    table = load_table(str(info.dir))
+    md = table.metadata
+    snapshot = md.current_snapshot()
+    assert snapshot is not None
+    files = [(m, table.io.read(m.manifest_path)) for m in manifests_of(md, snapshot, table.io, use_cache=False)]
+    ptype = md.partition_type(files[0][0].partition_spec_id)
+    load0 = load1()
+
+    def ours() -> int:  # as the hot paths read them: batches of up to 4 MB, one native read each
+        rows, batch, size = 0, [], 0
+        for i, (m, data) in enumerate(files):
+            batch.append((m, data))
+            size += len(data)
+            if size >= 4 << 20 or i == len(files) - 1:
+                rows += sum(t.num_rows for t in manifest_tables([d for _, d in batch], [b for b, _ in batch], ptype,
+                                                                md.format_version))
+                batch, size = [], 0
+        return rows
+
+    def theirs() -> int:
+        session = datafusion.SessionContext(datafusion.SessionConfig().with_target_partitions(1))
+        return sum(session.read_avro(local_path(m.manifest_path)).to_arrow_table().num_rows for m, _ in files)
+
+    best = {}
+    for name, fn in (("icectl", ours), ("datafusion", theirs)):
+        times = []
+        for _ in range(3):
+            start = time.process_time()
+            rows = fn()
+            times.append((time.process_time() - start) / rows * 1e6)
+        best[name] = min(times)
+    what = f"{info.entries:,} entries in {info.manifests} manifests"
+    fig = Figure("scale", f"decode, CPU per entry, partitioned ({what})", best["icectl"], unit=" us",
+                 load_before=load0, load_after=load1())
+    fig.reference, fig.reference_value = "DataFusion 55 read_avro", best["datafusion"]
+    fig.ratio = best["icectl"] / best["datafusion"]
+    fig.ratio_text, fig.target, fig.met = f"{fig.ratio:.1f}x of DataFusion", "<= 3x", fig.ratio <= 3
+    report.add(fig)
+
+
 def section_rewrite(report: Report, root: Path, sizes: Sizes, runs: int, caches: CacheDirs, spark: Spark,
                     spark_cli: bool) -> None:
     """bench_rewrite_data_files.py's contenders: icectl's CLI against Spark's procedure, warm and as a
@@ -627,6 +714,8 @@ def main(argv: list[str] | None = None) -> int:
                     section_startup(report, root, sizes, caches)
                 elif name == "memory":
                     section_memory(report, root, sizes, caches)
+                elif name == "scale":
+                    section_scale(report, root, sizes, caches)
                 elif name == "rewrite":
                     section_rewrite(report, root / "appends", sizes, runs, caches, spark, not args.no_spark_cli)
                 elif name == "engine":

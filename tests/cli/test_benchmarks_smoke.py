@@ -35,7 +35,8 @@ def test_quick_benchmark_run_reports_every_section(tmp_path: Path) -> None:
     assert len(header["load_before"]) == 3 and len(header["load_after"]) == 3
     assert header["commit"] not in ("", "?")
     figures = doc["figures"]
-    assert {f["section"] for f in figures} == {"inspect", "expire", "compact", "validate", "startup", "memory"}
+    assert {f["section"] for f in figures} == {"inspect", "expire", "compact", "validate", "startup", "memory",
+                                               "scale"}
     assert all(f["value"] > 0 for f in figures), [f for f in figures if f["value"] <= 0]
     by_name = {f["name"]: f for f in figures}
     inspect = [f for f in figures if f["section"] == "inspect"]
@@ -53,6 +54,10 @@ def test_quick_benchmark_run_reports_every_section(tmp_path: Path) -> None:
     memory = [f for f in figures if f["section"] == "memory" and f["target"]]
     assert memory and all(f["unit"] == " MB" and f["value"] > 10 for f in memory)  # an interpreter's RSS at least
     assert any(f["target"] == "< 3 s" for f in figures if f["section"] == "validate")
+    scale = [f for f in figures if f["section"] == "scale"]
+    decode = [f for f in scale if f["unit"] == " us"]
+    assert len(decode) == 1 and decode[0]["target"] == "<= 3x" and decode[0]["reference"].startswith("DataFusion")
+    assert [f["target"] for f in scale if f["unit"] == " MB"] == ["<= 2x", "<= 2x"]  # validate, inspect files
     # The cache folders were the run's own temporary ones, removed after it: never the user's cache.
     cache_root = Path(header["cache_root"])
     assert cache_root.name.startswith("icectl-bench-cache-") and not cache_root.exists()
