@@ -338,3 +338,26 @@ def test_a_real_damaged_manifest_that_hangs_datafusion_gets_the_readers_error() 
     assert got["error"] and "not valid UTF-8" in got["error"]
     assert got["seconds"] < 30
     assert got["native_after"] is not got["hung"]  # a hang turns the native path off, for that process only
+
+
+def _zigzag_len(v: int) -> int:
+    u = ((v << 1) ^ (v >> 63)) & (2**64 - 1)
+    n = 1
+    while u >= 128:
+        u >>= 7
+        n += 1
+    return n
+
+
+def test_long_lengths_are_exact_at_every_varint_boundary() -> None:
+    # The length check counts each long's bytes through a float exponent: values just below a power
+    # of 2**7 that round up as floats (2**56 - 1, 2**63 - 1) must still get their exact length.
+    values = {0, 1, -1, 2**63 - 1, -(2**63)}
+    for k in range(1, 64):
+        for d in (-2, -1, 0, 1):
+            values.update({(1 << k) + d, -((1 << k) + d)})
+    for k in range(53, 64):
+        values.update({(1 << k) - (1 << (k - 53)), (1 << k) - (1 << (k - 52)), -((1 << k) - (1 << (k - 53)))})
+    values = sorted(v for v in values if -(2**63) <= v < 2**63)
+    got = avro_native._long_len(pa.array(values + [None], pa.int64())).to_pylist()
+    assert got == [_zigzag_len(v) for v in values] + [1]
