@@ -245,8 +245,9 @@ class RowsResult:
     warnings: list[str] = field(default_factory=list)
     terminal_report: str = ""  # "module:function" of icectl.cli.output that draws it on a terminal, if any
     # A faster way to the same JSON text: given the renderer's encoder of one row, chunks of the
-    # "rows" array's text (rows joined by ",\n"), byte for byte what encoding ``rows`` gives.
-    json_text: Callable[[Callable[[Any], str]], Iterable[str]] | None = None
+    # "rows" array's text (rows joined by ",\n"), byte for byte what encoding ``rows`` gives; a
+    # chunk may be bytes, UTF-8 written as they are (Arrow's buffers: no decoding and encoding again).
+    json_text: Callable[[Callable[[Any], str]], Iterable[str | bytes]] | None = None
     # For people and queries (never in the JSON): how a terminal shows a column (by default the
     # kind its name implies), the columns a terminal shows when none are chosen (``None``: all; a
     # dotted name reaches into a map or struct, ``summary.added-records``), more names ``--where``

@@ -190,7 +190,12 @@ def _write_rows_json(result: RowsResult, out: TextIO) -> None:
     first = True
     for chunk in chunks:
         if chunk:  # a chunk holds one row or, from json_text, several
-            out.write(("" if first else ",\n") + chunk)
+            if isinstance(chunk, bytes):  # UTF-8 as is, behind the text written so far
+                out.write("" if first else ",\n")
+                out.flush()
+                out.buffer.write(chunk)
+            else:
+                out.write(("" if first else ",\n") + chunk)
             first = False
     tail = result.json_tail() if result.json_tail is not None else {}
     out.write("]" + (", " + to_json(tail)[1:] if tail else "}") + "\n")

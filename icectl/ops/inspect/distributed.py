@@ -88,7 +88,8 @@ def manifest_json(task: ViewTask, m: ManifestFile) -> list[str]:
     """One manifest's rows as JSON text chunks (the local bulk path's, on one manifest)."""
     assert task.encode is not None
     render = entry_rows_json if task.entries else file_rows_json
-    return [c for c in render(task.md, task.io, [m], task.mapper, task.encode, task.metrics) if c]
+    return [c.decode() if isinstance(c, bytes) else c  # text: the driver joins the executors' chunks
+            for c in render(task.md, task.io, [m], task.mapper, task.encode, task.metrics) if c]
 
 
 def manifest_partitions(task: ViewTask, m: ManifestFile) -> dict[tuple[Any, ...], dict[str, Any]]:

@@ -169,7 +169,7 @@ _BATCH_ROWS = 4_096
 
 
 def file_rows_json(md: TableMetadata, io: FileIO, manifests: Iterable[ManifestFile], mapper: PartitionMapper,
-                   encode: Callable[[Any], str], metrics: bool = False) -> Iterator[str]:
+                   encode: Callable[[Any], str], metrics: bool = False) -> Iterator[str | bytes]:
     """The ``files`` view's live rows as JSON text in chunks (rows joined by ``",\n"``),
     ``encode`` being the renderer's encoder of one value. Consecutive manifests of one spec are
     rendered together, up to :data:`_BATCH_ROWS` rows."""
@@ -177,7 +177,7 @@ def file_rows_json(md: TableMetadata, io: FileIO, manifests: Iterable[ManifestFi
 
 
 def entry_rows_json(md: TableMetadata, io: FileIO, manifests: Iterable[ManifestFile], mapper: PartitionMapper,
-                    encode: Callable[[Any], str], metrics: bool = False) -> Iterator[str]:
+                    encode: Callable[[Any], str], metrics: bool = False) -> Iterator[str | bytes]:
     """The ``entries`` view's rows (DELETED ones too) as JSON text in chunks, as :func:`file_rows_json`."""
     return _rows_json(md, io, manifests, mapper, encode, metrics, entries=True)
 
@@ -193,7 +193,7 @@ _ENTRY_FIELDS = ("status", "snapshot_id", "sequence_number", "file_sequence_numb
 
 
 def _rows_json(md: TableMetadata, io: FileIO, manifests: Iterable[ManifestFile], mapper: PartitionMapper,
-               encode: Callable[[Any], str], metrics: bool, entries: bool) -> Iterator[str]:
+               encode: Callable[[Any], str], metrics: bool, entries: bool) -> Iterator[str | bytes]:
     batch: list[tuple[ManifestFile, pa.Table]] = []
     rows = 0
     for m, got in iter_manifest_tables(md, io, manifests):
@@ -222,7 +222,7 @@ def _view_columns(table: pa.Table, metrics: bool, entries: bool) -> pa.Table:
 
 
 def _table_chunk(md: TableMetadata, mapper: PartitionMapper, batch: list[tuple[ManifestFile, pa.Table]],
-                 encode: Callable[[Any], str], metrics: bool, entries: bool) -> str:
+                 encode: Callable[[Any], str], metrics: bool, entries: bool) -> str | bytes:
     import pyarrow as pa
 
     # One chunk per column: kernels over a column of many small chunks (one per 100-entry manifest)
@@ -232,17 +232,17 @@ def _table_chunk(md: TableMetadata, mapper: PartitionMapper, batch: list[tuple[M
     if entries:  # each manifest's path, as JSON, on each of its rows
         paths = pa.concat_arrays([pa.repeat(pa.scalar(encode(m.manifest_path)), part.num_rows)
                                   for m, part in batch])
-    text = _fast_chunk(md, mapper, batch[0][0], t, encode, metrics, paths)
-    if text is None:
-        texts = []
-        for m, part in batch:
-            decode = partition_values(md.partition_type(m.partition_spec_id))
-            for r in part.to_pylist():
-                f = _file_of(r, decode)
-                texts.append(encode(entry_row(md, mapper, m, _entry_of(r, f), metrics) if entries
-                                    else file_row(md, mapper, m, f, metrics)))
-        text = ",\n".join(texts)
-    return text
+    fast = _fast_chunk(md, mapper, batch[0][0], t, encode, metrics, paths)
+    if fast is not None:
+        return fast
+    texts = []
+    for m, part in batch:
+        decode = partition_values(md.partition_type(m.partition_spec_id))
+        for r in part.to_pylist():
+            f = _file_of(r, decode)
+            texts.append(encode(entry_row(md, mapper, m, _entry_of(r, f), metrics) if entries
+                                else file_row(md, mapper, m, f, metrics)))
+    return ",\n".join(texts)
 
 
 def _slow_chunks(md: TableMetadata, mapper: PartitionMapper, m: ManifestFile, got: list[ManifestEntry],
@@ -293,7 +293,7 @@ def _int_list(col: pa.ChunkedArray) -> pa.ChunkedArray:
 
 
 def _fast_chunk(md: TableMetadata, mapper: PartitionMapper, m: ManifestFile, t: pa.Table,
-                encode: Callable[[Any], str], metrics: bool, paths: pa.Array | None) -> str | None:
+                encode: Callable[[Any], str], metrics: bool, paths: pa.Array | None) -> bytes | None:
     """The rows of :func:`file_row` (of :func:`entry_row` when ``paths``, the manifest path's JSON
     of each row, is given) as the renderer writes them, or None when a value needs the row-by-row
     path."""
@@ -304,6 +304,11 @@ def _fast_chunk(md: TableMetadata, mapper: PartitionMapper, m: ManifestFile, t: 
         return None  # bytes: rare, rendered as hex by the encoder
     strings = ["file_path", "file_format", "referenced_data_file"]
     if any(needs_json_escaping(t.column(c)) for c in strings):
+        return None
+    try:  # the text goes out as Arrow's bytes: they must be UTF-8 (the row path names a bad one)
+        for c in strings:
+            t.column(c).validate(full=True)
+    except pa.ArrowInvalid:
         return None
     spec_id = m.partition_spec_id
     decode = partition_values(md.partition_type(spec_id))
@@ -344,4 +349,4 @@ def _fast_chunk(md: TableMetadata, mapper: PartitionMapper, m: ManifestFile, t: 
     rows = pc.binary_join_element_wise(*pieces, ",\n", "").combine_chunks()
     _, offsets, data = rows.buffers()
     bounds = memoryview(offsets).cast("i")
-    return data[bounds[rows.offset]:bounds[rows.offset + len(rows)] - 2].to_pybytes().decode()
+    return data[bounds[rows.offset]:bounds[rows.offset + len(rows)] - 2].to_pybytes()  # UTF-8, written as is

@@ -253,7 +253,7 @@ def file_rows(table: Table, *, snapshot_id: int | None = None, ref: str | None =
         for m, e in iter_entries(md, table.io, manifests, fields=_wanted_fields(metrics), live_only=True):
             yield file_row(md, mapper, m, e.data_file, metrics)
 
-    def json_text(encode: Callable[[Any], str]) -> Iterator[str]:
+    def json_text(encode: Callable[[Any], str]) -> Iterator[str | bytes]:
         return file_rows_json(md, table.io, manifests, mapper, encode, metrics)
 
     if not run_on.runs_in_process:  # each manifest's rows built where the engine decodes it
@@ -280,7 +280,7 @@ def entry_rows(table: Table, *, snapshot_id: int | None = None, ref: str | None 
         for m, e in iter_entries(md, table.io, manifests, fields=_wanted_fields(metrics)):
             yield entry_row(md, mapper, m, e, metrics)
 
-    def json_text(encode: Callable[[Any], str]) -> Iterator[str]:
+    def json_text(encode: Callable[[Any], str]) -> Iterator[str | bytes]:
         return entry_rows_json(md, table.io, manifests, mapper, encode, metrics)
 
     if not run_on.runs_in_process:  # each manifest's rows built where the engine decodes it
