@@ -3,7 +3,8 @@
 typer >= 0.26 converts every parameter value through a pydantic ``TypeAdapter``, built on first
 use; importing pydantic for it costs 30-60 ms, more than the rest of ``icectl inspect table``. Yet
 an option left unset (``None``) needs no conversion, text for a ``str`` parameter is returned as it
-is (typer's ``_parse_cli_str`` is ``str(value)``), and a path's checks are typer's own
+is (typer's ``_parse_cli_str`` is ``str(value)``), a value already of the parameter's type (a
+default, a flag's bool) is kept, and a path's checks are typer's own
 ``coerce_cli_path``, which needs pydantic only to make the ``Path``. :func:`skip_needless_coercion`
 gives each parameter of a command a converter that does just that for those values and hands
 every other value to typer's own converter, built (and pydantic imported) only then. With a typer
@@ -32,6 +33,10 @@ if RuntimeParam is not None:
     class _NoNeedlessCoercion(RuntimeParam):
         def _coerce_value(self, value: Any, param: Any, ctx: _click.Context) -> Any:
             # (None never gets here: RuntimeParam.coerce returns it before converting.)
+            if type(value) is self.annotation:
+                # Already what the parameter holds: a default (an enum member, a number) or a flag's
+                # bool; what the command line gives arrives as text and is converted below.
+                return value
             if isinstance(value, str) and self.parameter_info.parser is None:
                 if self.annotation is str:
                     return value

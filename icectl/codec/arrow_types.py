@@ -15,6 +15,7 @@ from icectl.errors import UnsupportedError
 from icectl.spec.schema import DecimalType, FixedType, IcebergType, NestedField, PrimitiveType
 
 if TYPE_CHECKING:
+    import numpy as np
     import pyarrow as pa
 
 FIELD_ID_KEY = b"PARQUET:field_id"
@@ -133,8 +134,20 @@ def distinct_rows(columns: list[pa.Array | pa.ChunkedArray], n: int) -> tuple[pa
     groups = pc.dictionary_encode(keys).indices
     import numpy as np
 
-    # Groups are numbered in order of first appearance (0, 1, ...), so the first indices of the sorted
-    # unique numbers are each group's first row. numpy, not a group_by: that imports Arrow's query
-    # engine (acero, 40 ms of a cold `inspect files`) and builds a row-number array from Python.
-    _, firsts = np.unique(groups.to_numpy(zero_copy_only=False), return_index=True)
-    return groups, pa.array(firsts.astype(np.int64))
+    # Groups are numbered in order of first appearance (0, 1, ...), so a group's first row is where
+    # the running maximum of the numbers grows. numpy, not a group_by (which imports Arrow's query
+    # engine, 40 ms of a cold `inspect files`) nor np.unique or np.diff (numpy.ma's import, 30 ms).
+    running = np.maximum.accumulate(groups.to_numpy(zero_copy_only=False).astype(np.int64))
+    grows = np.ones(len(running), dtype=bool)
+    grows[1:] = running[1:] > running[:-1]
+    return groups, int64_array(np.flatnonzero(grows))
+
+
+def int64_array(values: np.ndarray) -> pa.Array:
+    """An int64 Arrow array over a numpy array's buffer. ``pa.array(ndarray)`` first asks whether
+    it is a masked array, which imports numpy.ma (30-40 ms of a cold command)."""
+    import numpy as np
+    import pyarrow as pa
+
+    values = np.ascontiguousarray(values, dtype=np.int64)
+    return pa.Array.from_buffers(pa.int64(), len(values), [None, pa.py_buffer(values)])

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from icectl.codec.arrow_types import int64_array
 from icectl.codec.avro_native import read_avro_joined
 from icectl.codec.manifest_arrow import (
     DECODE_KEY,
@@ -48,7 +49,7 @@ def manifest_tables(datas: Sequence[bytes], manifests: Sequence[ManifestFile], p
     entries, files, part = native_columns(raw, layout)
     counts = np.asarray(rows, dtype=np.int64)
     starts = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-    k = pa.array(np.repeat(np.arange(len(manifests), dtype=np.int64), counts))
+    k = int64_array(np.repeat(np.arange(len(manifests), dtype=np.int64), counts))
     status, content = entries["status"], files["content"]
     arrays = table_arrays(entries, files, partition_column(part, layout, partition_type, n),
                           inherited_per_row(entries, status, manifests, k, n),

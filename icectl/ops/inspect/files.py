@@ -217,7 +217,11 @@ def _view_columns(table: pa.Table, metrics: bool, entries: bool) -> pa.Table:
     view = table.select([*(_ENTRY_FIELDS if entries else ()), *FILE_FIELDS, *(METRIC_FIELDS if metrics else ())])
     if entries:
         return view
-    live = pc.not_equal(table.column("status"), 2)
+    import pyarrow as pa
+
+    status = table.column("status")
+    # A typed scalar: converting the bare int 2 imports dateutil (20 ms) on pyarrow's way.
+    live = pc.not_equal(status, pa.scalar(2, status.type))
     return view if pc.all(live).as_py() else view.filter(live)  # most manifests have no DELETED entry
 
 
@@ -315,7 +319,9 @@ def _fast_chunk(md: TableMetadata, mapper: PartitionMapper, m: ManifestFile, t: 
     # Each distinct partition is rendered once; Arrow spreads the texts over the rows.
     column = t.column("partition")
     width = len(md.partition_type(spec_id).fields)
-    groups, firsts = distinct_rows([pc.list_element(column, i) for i in range(width)], t.num_rows)
+    # Typed indices: a bare int's conversion imports dateutil on pyarrow's way (20 ms).
+    groups, firsts = distinct_rows([pc.list_element(column, pa.scalar(i, pa.int32())) for i in range(width)],
+                                   t.num_rows)
     partitions = pa.array([encode(mapper.to_dict(spec_id, decode(p))) for p in column.take(firsts).to_pylist()],
                           pa.string()).take(groups)
     pieces: list[Any] = [
