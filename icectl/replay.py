@@ -41,6 +41,7 @@ import itertools
 import json
 import os
 import re
+import stat
 import struct
 import sys
 import threading
@@ -249,9 +250,12 @@ def replay(argv: Sequence[str], out: IO[bytes]) -> bool:
 
 def _checked_body(path: Path, key: str) -> bytes | None:
     try:
-        with open(path, "rb") as f:
-            size = os.fstat(f.fileno()).st_size
-            if size < TRAILER.size:
+        # Not through a link, never blocking on a FIFO: only a regular file can be an entry.
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+        with open(fd, "rb") as f:
+            st = os.fstat(f.fileno())
+            size = st.st_size
+            if not stat.S_ISREG(st.st_mode) or size < TRAILER.size:
                 return None
             f.seek(size - TRAILER.size)
             magic, header_length = TRAILER.unpack(f.read(TRAILER.size))

@@ -12,6 +12,7 @@ import os
 import sys
 
 from icectl import replay
+from icectl.errors import ExitCode
 
 
 def main() -> None:
@@ -22,6 +23,9 @@ def main() -> None:
     except BrokenPipeError:  # `icectl ... | head`: the reader went away, as the app treats it
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
         return
+    except OSError as e:  # stdout on a full disk: one line, as the app's error boundary says it
+        sys.stderr.write(f"icectl: error: writing the output failed: {e}\n")
+        raise SystemExit(ExitCode.INTERNAL) from None
     replay.arm(argv)
     from icectl.cli.app import main as run_app
 

@@ -133,6 +133,25 @@ def test_a_damaged_entry_is_a_miss_and_never_half_a_document(env: dict[str, str]
         assert icectl(env, *args) == (expected, False)
     assert entry.read_bytes() == good  # the miss recorded the document again
     assert icectl(env, *args) == (expected, True)
+    aside = entry.with_name("aside")
+    entry.rename(aside)
+    entry.symlink_to(aside)  # a good entry, but through a link: not taken
+    assert icectl(env, *args) == (expected, False)
+    entry.unlink(missing_ok=True)
+    os.mkfifo(entry)  # a FIFO where the entry goes: never waited on
+    assert icectl(env, *args) == (expected, False)
+
+
+def test_a_replay_that_cannot_write_says_so_in_one_line(env: dict[str, str], table: Path) -> None:
+    args = ("inspect", "files", str(table), "--json")
+    icectl(env, *args)
+    assert icectl(env, *args)[1]
+    with open("/dev/full", "wb") as full:
+        p = subprocess.run([sys.executable, "-m", "icectl", *args], env=env, cwd=ROOT, stdout=full,
+                           stderr=subprocess.PIPE, timeout=120)
+    assert p.returncode == 1
+    assert p.stderr.decode().splitlines() == [p.stderr.decode().strip()]  # one line, no traceback
+    assert p.stderr.decode().startswith("icectl: error: writing the output failed")
 
 
 def test_runs_that_a_stat_cannot_vouch_for_are_not_recorded(env: dict[str, str], table: Path, tmp_path: Path) -> None:
