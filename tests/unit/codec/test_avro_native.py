@@ -359,5 +359,5 @@ def test_long_lengths_are_exact_at_every_varint_boundary() -> None:
     for k in range(53, 64):
         values.update({(1 << k) - (1 << (k - 53)), (1 << k) - (1 << (k - 52)), -((1 << k) - (1 << (k - 53)))})
     values = sorted(v for v in values if -(2**63) <= v < 2**63)
-    got = avro_native._long_len(pa.array(values + [None], pa.int64())).to_pylist()
+    got = avro_native._long_len(pa.array([*values, None], pa.int64())).to_pylist()
     assert got == [_zigzag_len(v) for v in values] + [1]
