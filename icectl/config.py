@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from icectl.errors import CorruptInputError, NotFoundError
+from icectl.replay import config_places
 from icectl.storage import S3Settings
 
 DEFAULT_CATALOG = "local"
@@ -102,7 +103,7 @@ def config_path() -> Path | None:
             raise NotFoundError(f"config file not found: {env}", path=env,
                                 hint="fix or unset ICECTL_CONFIG")
         return p
-    for p in (Path("icectl.toml"), Path.home() / ".config" / "icectl" / "config.toml"):
+    for p in config_places():
         if p.is_file():
             return p
     return None

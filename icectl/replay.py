@@ -52,17 +52,19 @@ from pathlib import Path
 from typing import IO, Any
 
 __all__ = [
+    "FOLDER",
     "MAX_BYTES",
     "MAX_ENTRIES",
     "VIEWS",
-    "arm",
     "armed",
     "clear",
+    "config_places",
+    "default_cache_root",
     "entries",
     "finish",
     "note",
     "offer",
-    "replay",
+    "replay_or_record",
     "replayable",
     "spoil",
     "spool",
@@ -160,12 +162,23 @@ def _enabled() -> bool:
     return all(os.environ.get(name, "").strip().lower() not in OFF_VALUES for name in ("ICECTL_CACHE", REPLAY_ENV))
 
 
-def _config_candidates() -> list[Path]:
-    # As icectl.config.config_path looks it up (not imported: it costs 25 ms of a 50 ms replay).
-    env = os.environ.get("ICECTL_CONFIG")
-    if env:
-        return [Path(env).expanduser()]
+def config_places() -> list[Path]:
+    """Where a config file is looked for without ``$ICECTL_CONFIG``, in order (icectl.config's
+    lookup uses this list; it lives here so a replay finds it without importing icectl.config,
+    25 ms of a 50 ms replay)."""
     return [Path("icectl.toml"), Path.home() / ".config" / "icectl" / "config.toml"]
+
+
+def default_cache_root() -> Path:
+    """The cache folder without ``$ICECTL_CACHE_DIR`` or ``[cache] dir``: ``$XDG_CACHE_HOME/icectl``
+    or ``~/.cache/icectl`` (icectl.table.manifest_cache uses this too)."""
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg) if xdg and os.path.isabs(xdg) else Path.home() / ".cache") / "icectl"
+
+
+def _config_candidates() -> list[Path]:
+    env = os.environ.get("ICECTL_CONFIG")
+    return [Path(env)] if env else config_places()
 
 
 def _config_file() -> Path | None:
@@ -191,8 +204,7 @@ def folder() -> Path | None:
             return None
         if configured:
             return Path(str(configured)).expanduser() / FOLDER
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg) if xdg and os.path.isabs(xdg) else Path.home() / ".cache") / "icectl" / FOLDER
+    return default_cache_root() / FOLDER
 
 
 def _code_stamp() -> list[Any]:
@@ -227,17 +239,25 @@ def _key(argv: Sequence[str]) -> str:
 
 # -- replaying ----------------------------------------------------------------------------------
 
-def replay(argv: Sequence[str], out: IO[bytes]) -> bool:
+def replay_or_record(argv: Sequence[str], out: IO[bytes]) -> bool:
     """Write the recorded document of this command line to ``out`` if every file it came from is as
-    it was; False (nothing written) otherwise."""
+    it was (True). Otherwise write nothing, and record this run if it is one that can be replayed
+    (False: the caller runs the command)."""
+    global _active
+    _active = None
     if not replayable(argv) or not _enabled():
         return False
-    where = folder()
+    try:
+        where = folder()
+        key = _key(argv)
+    except (OSError, RuntimeError):  # a working folder gone, no home folder: run without replays
+        return False
     if where is None:
         return False
-    path = where / (_key(argv) + SUFFIX)
-    body = _checked_body(path, path.stem)
+    path = where / (key + SUFFIX)
+    body = _checked_body(path, key)
     if body is None:
+        _active = _Recording(key, path)
         return False
     out.write(body)
     out.flush()
@@ -281,18 +301,6 @@ def _checked_body(path: Path, key: str) -> bytes | None:
 
 # -- recording ----------------------------------------------------------------------------------
 
-def arm(argv: Sequence[str]) -> None:
-    """Record this run for a later replay, if its command line is one that can be."""
-    global _active
-    _active = None
-    if not replayable(argv) or not _enabled():
-        return
-    where = folder()
-    if where is not None:
-        key = _key(argv)
-        _active = _Recording(key, where / (key + SUFFIX))
-
-
 def spool() -> IO[bytes] | None:
     """A file for the rendered document when this run is recorded (a temporary file of the views
     folder, which becomes the entry: the document is written once), else None."""
@@ -327,10 +335,11 @@ def offer(document: IO[bytes]) -> None:
         rec.crc32, rec.length = crc, size
 
 
-def finish(ok: bool, *, racy_ns: int = 2_000_000_000) -> bool:
+def finish(ok: bool, *, racy_ns: int = 2_000_000_000, cache_root: Path | None = None) -> bool:
     """End the recording: store the entry when the run succeeded, said nothing on stderr, and every
     file it depended on (the config file's places among them) is still as first seen and older
-    than ``racy_ns``. True when stored."""
+    than ``racy_ns``. ``cache_root``: the manifest cache's folder as the run's config names it; an
+    entry goes only under it, where ``cache clear`` looks. True when stored."""
     global _active
     rec, _active = _active, None
     if rec is None:
@@ -338,6 +347,8 @@ def finish(ok: bool, *, racy_ns: int = 2_000_000_000) -> bool:
     temp, rec.body = rec.body, None
     try:
         if temp is None or not ok or rec.spoiled:
+            return False
+        if cache_root is not None and os.path.abspath(rec.path.parent) != os.path.abspath(cache_root / FOLDER):
             return False
         for config in _config_candidates():  # a config file that appears or changes is a miss
             rec.seen.setdefault(os.path.abspath(config), _stat(str(config)))

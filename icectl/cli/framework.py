@@ -172,7 +172,8 @@ def command(group: typer.Typer, name: str, *, view: bool | str = False, engine: 
                     if note:
                         print_error(note)
                 code = getattr(result, "exit_code", 0)
-                replay.finish(code == 0, racy_ns=racy_window_ns())  # stores it, if this run was recorded
+                if replay.armed():  # store it, where `cache clear` looks
+                    replay.finish(code == 0, racy_ns=racy_window_ns(), cache_root=manifest_cache.cache_dir())
                 if code:
                     raise typer.Exit(code)
 

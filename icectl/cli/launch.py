@@ -18,7 +18,7 @@ from icectl.errors import ExitCode
 def main() -> None:
     argv = sys.argv[1:]
     try:
-        if replay.replay(argv, sys.stdout.buffer):
+        if replay.replay_or_record(argv, sys.stdout.buffer):
             return
     except BrokenPipeError:  # `icectl ... | head`: the reader went away, as the app treats it
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
@@ -26,7 +26,6 @@ def main() -> None:
     except OSError as e:  # stdout on a full disk: one line, as the app's error boundary says it
         sys.stderr.write(f"icectl: error: writing the output failed: {e}\n")
         raise SystemExit(ExitCode.INTERNAL) from None
-    replay.arm(argv)
     from icectl.cli.app import main as run_app
 
     run_app()

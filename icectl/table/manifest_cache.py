@@ -355,8 +355,7 @@ def cache_dir() -> Path:
     configured = _settings().dir
     if configured:
         return Path(configured).expanduser()
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg) if xdg and os.path.isabs(xdg) else Path.home() / ".cache") / "icectl"
+    return replay.default_cache_root()
 
 
 def cache_bound() -> int:

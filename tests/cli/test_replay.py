@@ -213,3 +213,34 @@ def test_a_reader_that_goes_away_is_no_error(env: dict[str, str], table: Path) -
 ])
 def test_which_command_lines_are_replayed(argv: list[str], expected: bool) -> None:
     assert replay.replayable(argv) is expected
+
+
+def test_a_configured_cache_folder_holds_the_entries_that_cache_clear_removes(
+        env: dict[str, str], table: Path, tmp_path: Path) -> None:
+    env = {k: v for k, v in env.items() if k != "ICECTL_CACHE_DIR"}
+    config = tmp_path / "icectl-config.toml"
+    config.write_text('[cache]\ndir = "~/elsewhere"\n')  # ~: the HOME of the env fixture
+    env["ICECTL_CONFIG"] = str(config)
+    args = ("inspect", "files", str(table), "--json")
+    expected = truth(env, *args)
+    assert icectl(env, *args) == (expected, False)
+    assert icectl(env, *args) == (expected, True)
+    folder = Path(env["HOME"]) / "elsewhere" / replay.FOLDER
+    assert len(replay.entries(folder)) == 1
+    subprocess.run([sys.executable, "-m", "icectl", "cache", "clear"], env=env, cwd=ROOT, check=True,
+                   capture_output=True)
+    assert replay.entries(folder) == []
+
+
+def test_a_working_folder_that_is_gone_runs_the_command_without_replays(env: dict[str, str], table: Path,
+                                                                       tmp_path: Path) -> None:
+    args = ("inspect", "files", str(table), "--json")
+    expected = truth(env, *args)
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    script = f'cd "{gone}" && rmdir "{gone}" && exec "{sys.executable}" -m icectl "$@"'
+    for _ in range(2):
+        p = subprocess.run(["sh", "-c", script, "sh", *args], env=env, capture_output=True, timeout=300)
+        assert (p.returncode, p.stdout, p.stderr) == (0, expected, b"")
+        gone.mkdir()
+    assert views(env) == []
