@@ -10,6 +10,7 @@ from icectl.errors import IcectlError, NotFoundError
 from icectl.spec.manifest import DataFileContent, ManifestContent, ManifestEntry, ManifestEntryStatus, ManifestFile
 from icectl.spec.schema import Schema
 from icectl.spec.snapshots import Snapshot
+from icectl.storage.path_arrays import member_mask
 from icectl.validate.context import Context, ManifestSummary
 from icectl.validate.rules import Severity, rule
 
@@ -125,20 +126,20 @@ def _check_dv(ctx: Context, e: ManifestEntry, where: str, path: str) -> None:
 
 
 def live_among(targets: set[str], live_paths: list[list[str] | pa.Array | pa.ChunkedArray]) -> set[str]:
-    """The ``targets`` that are among the live data files: a set of the few targets probed against
-    each manifest's paths (Arrow ones with ``is_in``), never a set of every live path."""
+    """The ``targets`` that are among the live data files: the few targets probed against each
+    manifest's paths (Arrow ones with :func:`~icectl.storage.path_arrays.member_mask`, which hashes
+    the small side), never a set of every live path."""
     found: set[str] = set()
     for paths in live_paths:
         if isinstance(paths, list):
             found.update(targets.intersection(paths))
-        elif len(paths):
+        elif len(paths) and targets:
             import pyarrow as pa
-            import pyarrow.compute as pc
 
             if pa.types.is_string_view(paths.type):  # is_in has no kernel for views
                 paths = paths.cast(pa.large_string())
             wanted = pa.array(sorted(targets), pa.large_string()).cast(paths.type)
-            found.update(paths.filter(pc.is_in(paths, value_set=wanted)).to_pylist())
+            found.update(wanted.filter(member_mask(wanted, paths)).to_pylist())
     return found
 
 
